@@ -1,0 +1,49 @@
+# gpufleet: one entry point for the toolchain, the lab, tests and the demo.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+export PATH := $(abspath $(BIN)):$(PATH)
+export ANSIBLE_CONFIG := $(abspath ansible.cfg)
+export ANSIBLE_COLLECTIONS_PATH := $(abspath .collections)
+export PYTHONDONTWRITEBYTECODE := 1
+
+# molecule scenarios run by `make test`, in this order
+MOLECULE_SCENARIOS ?= smoke
+
+.PHONY: help venv lint unit lab molecule test demo audit clean
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+venv:  ## pinned toolchain in .venv + collections in .collections (idempotent)
+	python3 scripts/bootstrap.py
+
+lint: venv  ## yamllint, ansible-lint (production profile), ruff
+	$(BIN)/yamllint --strict .
+	$(BIN)/ansible-lint --strict
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+unit: venv  ## unit tests
+	$(BIN)/pytest -q tests/unit
+
+lab: venv  ## docker engine, base images, NVIDIA redist mirror (built only when missing)
+	$(PY) -m lab up
+
+molecule: lab  ## every molecule scenario in MOLECULE_SCENARIOS
+	for s in $(MOLECULE_SCENARIOS); do $(BIN)/molecule test -s $$s; done
+
+test: lint unit molecule  ## the whole test suite (what CI runs)
+
+demo: lab  ## build the lab and show its state
+	$(PY) -m lab status
+
+audit: venv  ## audit this machine (read-only)
+	$(BIN)/ansible-playbook playbooks/audit.yml
+
+clean:  ## remove the toolchain and caches of this checkout (not the lab images)
+	rm -rf $(VENV) .collections .cache .pytest_cache .ruff_cache .hypothesis
