@@ -152,7 +152,12 @@ class Version:
 
 
 def _describe(value):
-    text = repr(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**12:
+        return "an integer too large to be a version"
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__ must not replace the clear error
+        text = f"<{type(value).__name__}>"
     if len(text) > 60:
         text = text[:57] + "..."
     return text
