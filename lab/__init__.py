@@ -1,0 +1,22 @@
+"""gpufleet lab: a local stand-in for a GPU fleet.
+
+Docker engine, Debian base images built from the apt mirror this machine already
+uses, an NVIDIA redist mirror built from NVIDIA's PyPI wheels, a mirror server on an
+internal docker network, and SSH-reachable systemd hosts. Stdlib + docker SDK only.
+"""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STATE = ROOT / ".lab"
+NETWORK = "gpufleet-lab"
+MIRROR_CONTAINER = "gpufleet-mirror"
+LABEL = "gpufleet.lab"
+
+
+class LabError(Exception):
+    """An error the user can fix: printed as one line, never as a traceback."""
+
+    def __init__(self, message, code=1):
+        super().__init__(message)
+        self.code = code

@@ -1,0 +1,106 @@
+"""Docker Engine: find it, or install and start it when we may (root on Debian/Ubuntu)."""
+
+import os
+import shutil
+import subprocess
+import time
+
+from lab import STATE, LabError
+
+DOCKERD = "/usr/sbin/dockerd"
+
+
+def _run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)
+
+
+def docker_answers():
+    """True when the docker CLI exists and the daemon answers."""
+    if not shutil.which("docker"):
+        return False
+    return _run(["docker", "info", "--format", "{{.ServerVersion}}"], timeout=30).returncode == 0
+
+
+def os_release(path="/etc/os-release"):
+    data = {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                key, sep, value = line.strip().partition("=")
+                if sep:
+                    data[key] = value.strip().strip('"')
+    except OSError:
+        pass
+    return data
+
+
+def is_debian_like(release):
+    ids = {release.get("ID", "")} | set(release.get("ID_LIKE", "").split())
+    return bool(ids & {"debian", "ubuntu"})
+
+
+def what_to_do(euid, release):
+    """The one-line advice when we may not install/start docker ourselves, or None when we may."""
+    if not is_debian_like(release):
+        return (
+            "docker is not running and this is not Debian/Ubuntu: install Docker Engine, start it, "
+            "check that `docker info` answers, then rerun"
+        )
+    if euid != 0:
+        return (
+            "docker is not running: run `sudo python3 -m lab docker` (installs docker.io and starts "
+            "dockerd), or `sudo apt-get install docker.io && sudo systemctl start docker`, and add "
+            "yourself to the docker group"
+        )
+    return None
+
+
+def ensure(timeout=90, log=print):
+    """Make `docker info` answer; install docker.io and start dockerd when root on Debian/Ubuntu."""
+    if docker_answers():
+        log("docker: engine answers")
+        return
+    advice = what_to_do(os.geteuid(), os_release())
+    if advice:
+        raise LabError(advice, code=2)
+    if not os.path.exists(DOCKERD) or not shutil.which("docker"):
+        log("docker: installing docker.io")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        res = _run(["apt-get", "install", "-y", "--no-install-recommends", "docker.io"], env=env)
+        if res.returncode != 0:
+            _run(["apt-get", "update"], env=env)
+            res = _run(["apt-get", "install", "-y", "--no-install-recommends", "docker.io"], env=env)
+        if res.returncode != 0:
+            last = (res.stderr.strip().splitlines() or ["?"])[-1]
+            raise LabError(f"apt-get install docker.io failed ({last}): fix apt, then rerun", code=2)
+    STATE.mkdir(parents=True, exist_ok=True)
+    logfile = STATE / "dockerd.log"
+    log(f"docker: starting dockerd (log: {logfile})")
+    with open(logfile, "ab") as out:
+        subprocess.Popen(  # noqa: S603 - fixed path, daemonised on purpose
+            [DOCKERD],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            close_fds=True,
+        )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if docker_answers():
+            log("docker: engine answers")
+            return
+        time.sleep(1)
+    raise LabError(f"dockerd started but did not answer within {timeout}s: see {logfile}", code=2)
+
+
+def client():
+    """A docker SDK client; a LabError (not a traceback) when the engine is down."""
+    import docker  # noqa: PLC0415 - the SDK is needed only once the engine is there
+
+    try:
+        cli = docker.from_env(timeout=300)
+        cli.ping()
+    except Exception as exc:  # docker raises several unrelated types here
+        raise LabError(f"docker engine not reachable ({exc.__class__.__name__}): run `python -m lab docker`", 2) from exc
+    return cli

@@ -1,0 +1,459 @@
+"""The local NVIDIA artifact mirror, in NVIDIA's redist layout, built from NVIDIA's PyPI wheels.
+
+Output (.lab/mirror/):
+  cudnn/redist/redistrib_<X.Y.Z>.json
+  cudnn/redist/cudnn/linux-x86_64/cudnn-linux-x86_64-<X.Y.Z.B>_cuda<M>-archive.tar.xz
+  cuda/redist/redistrib_<X.Y.Z>.json
+  cuda/redist/<comp>/linux-x86_64/<comp>-linux-x86_64-<ver>-archive.tar.xz
+  wheels/   the original wheels, a flat pip --find-links directory
+
+Archives are streamed from the wheel (zip) into `xz` without unpacking to disk, with
+fixed owners and mtimes, so the same wheel gives the same bytes. An archive is rebuilt
+only when its stamp (wheel names/sizes + recipe format) changed or the file is gone.
+"""
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lab import STATE, LabError
+
+FORMAT = 1  # bump when the archive recipe changes: every archive is rebuilt
+PLATFORM = "linux-x86_64"
+# xz preset: -1 keeps the ~1 GB cuDNN trees fast to pack while staying near -6 in size
+# (measured numbers in docs/lab.md). Override with GPUFLEET_XZ="-T0 -6" for a smaller mirror.
+XZ_OPTS = os.environ.get("GPUFLEET_XZ", "-T0 -1").split()
+
+DEFAULT_CUDNN = ("9.28.0.42", "9.14.0.64")
+CUDNN_VARIANTS = ("12", "13")
+DEFAULT_CUDA = "13.0.2"
+
+# The component versions of a CUDA release, as NVIDIA's redistrib_<release>.json lists them,
+# and the PyPI wheel each is built from. Source: NVIDIA redistrib_13.0.2.json (cuda_cccl
+# 13.0.85, cuda_crt 13.0.88, cuda_cudart 13.0.96, cuda_nvcc 13.0.88, cuda_nvrtc 13.0.88,
+# libnvvm 13.0.88).
+CUDA_RELEASES = {
+    "13.0.2": {
+        "cuda_nvcc": ("CUDA NVCC", "13.0.88"),
+        "cuda_crt": ("CUDA CRT", "13.0.88"),
+        "libnvvm": ("CUDA NVVM", "13.0.88"),
+        "cuda_cudart": ("CUDA Runtime (cudart)", "13.0.96"),
+        "cuda_nvrtc": ("CUDA NVRTC", "13.0.88"),
+        "cuda_cccl": ("CXX Core Compute Libraries", "13.0.85"),
+    },
+}
+WHEEL_OF = {
+    "cuda_nvcc": "nvidia-cuda-nvcc",
+    "cuda_crt": "nvidia-cuda-crt",
+    "libnvvm": "nvidia-nvvm",
+    "cuda_cudart": "nvidia-cuda-runtime",
+    "cuda_nvrtc": "nvidia-cuda-nvrtc",
+    "cuda_cccl": "nvidia-cuda-cccl",
+}
+CU13 = "nvidia/cu13/"
+# (wheel component, source prefix inside the wheel, destination prefix in the archive).
+# NVIDIA's toolkit layout: nvvm lives under nvvm/ (bin/cicc, lib64/libnvvm.so, libdevice, include).
+NVVM_MAP = (
+    ("libnvvm", CU13 + "nvvm/", "nvvm/"),
+    ("libnvvm", CU13 + "lib/libnvvm", "nvvm/lib64/libnvvm"),
+    ("libnvvm", CU13 + "include/nvvm.h", "nvvm/include/nvvm.h"),
+)
+CUDA_MAPS = {
+    # cuda_nvcc also carries crt and nvvm (as it did up to CUDA 12) so that bin/nvcc compiles on
+    # its own; cuda_crt and libnvvm are published as well, as NVIDIA does since 13.0.
+    "cuda_nvcc": (("cuda_nvcc", CU13 + "bin/", "bin/"), ("cuda_nvcc", CU13 + "include/", "include/"))
+    + (("cuda_crt", CU13 + "include/crt/", "include/crt/"),)
+    + NVVM_MAP,
+    "cuda_crt": (("cuda_crt", CU13 + "include/crt/", "include/crt/"),),
+    "libnvvm": NVVM_MAP,
+    "cuda_cudart": (("cuda_cudart", CU13 + "include/", "include/"), ("cuda_cudart", CU13 + "lib/", "lib/")),
+    "cuda_nvrtc": (("cuda_nvrtc", CU13 + "include/", "include/"), ("cuda_nvrtc", CU13 + "lib/", "lib/")),
+    "cuda_cccl": (("cuda_cccl", CU13 + "include/", "include/"),),
+}
+CUDNN_MAP = (("cudnn", "nvidia/cudnn/include/", "include/"), ("cudnn", "nvidia/cudnn/lib/", "lib/"))
+SONAME = re.compile(r"^(?P<stem>.+\.so)\.(?P<ver>\d+(?:\.\d+)*)$")
+VERSION4 = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
+VERSION3 = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+def cache_dir():
+    base = os.environ.get("GPUFLEET_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "gpufleet")
+    return Path(base) / "wheels"
+
+
+def mirror_dir():
+    return STATE / "mirror"
+
+
+def wheel_file_name(dist):
+    return dist.replace("-", "_")
+
+
+def find_wheel(dist, version, directory=None):
+    directory = Path(directory or cache_dir())
+    prefix = f"{wheel_file_name(dist)}-{version}-"
+    if directory.is_dir():
+        for path in sorted(directory.iterdir()):
+            if path.name.startswith(prefix) and path.name.endswith(".whl") and "x86_64" in path.name:
+                return path
+    return None
+
+
+def fetch_wheel(dist, version, log=print):
+    """The cached wheel of dist==version; downloaded with pip (hash-checked by pip) when missing."""
+    found = find_wheel(dist, version)
+    if found:
+        return found
+    directory = cache_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    log(f"mirror: downloading {dist}=={version} into {directory}")
+    start = time.monotonic()
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-cache-dir"]
+    cmd += ["--disable-pip-version-check", "-q", "-d", str(directory), f"{dist}=={version}"]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)  # noqa: S603
+    found = find_wheel(dist, version)
+    if res.returncode != 0 or not found:
+        text = res.stderr + res.stdout
+        if "No matching distribution" in text or "Could not find a version" in text:
+            raise LabError(
+                f"{dist}=={version} is not on the package index: choose a version listed by "
+                f"`pip index versions {dist}`"
+            )
+        last = (text.strip().splitlines() or ["no output"])[-1][:200]
+        raise LabError(f"downloading {dist}=={version} failed ({last}): check the network or pip config")
+    log(f"mirror: downloaded {found.name} in {time.monotonic() - start:.0f}s")
+    return found
+
+
+def validate_cudnn_version(version):
+    if not VERSION4.match(version):
+        raise LabError(f"cuDNN version {version!r} must have 4 parts like 9.14.0.64 (as on the package index)")
+    return version
+
+
+def validate_cuda_release(release):
+    if release not in CUDA_RELEASES:
+        raise LabError(f"CUDA release {release!r} is not known to the lab: choose from {', '.join(CUDA_RELEASES)}")
+    return release
+
+
+def short(version):
+    """9.14.0.64 -> 9.14.0 (how NVIDIA names cuDNN manifests)."""
+    return ".".join(version.split(".")[:3])
+
+
+# ---------------------------------------------------------------- archives
+
+
+@dataclass
+class Archive:
+    """One tarball: where it goes, its top folder, and what goes in it."""
+
+    relative_path: str  # relative to the redist directory
+    top: str
+    sources: dict  # wheel component -> wheel path
+    mapping: tuple
+    so_version: str
+    license_from: str  # wheel component whose License.txt becomes LICENSE
+    extra: dict = field(default_factory=dict)
+
+    def stamp_inputs(self):
+        return {
+            "format": FORMAT,
+            "xz": XZ_OPTS,
+            "top": self.top,
+            "so_version": self.so_version,
+            "mapping": [list(m) for m in self.mapping],
+            "wheels": {k: [Path(v).name, Path(v).stat().st_size] for k, v in sorted(self.sources.items())},
+        }
+
+
+def plan_members(archive):
+    """[(zip path or None, archive path, kind, target/None, ZipInfo/None, wheel component)], sorted.
+
+    kind is 'file', or 'link' (a symlink to target). Shared-object files whose version suffix
+    is a prefix of so_version get NVIDIA's full name plus the usual links
+    (libX.so -> libX.so.9 -> libX.so.9.14.0).
+    """
+    members = {}
+    zips = {comp: zipfile.ZipFile(path) for comp, path in archive.sources.items()}
+    try:
+        for comp, src, dst in archive.mapping:
+            for info in zips[comp].infolist():
+                if info.is_dir() or not info.filename.startswith(src):
+                    continue
+                rel = dst + info.filename[len(src) :]
+                members[rel] = ("file", None, info, comp)
+        for rel in list(members):
+            directory, _, name = rel.rpartition("/")
+            match = SONAME.match(name)
+            if not match or not directory.endswith(("lib", "lib64")):
+                continue
+            stem, ver = match.group("stem"), match.group("ver")
+            full = archive.so_version
+            if ver != full and full.startswith(ver + "."):
+                real = f"{directory}/{stem}.{full}"
+                members[real] = members.pop(rel)
+                members[rel] = ("link", f"{stem}.{full}", None, None)
+            members.setdefault(f"{directory}/{stem}", ("link", name, None, None))
+    finally:
+        for zf in zips.values():
+            zf.close()
+    return sorted(members.items())
+
+
+def _mode(info):
+    mode = (info.external_attr >> 16) & 0o777
+    if not mode:
+        mode = 0o644
+    return mode | 0o644
+
+
+def write_archive(archive, out_path, mtime):
+    """Stream the archive into `xz`; returns (size, sha256, md5)."""
+    members = plan_members(archive)
+    tmp = out_path.with_name(out_path.name + ".part")
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    zips = {comp: zipfile.ZipFile(path) for comp, path in archive.sources.items()}
+    try:
+        with open(tmp, "wb") as out:
+            proc = subprocess.Popen(["xz", *XZ_OPTS, "-c"], stdin=subprocess.PIPE, stdout=out)  # noqa: S603
+            try:
+                with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+                    dirs = set()
+                    for rel, (kind, target, info, comp) in members:
+                        _add_dirs(tar, archive.top, rel, dirs, mtime)
+                        ti = tarfile.TarInfo(f"{archive.top}/{rel}")
+                        ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname = mtime, 0, 0, "root", "root"
+                        if kind == "link":
+                            ti.type, ti.linkname, ti.mode = tarfile.SYMTYPE, target, 0o777
+                            tar.addfile(ti)
+                            continue
+                        ti.size, ti.mode = info.file_size, _mode(info)
+                        if rel.startswith(("bin/", "nvvm/bin/")):
+                            ti.mode |= 0o755
+                        with zips[comp].open(info) as src:
+                            tar.addfile(ti, src)
+                    lic = _license_bytes(zips[archive.license_from])
+                    ti = tarfile.TarInfo(f"{archive.top}/LICENSE")
+                    ti.mtime, ti.mode, ti.size, ti.uname, ti.gname = mtime, 0o644, len(lic), "root", "root"
+                    import io  # noqa: PLC0415
+
+                    tar.addfile(ti, io.BytesIO(lic))
+            finally:
+                proc.stdin.close()
+                rc = proc.wait()
+        if rc != 0:
+            raise LabError(f"xz failed ({rc}) writing {out_path}: check disk space")
+    finally:
+        for zf in zips.values():
+            zf.close()
+    size, sha256, md5 = hash_file(tmp)
+    os.replace(tmp, out_path)
+    return size, sha256, md5
+
+
+def _add_dirs(tar, top, rel, seen, mtime):
+    parts = [top, *rel.split("/")[:-1]]
+    for i in range(1, len(parts) + 1):
+        name = "/".join(parts[:i])
+        if name in seen:
+            continue
+        seen.add(name)
+        ti = tarfile.TarInfo(name)
+        ti.type, ti.mode, ti.mtime, ti.uname, ti.gname = tarfile.DIRTYPE, 0o755, mtime, "root", "root"
+        tar.addfile(ti)
+
+
+def _license_bytes(zf):
+    for name in zf.namelist():
+        if ".dist-info/" in name and name.lower().endswith(("license.txt", "license")):
+            return zf.read(name)
+    return b"See NVIDIA's license for this software.\n"
+
+
+def hash_file(path):
+    sha, md5, size = hashlib.sha256(), hashlib.md5(), 0  # noqa: S324 - NVIDIA's manifests carry md5
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            sha.update(block)
+            md5.update(block)
+            size += len(block)
+    return size, sha.hexdigest(), md5.hexdigest()
+
+
+def wheel_date(path):
+    """The newest file date inside the wheel (YYYY-MM-DD) and its epoch: the archive mtime."""
+    with zipfile.ZipFile(path) as zf:
+        newest = max(info.date_time for info in zf.infolist())
+    epoch = int(time.mktime((*newest, 0, 0, -1)))
+    return f"{newest[0]:04d}-{newest[1]:02d}-{newest[2]:02d}", epoch
+
+
+def stamp_path(relative):
+    return STATE / "stamps" / (relative.replace("/", "__") + ".json")
+
+
+def build_archive(redist_dir, archive, log):
+    """Build (or reuse) one archive; returns its manifest entry."""
+    out_path = redist_dir / archive.relative_path
+    stamp = stamp_path(f"{redist_dir.name}-{redist_dir.parent.name}/{archive.relative_path}")
+    inputs = archive.stamp_inputs()
+    if out_path.exists() and stamp.exists():
+        try:
+            saved = json.loads(stamp.read_text(encoding="utf-8"))
+        except ValueError:
+            saved = {}
+        if saved.get("inputs") == inputs and saved.get("entry", {}).get("size") == str(out_path.stat().st_size):
+            log(f"mirror: {archive.relative_path} up to date")
+            return saved["entry"]
+    _, mtime = wheel_date(archive.sources[archive.license_from])
+    log(f"mirror: packing {archive.relative_path} (xz {' '.join(XZ_OPTS)})")
+    start = time.monotonic()
+    size, sha256, md5 = write_archive(archive, out_path, mtime)
+    entry = {"relative_path": archive.relative_path, "sha256": sha256, "md5": md5, "size": str(size)}
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(json.dumps({"inputs": inputs, "entry": entry}, indent=1), encoding="utf-8")
+    log(f"mirror: packed {archive.relative_path} in {time.monotonic() - start:.0f}s ({size / 1e6:.0f} MB)")
+    return entry
+
+
+def write_json(path, doc):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(doc, indent=4) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- cuDNN and CUDA
+
+
+def cudnn_archive(version, major, wheel):
+    name = f"cudnn-{PLATFORM}-{version}_cuda{major}-archive"
+    return Archive(
+        relative_path=f"cudnn/{PLATFORM}/{name}.tar.xz",
+        top=name,
+        sources={"cudnn": wheel},
+        mapping=CUDNN_MAP,
+        so_version=short(version),
+        license_from="cudnn",
+    )
+
+
+def cudnn_manifest(version, entries, release_date):
+    return {
+        "release_date": release_date,
+        "release_label": short(version),
+        "release_product": "cudnn",
+        "cudnn": {
+            "name": "NVIDIA CUDA Deep Neural Network library",
+            "license": "cudnn",
+            "license_path": "cudnn/LICENSE.txt",
+            "version": version,
+            "cuda_variant": sorted(entries),
+            PLATFORM: {f"cuda{major}": entry for major, entry in sorted(entries.items())},
+        },
+    }
+
+
+def build_cudnn(version, variants=CUDNN_VARIANTS, log=print):
+    validate_cudnn_version(version)
+    redist = mirror_dir() / "cudnn" / "redist"
+    wheels = {m: fetch_wheel(f"nvidia-cudnn-cu{m}", version, log) for m in variants}
+    entries = {m: build_archive(redist, cudnn_archive(version, m, w), log) for m, w in wheels.items()}
+    release_date, _ = wheel_date(next(iter(wheels.values())))
+    _write_license(redist / "cudnn" / "LICENSE.txt", next(iter(wheels.values())))
+    path = redist / f"redistrib_{short(version)}.json"
+    write_json(path, cudnn_manifest(version, entries, release_date))
+    return path, list(wheels.values())
+
+
+def cuda_archive(comp, version, wheels):
+    name = f"{comp}-{PLATFORM}-{version}-archive"
+    mapping = CUDA_MAPS[comp]
+    return Archive(
+        relative_path=f"{comp}/{PLATFORM}/{name}.tar.xz",
+        top=name,
+        sources={src: wheels[src] for src, _, _ in mapping},
+        mapping=mapping,
+        so_version=version,
+        license_from=comp,
+    )
+
+
+def build_cuda(release, log=print):
+    validate_cuda_release(release)
+    comps = CUDA_RELEASES[release]
+    redist = mirror_dir() / "cuda" / "redist"
+    wheels = {comp: fetch_wheel(WHEEL_OF[comp], ver, log) for comp, (_, ver) in comps.items()}
+    doc = {"release_date": None, "release_label": release, "release_product": "cuda"}
+    dates = []
+    for comp, (title, version) in comps.items():
+        entry = build_archive(redist, cuda_archive(comp, version, wheels), log)
+        _write_license(redist / comp / "LICENSE.txt", wheels[comp])
+        dates.append(wheel_date(wheels[comp])[0])
+        doc[comp] = {
+            "name": title,
+            "license": "CUDA Toolkit",
+            "license_path": f"{comp}/LICENSE.txt",
+            "version": version,
+            PLATFORM: entry,
+        }
+    doc["release_date"] = max(dates)
+    path = redist / f"redistrib_{release}.json"
+    write_json(path, doc)
+    return path, list(wheels.values())
+
+
+def _write_license(path, wheel):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel) as zf:
+        data = _license_bytes(zf)
+    if not path.exists() or path.read_bytes() != data:
+        path.write_bytes(data)
+
+
+def publish_wheels(wheels):
+    """Hardlink (or copy) the wheels into wheels/, a flat pip --find-links directory."""
+    target = mirror_dir() / "wheels"
+    target.mkdir(parents=True, exist_ok=True)
+    for wheel in wheels:
+        dest = target / wheel.name
+        if dest.exists() and dest.stat().st_size == wheel.stat().st_size:
+            continue
+        if dest.exists():
+            dest.unlink()
+        try:
+            os.link(wheel, dest)
+        except OSError:
+            import shutil  # noqa: PLC0415
+
+            shutil.copyfile(wheel, dest)
+
+
+def build(cudnn_versions=DEFAULT_CUDNN, cuda_releases=(DEFAULT_CUDA,), variants=CUDNN_VARIANTS, log=print):
+    for version in cudnn_versions:
+        validate_cudnn_version(version)
+    for release in cuda_releases:
+        validate_cuda_release(release)
+    start = time.monotonic()
+    manifests, wheels = [], []
+    for release in cuda_releases:
+        path, used = build_cuda(release, log)
+        manifests.append(path)
+        wheels += used
+    for version in cudnn_versions:
+        path, used = build_cudnn(version, variants, log)
+        manifests.append(path)
+        wheels += used
+    publish_wheels(wheels)
+    log(f"mirror: {len(manifests)} manifests ready in {mirror_dir()} ({time.monotonic() - start:.0f}s)")
+    return manifests
