@@ -1,0 +1,270 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""Baseline validation and drift: what a host runs against what the fleet's baseline says it should.
+
+Stdlib only, Python >= 3.9. Used on the controller by the audit (``nvidia_fleet_report``).
+
+A baseline (``gpufleet_baseline`` in group_vars/host_vars) is a mapping with these keys, all optional:
+
+``driver_branch``   the driver branch every GPU host runs ("580", "R580", 580)
+``cuda_versions``   the CUDA toolkits installed, exactly ("13.0" matches any 13.0.x; "13.0.2" only itself)
+``cuda_default``    the toolkit /usr/local/cuda points to
+``cudnn_versions``  cuDNN version per CUDA major: {13: "9.14.0", 12: "9.14"} ("9.14" matches any 9.14.x)
+``cudnn_scope``     which copies the cudnn_versions apply to: ``system`` (packages and tarball trees, the
+                    default: Python environments bring their own cuDNN on purpose) or ``all``
+
+Anything else is a clear error naming the key (a typo must not silently disable a check).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
+
+BASELINE_KEYS = ("driver_branch", "cuda_versions", "cuda_default", "cudnn_versions", "cudnn_scope")
+CUDNN_SCOPES = ("system", "all")
+# cuDNN copies that belong to the system (not to one Python environment)
+SYSTEM_SOURCES = ("deb", "rpm", "tarball", "unknown")
+
+
+class BaselineError(ValueError):
+    """A malformed baseline; the message names the variable, the key, the value and what is allowed."""
+
+
+def _err(name, key, value, allowed):
+    return BaselineError(f"{name}.{key}: {value!r} is not valid; {allowed}")
+
+
+def _version(name, key, value, min_parts=1, max_parts=4):
+    if isinstance(value, float):
+        # YAML reads 12.10 as 12.1: refuse rather than guess.
+        raise _err(
+            name, key, value, "quote versions in YAML (e.g. '13.0'); accepted forms: 13.0, 13.0.2, 9.14.0"
+        )
+    try:
+        return parse_version(value, f"{name}.{key}", min_parts=min_parts, max_parts=max_parts)
+    except VersionError as exc:
+        raise BaselineError(str(exc)) from None
+
+
+def validate_baseline(baseline, name="gpufleet_baseline"):
+    """Check ``baseline`` and return it normalized (or None when it is None/empty).
+
+    Normalized form: ``{"driver_branch": int|None, "cuda_versions": [str]|None, "cuda_default": str|None,
+    "cudnn_versions": {int: str}|None, "cudnn_scope": "system"|"all"}`` with versions as dotted strings.
+    Raises BaselineError naming the key for anything malformed.
+    """
+    if baseline is None or baseline in ({}, ""):
+        return None
+    if not isinstance(baseline, dict):
+        raise BaselineError(
+            f"{name}: {type(baseline).__name__} {baseline!r} is not a mapping; allowed keys: "
+            + ", ".join(BASELINE_KEYS)
+        )
+    unknown = sorted(str(k) for k in baseline if k not in BASELINE_KEYS)
+    if unknown:
+        raise BaselineError(
+            f"{name}: unknown key {unknown[0]!r}"
+            + (f" (and {', '.join(unknown[1:])})" if unknown[1:] else "")
+            + "; allowed keys: "
+            + ", ".join(BASELINE_KEYS)
+        )
+    out = {
+        "driver_branch": None,
+        "cuda_versions": None,
+        "cuda_default": None,
+        "cudnn_versions": None,
+        "cudnn_scope": "system",
+    }
+    if baseline.get("driver_branch") is not None:
+        out["driver_branch"] = _version(name, "driver_branch", baseline["driver_branch"], 1, 1).major
+    if baseline.get("cuda_versions") is not None:
+        value = baseline["cuda_versions"]
+        if isinstance(value, (str, int)):
+            value = [value]
+        if not isinstance(value, list):
+            raise _err(name, "cuda_versions", value, "a list of CUDA versions such as ['13.0', '12.8']")
+        out["cuda_versions"] = [
+            str(_version(name, f"cuda_versions[{i}]", v, 2, 3)) for i, v in enumerate(value)
+        ]
+    if baseline.get("cuda_default") is not None:
+        out["cuda_default"] = str(_version(name, "cuda_default", baseline["cuda_default"], 2, 3))
+    if baseline.get("cudnn_versions") is not None:
+        value = baseline["cudnn_versions"]
+        if not isinstance(value, dict):
+            raise _err(
+                name,
+                "cudnn_versions",
+                value,
+                "a mapping of CUDA major to cuDNN version such as {13: '9.14.0', 12: '9.14'}",
+            )
+        cudnn = {}
+        for major, version in value.items():
+            text = str(major).strip()
+            if isinstance(major, bool) or not text.isdigit() or not 8 <= int(text) <= 99:
+                raise _err(
+                    name,
+                    "cudnn_versions",
+                    major,
+                    "keys are CUDA majors such as 12 or 13 (mapping CUDA major to cuDNN version)",
+                )
+            cudnn[int(text)] = str(_version(name, f"cudnn_versions.{text}", version, 1, 4))
+        out["cudnn_versions"] = cudnn
+    if baseline.get("cudnn_scope") is not None:
+        if baseline["cudnn_scope"] not in CUDNN_SCOPES:
+            raise _err(name, "cudnn_scope", baseline["cudnn_scope"], "allowed: " + ", ".join(CUDNN_SCOPES))
+        out["cudnn_scope"] = baseline["cudnn_scope"]
+    return out
+
+
+def _matches(expected, actual):
+    """True when the version text ``actual`` equals ``expected`` on the components ``expected`` gives."""
+    try:
+        exp = parse_version(expected)
+        act = parse_version(actual)
+    except VersionError:
+        return False
+    n = len(exp.parts)
+    return (act.parts + (0,) * 4)[:n] == exp.parts
+
+
+def _item(component, key, expected, actual, message, *, path=None):
+    return {
+        "component": component,
+        "key": key,
+        "expected": expected,
+        "actual": actual,
+        "message": message,
+        "path": path,
+    }
+
+
+def compute_drift(entry, baseline):
+    """Drift items of one audited host.
+
+    ``entry`` is a host entry of the report (see report.py: ``driver``, ``cuda``, ``cudnn`` normalized);
+    ``baseline`` the normalized baseline (validate_baseline). Returns a list of dicts
+    ``{component, key, expected, actual, message, path}`` (empty when the host matches).
+    """
+    if not baseline:
+        return []
+    items = []
+    driver = entry.get("driver") or {}
+    if baseline["driver_branch"] is not None:
+        expected = str(baseline["driver_branch"])
+        if not driver.get("installed") or driver.get("version") in (None, "unknown"):
+            actual = "none" if driver.get("installed") is False else "unknown"
+            items.append(
+                _item(
+                    "driver",
+                    "driver_branch",
+                    expected,
+                    actual,
+                    f"driver branch {expected} expected, driver {actual}",
+                )
+            )
+        elif str(driver.get("branch")) != expected:
+            items.append(
+                _item(
+                    "driver",
+                    "driver_branch",
+                    expected,
+                    str(driver.get("branch")),
+                    f"driver branch {expected} expected, found {driver.get('version')}",
+                )
+            )
+    toolkits = (entry.get("cuda") or {}).get("toolkits") or []
+    if baseline["cuda_versions"] is not None:
+        expected_list = baseline["cuda_versions"]
+        for expected in expected_list:
+            if not any(_matches(expected, t.get("version", "")) for t in toolkits):
+                items.append(
+                    _item(
+                        "cuda",
+                        "cuda_versions",
+                        expected,
+                        "missing",
+                        f"CUDA {expected} expected, not installed",
+                    )
+                )
+        for t in toolkits:
+            if not any(_matches(expected, t.get("version", "")) for expected in expected_list):
+                items.append(
+                    _item(
+                        "cuda",
+                        "cuda_versions",
+                        ", ".join(expected_list) or "none",
+                        t.get("version", "unknown"),
+                        f"CUDA {t.get('version')} at {t.get('path')} is not in the baseline "
+                        f"({', '.join(expected_list) or 'none'})",
+                        path=t.get("path"),
+                    )
+                )
+    if baseline["cuda_default"] is not None:
+        expected = baseline["cuda_default"]
+        default = (entry.get("cuda") or {}).get("default")
+        if not default:
+            items.append(
+                _item(
+                    "cuda",
+                    "cuda_default",
+                    expected,
+                    "none",
+                    f"default CUDA {expected} expected, /usr/local/cuda does not exist",
+                )
+            )
+        elif not _matches(expected, default.get("version") or ""):
+            items.append(
+                _item(
+                    "cuda",
+                    "cuda_default",
+                    expected,
+                    default.get("version") or "unknown",
+                    f"default CUDA {expected} expected, /usr/local/cuda is "
+                    f"{default.get('version') or 'unknown'} ({default.get('target')})",
+                    path=default.get("target"),
+                )
+            )
+    if baseline["cudnn_versions"] is not None:
+        scope = baseline["cudnn_scope"]
+        copies = [c for c in entry.get("cudnn") or [] if scope == "all" or c.get("source") in SYSTEM_SOURCES]
+        wanted = baseline["cudnn_versions"]
+        for major in sorted(wanted):
+            expected = wanted[major]
+            mine = [c for c in copies if c.get("cuda_major") == major]
+            if not mine:
+                items.append(
+                    _item(
+                        "cudnn",
+                        f"cudnn_versions.{major}",
+                        expected,
+                        "missing",
+                        f"cuDNN {expected} for CUDA {major} expected, not installed",
+                    )
+                )
+            for c in mine:
+                if not _matches(expected, c.get("version") or ""):
+                    items.append(
+                        _item(
+                            "cudnn",
+                            f"cudnn_versions.{major}",
+                            expected,
+                            c.get("version"),
+                            f"cuDNN {expected} for CUDA {major} expected, found {c.get('version')} "
+                            f"({c.get('source')} at {c.get('path')})",
+                            path=c.get("path"),
+                        )
+                    )
+        for c in copies:
+            if c.get("cuda_major") not in wanted:
+                items.append(
+                    _item(
+                        "cudnn",
+                        "cudnn_versions",
+                        "none",
+                        c.get("version"),
+                        f"cuDNN {c.get('version')} for CUDA {c.get('cuda_major') or 'unknown'} "
+                        f"({c.get('source')} at {c.get('path')}) is not in the baseline",
+                        path=c.get("path"),
+                    )
+                )
+    return items
