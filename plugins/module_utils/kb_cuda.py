@@ -1,0 +1,281 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""Knowledge base: CUDA toolkit releases, minimum drivers, compatibility floors, GPU targets, OS facts.
+
+Pure data (stdlib only); every row carries its confidence and a source comment.
+"""
+
+from __future__ import annotations
+
+HIGH, MEDIUM, LOW = "high", "medium", "low"
+
+RELEASE_NOTES_URL = "https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html"
+MINOR_COMPAT_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
+FORWARD_COMPAT_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
+
+# fmt: off
+# CUDA toolkit release (major.minor.update) -> (label, minimum Linux x86_64 driver, confidence).
+# min driver None = not published in what was readable (the rules then use the major's floor + a warning).
+# Table 3 "CUDA Toolkit and Corresponding Driver Versions", CUDA 13.2 Update 2 release notes, unless noted.
+CUDA_RELEASES = (
+    ("11.0.1", "11.0.1 RC", "450.36.06", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.0.2", "11.0 GA", "450.51.05", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.0.3", "11.0 Update 1", "450.51.06", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.1.0", "11.1 GA", "455.23", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.1.1", "11.1 Update 1", "455.32", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.2.0", "11.2 GA", "460.27.03", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.2.1", "11.2 Update 1", "460.32.03", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.2.2", "11.2 Update 2", "460.32.03", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.3.0", "11.3 GA", "465.19.01", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.3.1", "11.3 Update 1", "465.19.01", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.4.0", "11.4 GA", "470.42.01", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.4.1", "11.4 Update 1", "470.57.02", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.4.2", "11.4 Update 2", "470.57.02", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.4.3", "11.4 Update 3", "470.82.01", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.4.4", "11.4 Update 4", "470.82.01", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.5.0", "11.5 GA", "495.29.05", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.5.1", "11.5 Update 1", "495.29.05", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.5.2", "11.5 Update 2", "495.29.05", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.6.0", "11.6 GA", "510.39.01", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.6.1", "11.6 Update 1", "510.47.03", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.6.2", "11.6 Update 2", "510.47.03", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.7.0", "11.7 GA", "515.43.04", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.7.1", "11.7 Update 1", "515.48.07", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("11.8.0", "11.8 GA", "520.61.05", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.0.0", "12.0 GA", "525.60.13", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.0.1", "12.0 Update 1", "525.85.12", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.1.0", "12.1 GA", "530.30.02", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.1.1", "12.1 Update 1", "530.30.02", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.2.0", "12.2 GA", "535.54.03", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.2.1", "12.2 Update 1", "535.86.09", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.2.2", "12.2 Update 2", "535.104.05", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.3.0", "12.3 GA", "545.23.06", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.3.1", "12.3 Update 1", "545.23.08", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.3.2", "12.3 Update 2", "545.23.08", HIGH),  # high: Table 3 (bundles 545.23.08), https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.4.0", "12.4 GA", "550.54.14", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.4.1", "12.4 Update 1", "550.54.15", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.5.0", "12.5 GA", "555.42.02", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.5.1", "12.5 Update 1", "555.42.06", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.6.0", "12.6 GA", "560.28.03", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.6.1", "12.6 Update 1", "560.35.03", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.6.2", "12.6 Update 2", "560.35.03", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.6.3", "12.6 Update 3", "560.35.05", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.8.0", "12.8 GA", "570.26", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.8.1", "12.8 Update 1", "570.124.06", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.9.0", "12.9 GA", "575.51.03", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.9.1", "12.9 Update 1", "575.57.08", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("13.0.0", "13.0 GA", "580.65.06", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("13.0.1", "13.0 Update 1", "580.82.07", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("13.0.2", "13.0 Update 2", "580.95.05", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("13.1.0", "13.1 GA", "590.44.01", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("13.1.1", "13.1 Update 1", "590.48.01", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("13.2.0", "13.2 GA", "595.45.04", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("13.2.1", "13.2 Update 1", "595.58.03", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("13.2.2", "13.2 Update 2", "595.71.05", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("13.3.0", "13.3 GA", "610.43.02", MEDIUM),  # medium: quoted by 3 public notes, https://docs.nvidia.com/cuda/archive/13.3.0/cuda-toolkit-release-notes/index.html
+    ("13.3.1", "13.3 Update 1", "610.43.02", MEDIUM),  # medium: same, https://docs.nvidia.com/cuda/archive/13.3.0/cuda-toolkit-release-notes/index.html
+    ("13.4.0", "13.4 Developer Preview", None, MEDIUM),  # medium: unbundled driver, R616, https://docs.nvidia.com/cuda/developer-preview/13.4/cuda-toolkit-release-notes/
+    ("13.4.1", "13.4 GA", None, LOW),  # low: minimum not found (R615 per CUTLASS notes), https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
+    ("13.4.2", "13.4 Update 1", None, LOW),  # low: same, https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
+    ("13.5.0", "13.5 GA", None, LOW),  # low: minimum not found; R620 is native 13.5, https://developer.download.nvidia.com/compute/nvidia-driver/redist/redistrib_620.70.06.json
+)
+
+# Driver branch whose native CUDA version is the release (hint for releases whose minimum is unknown).
+# low: 13.4 -> R615/R616 from secondary notes; high: 13.5 -> R620 cuda_compat variant.
+UNKNOWN_MIN_BRANCH_HINT = {
+    "13.4": (
+        615,
+        LOW,
+    ),  # low: CUTLASS 4.8 notes "R615 driver shipped with CUDA 13.4 GA", https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
+    "13.5": (
+        620,
+        HIGH,
+    ),  # high: cuda_compat cuda13.5, https://developer.download.nvidia.com/compute/nvidia-driver/redist/redistrib_620.70.06.json
+}
+
+# Minor-version compatibility floor per CUDA major: (floor driver, confidence).
+# Below the floor the toolkit cannot run (except with forward compatibility across majors).
+# high: Table 1 of https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
+CUDA_MAJOR_FLOORS = {
+    11: (
+        "450.80.02",
+        HIGH,
+    ),  # high: Table 1 (11.1+; 11.0 GA used 450.36.06), https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
+    12: (
+        "525.60.13",
+        HIGH,
+    ),  # high: Table 1, https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
+    13: (
+        "580.65.06",
+        HIGH,
+    ),  # high: Table 1, https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
+}
+# 11.0 shipped with an earlier driver than the 11.x floor (footnote *** of the release notes).
+CUDA_11_0_FLOOR = "450.36.06"  # high: Table 3 footnote, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+
+# Compute capability -> (first CUDA that builds for it, last CUDA that does, confidence); None = current.
+# high: LLVM NVPTXTargetParser.def + nvcc/ptxas --list-gpu-code of NVIDIA's own wheels,
+# https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+CC_CUDA_RANGE = {
+    "2.0": ("3.0", "8.0", MEDIUM),  # medium: arch matrix copy, https://www.cnblogs.com/litifeng/p/18236236
+    "2.1": ("3.0", "8.0", MEDIUM),  # medium: same, https://www.cnblogs.com/litifeng/p/18236236
+    "3.0": (
+        "6.0",
+        "10.2",
+        HIGH,
+    ),  # high: arch matrix, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
+    "3.2": (
+        "6.0",
+        "10.2",
+        HIGH,
+    ),  # high: same, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
+    "3.5": (
+        "6.0",
+        "11.8",
+        HIGH,
+    ),  # high: ptxas 12.0 lacks sm_35, https://docs.nvidia.com/cuda/archive/12.6.3/cufft/deprecated-functionality.html
+    "3.7": (
+        "6.0",
+        "11.8",
+        HIGH,
+    ),  # high: same, https://docs.nvidia.com/cuda/archive/12.6.3/cufft/deprecated-functionality.html
+    "5.0": (
+        "6.5",
+        "12.9",
+        HIGH,
+    ),  # high: removed in 13.0 (release notes 2.6.2), https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "5.2": (
+        "6.5",
+        "12.9",
+        HIGH,
+    ),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "5.3": (
+        "6.5",
+        "12.9",
+        HIGH,
+    ),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "6.0": (
+        "8.0",
+        "12.9",
+        HIGH,
+    ),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "6.1": (
+        "8.0",
+        "12.9",
+        HIGH,
+    ),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "6.2": (
+        "8.0",
+        "12.9",
+        HIGH,
+    ),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "7.0": (
+        "9.0",
+        "12.9",
+        HIGH,
+    ),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "7.2": (
+        "9.1",
+        "12.9",
+        HIGH,
+    ),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "7.5": (
+        "10.0",
+        None,
+        HIGH,
+    ),  # high: LLVM def + nvcc 13.5, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "8.0": (
+        "11.0",
+        None,
+        HIGH,
+    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "8.6": (
+        "11.1",
+        None,
+        HIGH,
+    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "8.7": (
+        "11.4",
+        None,
+        HIGH,
+    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "8.8": (
+        "13.0",
+        None,
+        HIGH,
+    ),  # high: nvcc 13.0 --list-gpu-code, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "8.9": (
+        "11.8",
+        None,
+        HIGH,
+    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "9.0": (
+        "11.8",
+        None,
+        HIGH,
+    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "10.0": (
+        "12.8",
+        None,
+        HIGH,
+    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "10.1": (
+        "12.8",
+        "12.9",
+        HIGH,
+    ),  # high: renamed sm_110 in 13.0, https://docs.nvidia.com/cuda/curanddx/0.2.4/release_notes.html
+    "10.3": (
+        "12.9",
+        None,
+        HIGH,
+    ),  # high: LLVM def + ptxas 12.9, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "10.7": (
+        "13.4",
+        None,
+        HIGH,
+    ),  # high: nvcc 13.4 --list-gpu-code, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "11.0": (
+        "13.0",
+        None,
+        HIGH,
+    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "12.0": (
+        "12.8",
+        None,
+        HIGH,
+    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "12.1": (
+        "12.9",
+        None,
+        HIGH,
+    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+}
+
+# OS facts per CUDA version: (distribution, version, rule, CUDA bound, confidence)
+#   rule "dropped_from": the CUDA version (and later) no longer supports the OS -> refuse at high confidence
+#   rule "repo_from": NVIDIA's network repository for the OS starts at that CUDA version -> warn below it
+CUDA_OS_FACTS = (
+    ("ubuntu", "20.04", "dropped_from", "13.0", HIGH),  # high: CUDA 13 notes 2.6.3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("ubuntu", "22.04", "repo_from", "11.7", HIGH),  # high: repo Packages index, https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/Packages
+    ("debian", "12", "repo_from", "12.3", HIGH),  # high: repo listing, https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/
+    ("ubuntu", "24.04", "repo_from", "12.5", MEDIUM),  # medium: key dated 2024-05, https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64
+    ("ubuntu", "26.04", "repo_from", "13.3", MEDIUM),  # medium: public scripts (cuda-toolkit-13-3/13-4), https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html
+)
+
+# Distributions in NVIDIA's R580-era driver installation guide (x86_64) and what R610 added.
+# high: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html
+DRIVER_GUIDE_DISTROS = (
+    ("rhel", ("8", "9", "10")),
+    ("rocky", ("8", "9", "10")),
+    ("almalinux", ("8", "9", "10")),  # high: R610 guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
+    ("ol", ("8", "9")),
+    ("opensuse-leap", ("15", "16")),
+    ("sles", ("15", "16")),
+    ("ubuntu", ("22.04", "24.04", "26.04")),  # 26.04: R610 guide (high)
+    ("debian", ("12", "13")),
+    ("fedora", ("42", "44")),  # 44: R610 guide (high)
+    ("amzn", ("2023",)),
+    ("azurelinux", ("3.0",)),
+    ("kylin", ("10", "11")),
+)
+# fmt: on

@@ -1,0 +1,52 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""Knowledge base: cuDNN builds per CUDA major, their minimum driver and compute capability.
+
+Pure data (stdlib only); every row carries its confidence and a source comment.
+"""
+
+from __future__ import annotations
+
+HIGH, MEDIUM, LOW = "high", "medium", "low"
+
+SUPPORT_MATRIX_URL = "https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html"
+
+# fmt: off
+# Newest cuDNN releases known (2026-11-30); anything newer is "not known yet" (warning).
+NEWEST_KNOWN = "9.28.1"  # high: nvidia-cudnn-cu13 9.28.1.4 on PyPI, https://pypi.org/project/nvidia-cudnn-cu13/
+# Oldest cuDNN this knowledge base has details for.
+OLDEST_DETAILED = "8.9.0"  # high: 8.9.x support matrix, https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-896/support-matrix
+
+# CUDA-major builds ("variants") per cuDNN version: (cuda major, first cuDNN, last cuDNN, confidence).
+# last None = still built.
+VARIANTS = (
+    (11, "8.0.0", "9.10.2", HIGH),  # high: last cu11 wheel 9.10.2.21 + 9.10.2 matrix, https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
+    (12, "8.9.0", None, HIGH),  # high: 8.9.x matrix lists CUDA 12.0-12.2, https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-896/support-matrix
+    (13, "9.12.0", None, HIGH),  # high: redistrib_9.12.0.json cuda_variant [12,13], https://developer.download.nvidia.com/compute/cudnn/redist/redistrib_9.12.0.json
+)
+
+# Minimum driver per variant: (cuda major, minimum driver, confidence).
+MIN_DRIVER = (
+    (11, "450.80.02", HIGH),  # high: 9.0.0/9.10.2 matrices, https://docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0/reference/support-matrix.html
+    (12, "525.60.13", HIGH),  # high: 9.0.0..9.17.0 matrices, https://docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0/reference/support-matrix.html
+    (13, "580.65.06", HIGH),  # high: 9.17.0 matrix, https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
+)
+
+# Minimum compute capability: (cuda major or None = any, first, last cuDNN or None, minimum CC, confidence).
+# The first matching row wins; rows are most specific first.
+MIN_CC = (
+    (13, "9.12.0", None, "7.5", HIGH),  # high: 9.17.0 matrix CUDA 13 CC 7.5+, https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
+    (12, "9.17.0", None, "7.5", HIGH),  # high: 9.17.0 matrix CUDA 12 CC 7.5-12.0, https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
+    (12, "9.11.0", "9.16.99", "7.5", MEDIUM),  # medium: cut-over after 9.10.2 unconfirmed, https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
+    (None, "9.0.0", "9.10.2", "5.0", HIGH),  # high: 9.0.0..9.10.2 matrices CC 5.0+, https://docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0/reference/support-matrix.html
+    (None, "8.9.0", "8.9.7", "5.0", HIGH),  # high: 8.9.x matrix CC 5.0+, https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-896/support-matrix
+    (None, "8.5.0", "8.5.0", "3.5", HIGH),  # high: 8.5.0 matrix SM 3.5+, https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-850/pdf/cuDNN-Support-Matrix.pdf
+)
+
+# The newest cuDNN usable per minimum compute capability band: (CC at least, newest cuDNN, confidence).
+NEWEST_FOR_CC = (
+    ("7.5", NEWEST_KNOWN, HIGH),  # high: 9.17.0 matrix, https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
+    ("5.0", "9.10.2", HIGH),  # high: 9.10.2 matrix (last with CC 5.0-7.2), https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
+    ("3.5", "8.5.0", MEDIUM),  # medium: 8.5.0 is the last read matrix listing SM 3.5, https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-850/pdf/cuDNN-Support-Matrix.pdf
+)
+# fmt: on
