@@ -1,0 +1,251 @@
+#!/usr/bin/python
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""Ansible module nvidia_facts: what is really on a host (GPUs, driver, CUDA toolkits, every cuDNN copy)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nvidia_facts
+short_description: Report NVIDIA GPUs, driver, CUDA toolkits and every cuDNN copy of a host
+description:
+  - Observes a host (or a filesystem tree such as a golden image or chroot, see O(root)) and returns
+    C(ansible_facts.nvidia), whose schema is documented in C(docs/facts.md) of the collection
+    (C(schema_version) 1; later versions only add keys).
+  - GPUs come from sysfs PCI (vendor 0x10de, display and 3D controller classes), so they are listed even with
+    no driver installed; they are enriched through NVML loaded with ctypes (C(libnvidia-ml.so.1), no Python
+    dependency on the target) or, failing that, C(nvidia-smi --query-gpu).
+  - cuDNN copies are found in system packages (dpkg database read directly, rpm through C(rpm --root)),
+    tarball trees, pip wheels in virtualenvs (C(site-packages/nvidia/cudnn) + dist-info) and conda envs
+    (C(conda-meta)). Each copy reports the header version, the library version, the CUDA major it was built for
+    and whether they disagree. C(cudnn_resolved) says which copy the dynamic loader picks (ld.so cache).
+  - Vendor libraries (libcudnn, libcuda, libnvidia-ml) are loaded only in a forked child process with a
+    timeout, so a broken library can neither hang nor crash the module.
+  - The module never fails the host for what it observes; what it cannot determine is reported as
+    V(unknown) (or null) with a reason in the object's C(reasons). It fails only for invalid parameters.
+  - A O(root) that does not exist is not an error either; every probe state is then V(unknown) with the
+    reason, also listed in C(warnings).
+  - Commands run with C(LC_ALL=C). The filesystem walk is bounded by O(max_depth) and O(timeout), skips
+    C(/proc), C(/sys), C(/dev), C(/run), network and pseudo filesystems, and never follows directory symlinks.
+version_added: "0.1.0"
+author:
+  - gpufleet contributors
+options:
+  gather_subset:
+    description:
+      - What to gather. V(all), or any of V(gpu), V(driver), V(cuda), V(cudnn).
+      - A name prefixed with C(!) is excluded, for example V([all, "!cudnn"]).
+      - Host context (container, VM) is always gathered.
+    type: list
+    elements: str
+    default: [all]
+  root:
+    description:
+      - Filesystem tree to inspect, as if it were C(/).
+      - Runtime probes (NVML, C(nvidia-smi), ctypes loads, C(ldconfig -p)) run only when this is C(/);
+        files under C(/proc) and C(/sys) are read under O(root) (an image usually has none, which the facts
+        then say).
+    type: path
+    default: /
+  cudnn_search_paths:
+    description:
+      - Extra trees (paths inside O(root)) scanned for cuDNN copies, in addition to
+        C(/usr), C(/usr/local), C(/opt), C(/srv), C(/home) and C(/root).
+    type: list
+    elements: path
+    default: []
+  max_depth:
+    description:
+      - Directory levels walked below each search path (1 to 32).
+    type: int
+    default: 6
+  timeout:
+    description:
+      - Seconds for the whole filesystem scan; when reached, lists hold what was found so far and
+        C(probes.cudnn.state) is V(partial). Each child process (library load, command) gets at most 10 seconds.
+    type: float
+    default: 20
+notes:
+  - Supports check mode fully (the module only reads; results are identical in check mode).
+  - Runs on targets with Python 3.9 or newer; needs only the standard library.
+seealso:
+  - name: Schema of ansible_facts.nvidia
+    description: docs/facts.md in the gpufleet.nvidia collection.
+    link: https://example.invalid/gpufleet/nvidia/docs/facts.md
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Gather everything about NVIDIA on the host
+  gpufleet.nvidia.nvidia_facts:
+
+- name: Show every cuDNN copy and which one the loader picks
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts['nvidia']['cudnn'] | map(attribute='version') }} -> {{ ansible_facts['nvidia']['cudnn_resolved'] }}"
+
+- name: Only GPUs and driver (fast, no filesystem walk)
+  gpufleet.nvidia.nvidia_facts:
+    gather_subset: [gpu, driver]
+
+- name: Everything but cuDNN
+  gpufleet.nvidia.nvidia_facts:
+    gather_subset: [all, "!cudnn"]
+
+- name: Audit a golden image before deploying it
+  gpufleet.nvidia.nvidia_facts:
+    root: /srv/images/ubuntu2404-gpu
+    cudnn_search_paths: [/workspace]
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: dict
+  contains:
+    nvidia:
+      description: Everything observed; the full schema, with every key, is in docs/facts.md.
+      returned: always
+      type: dict
+      contains:
+        schema_version:
+          description: Version of this schema; only ever increased when keys are added.
+          type: int
+          sample: 1
+        root:
+          description: The tree inspected.
+          type: str
+          sample: /
+        gather_subset:
+          description: Effective subsets, sorted.
+          type: list
+          elements: str
+          sample: [cuda, cudnn, driver, gpu]
+        probes:
+          description: Per subset (host, gpu, driver, cuda, cudnn) C(state) (ok, partial, unknown, skipped),
+            C(reason) and C(elapsed_ms).
+          type: dict
+          sample: {"cudnn": {"state": "ok", "reason": null, "elapsed_ms": 120}}
+        warnings:
+          description: Everything a human should read (scan deadline reached, unreadable package database, ...).
+          type: list
+          elements: str
+          sample: []
+        elapsed_ms:
+          description: Wall time of the module.
+          type: int
+          sample: 142
+        host:
+          description: Container, VM, and whether the driver is managed from outside this filesystem.
+          type: dict
+          sample: {"container": "docker", "vm": "firecracker", "driver_managed_externally": true, "reasons": {}}
+        gpus:
+          description: One entry per NVIDIA GPU (sysfs, enriched by NVML or nvidia-smi), sorted by PCI bus id.
+          type: list
+          elements: dict
+          sample:
+            - {"index": 0, "name": "NVIDIA H200", "pci_bus_id": "0000:00:06.0", "device_id": "0x2335",
+               "subsystem_device_id": "0x18bf", "architecture": "Hopper", "compute_capability": "9.0",
+               "memory_mib": 143771, "uuid": "GPU-00000000-1111-2222-3333-444444444444",
+               "vbios": "96.00.A5.00.1A", "persistence_mode": true, "mig_mode": "disabled", "source": "nvml",
+               "reasons": {}}
+        gpu_count:
+          description: Number of GPUs listed.
+          type: int
+          sample: 1
+        nvswitch_count:
+          description: NVSwitch devices (NVIDIA PCI bridges, class 0x0680).
+          type: int
+          sample: 0
+        fabric_manager_required:
+          description: True when NVSwitches are present (nvidia-fabricmanager is needed).
+          type: bool
+          sample: false
+        driver:
+          description: Driver version, branch, kernel module flavor, loaded state, install method, package,
+            CUDA driver API version, Secure Boot state.
+          type: dict
+          sample: {"installed": true, "version": "580.159.04", "branch": "580", "kernel_module": "open",
+                   "loaded": true, "nouveau_loaded": false, "install_method": "host", "package": null,
+                   "cuda_driver_version": "13.0", "cuda_driver_version_int": 13000, "secure_boot": "unknown",
+                   "reasons": {"secure_boot": "no EFI variables (legacy BIOS boot or not exposed)"}}
+        cuda:
+          description: CUDA toolkits found and the default one (/usr/local/cuda).
+          type: dict
+          sample: {"toolkits": [{"path": "/usr/local/cuda-13.0", "version": "13.0.2", "major_minor": "13.0",
+                                 "version_from": "version.json", "source": "deb", "nvcc": true, "reasons": {}}],
+                   "default": {"path": "/usr/local/cuda", "target": "/usr/local/cuda-13.0",
+                               "version": "13.0.2", "via": "alternatives"}, "reasons": {}}
+        cudnn:
+          description: Every cuDNN copy (deb, rpm, tarball, pip, conda, unknown) with versions, CUDA major,
+            package, python env, header/library mismatch and whether the loader resolves it.
+          type: list
+          elements: dict
+          sample:
+            - {"path": "/usr", "source": "deb", "version": "9.14.0", "major": 9, "cuda_major": 13,
+               "cuda_major_from": "package", "header_version": "9.14.0", "library_version": "9.14.0",
+               "package": {"name": "libcudnn9-cuda-13", "version": "9.14.0.64-1", "held": true,
+                           "manager": "deb"}, "held": true, "mismatch": false, "resolved": true}
+        cudnn_resolved:
+          description: Per libcudnn.so.N soname in the loader cache, the path the loader picks and its copy.
+          type: list
+          elements: dict
+          sample: [{"soname": "libcudnn.so.9", "major": 9, "path": "/lib/x86_64-linux-gnu/libcudnn.so.9",
+                    "real_path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0", "copy_path": "/usr",
+                    "version": "9.14.0"}]
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_facts import SubsetError, gather
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "gather_subset": {"type": "list", "elements": "str", "default": ["all"]},
+            "root": {"type": "path", "default": "/"},
+            "cudnn_search_paths": {"type": "list", "elements": "path", "default": []},
+            "max_depth": {"type": "int", "default": 6},
+            "timeout": {"type": "float", "default": 20.0},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    if not 1 <= params["max_depth"] <= 32:
+        module.fail_json(msg="max_depth: %r is not allowed; allowed: an integer from 1 to 32" % params["max_depth"])
+    if not 0 < params["timeout"] <= 600:
+        module.fail_json(msg="timeout: %r is not allowed; allowed: seconds, more than 0 and at most 600"
+                         % params["timeout"])
+    for path in params["cudnn_search_paths"]:
+        if not path.startswith("/"):
+            module.fail_json(msg="cudnn_search_paths: %r is not allowed; allowed: absolute paths inside root"
+                             % path)
+    os.environ.update({"LC_ALL": "C", "LANG": "C"})
+    module.run_command_environ_update = {"LC_ALL": "C", "LANG": "C"}
+    try:
+        facts = gather(
+            root_path=params["root"],
+            gather_subset=params["gather_subset"],
+            cudnn_search_paths=params["cudnn_search_paths"],
+            max_depth=params["max_depth"],
+            timeout=params["timeout"],
+        )
+    except SubsetError as exc:
+        module.fail_json(msg=str(exc))
+    for warning in facts["warnings"]:
+        module.warn("nvidia_facts: %s" % warning)
+    module.exit_json(changed=False, ansible_facts={"nvidia": facts})
+
+
+if __name__ == "__main__":
+    main()
