@@ -1,0 +1,137 @@
+#!/usr/bin/python
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""Documentation of the nvidia_fleet_report action (the work runs on the controller: plugins/action)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nvidia_fleet_report
+short_description: Build and write the fleet audit report (JSON, CSV, Markdown, HTML, Prometheus metrics)
+description:
+  - Runs on the controller (action plugin). Reads, for every audited host, the audit result that
+    C(playbooks/audit.yml) stores in the host variable named by O(result_var) (status C(ok), C(unreachable)
+    or C(failed), the host's C(ansible_facts.nvidia) and a message) and its baseline (O(baseline_var)).
+  - Builds the fleet report (per host the GPUs, driver, CUDA toolkits and default, every cuDNN copy and
+    which one the loader resolves; findings; drift against the baseline), writes each format atomically into
+    O(report_dir) and prints a summary table.
+  - With O(preflight=true) only checks that O(report_dir) can be written (creating it) and that every
+    baseline is well formed, so that a bad setting fails the run before any host is contacted.
+  - The report schema and the exit codes of the audit are documented in docs/audit.md.
+version_added: "0.1.0"
+author:
+  - gpufleet maintainers
+options:
+  report_dir:
+    description: Directory receiving the reports; created when missing.
+    type: path
+    required: true
+  formats:
+    description: Formats to write.
+    type: list
+    elements: str
+    choices: [json, csv, md, html, prom]
+    default: [json, csv, md, html, prom]
+  hosts:
+    description:
+      - Hosts to report. Default, every inventory host that has O(result_var) set in this run.
+      - In preflight mode, the hosts whose baseline is validated.
+    type: list
+    elements: str
+  result_var:
+    description: Host variable holding a host's audit result (C({status, facts, message})).
+    type: str
+    default: __gpufleet_audit
+  baseline_var:
+    description: Host variable holding a host's baseline (see docs/audit.md).
+    type: str
+    default: gpufleet_baseline
+  preflight:
+    description: Only check the report directory and the baselines.
+    type: bool
+    default: false
+  fail_on_drift:
+    description:
+      - Fail (after writing the reports) when any host drifts from its baseline; the message lists the drift.
+    type: bool
+    default: false
+  fail_on_unreachable:
+    description: Fail (after writing the reports) when any host was unreachable or failed.
+    type: bool
+    default: false
+  print_summary:
+    description: Print the summary table on the controller.
+    type: bool
+    default: true
+  generated_at:
+    description: Timestamp written in the report (default, now in UTC); for reproducible output.
+    type: str
+attributes:
+  check_mode:
+    support: full
+    description: Builds the report and prints the summary, writes no file.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+notes:
+  - The action runs on the controller; run it in a play on C(localhost).
+seealso:
+  - module: gpufleet.nvidia.nvidia_facts
+"""
+
+EXAMPLES = r"""
+- name: Write the fleet report
+  gpufleet.nvidia.nvidia_fleet_report:
+    report_dir: "{{ playbook_dir }}/../reports"
+    fail_on_drift: true
+
+- name: Check the report directory and the baselines before contacting any host
+  gpufleet.nvidia.nvidia_fleet_report:
+    report_dir: /var/lib/gpufleet/reports
+    hosts: "{{ query('inventory_hostnames', 'gpu_nodes') }}"
+    preflight: true
+"""
+
+RETURN = r"""
+paths:
+  description: The files written, by format.
+  returned: success, not in check mode
+  type: dict
+  sample: {"json": "reports/gpufleet-audit.json", "html": "reports/gpufleet-audit.html"}
+summary:
+  description: The summary table, one line per host and a totals line.
+  returned: success
+  type: list
+  elements: str
+drift:
+  description: One line per drift item (host, colon, message).
+  returned: success
+  type: list
+  elements: str
+  sample: ["gpu03: cuDNN 9.14 for CUDA 13 expected, found 9.19.0 (tarball at /usr/local/cuda-13.0)"]
+totals:
+  description: Counts (hosts, ok, unreachable, failed, no_gpu, gpus, hosts_with_drift, drift_items, findings).
+  returned: success
+  type: dict
+hosts:
+  description: The hosts whose baselines were validated.
+  returned: preflight
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(argument_spec={}, supports_check_mode=True)
+    module.fail_json(
+        msg="nvidia_fleet_report runs on the controller as an action plugin; "
+        "call it as gpufleet.nvidia.nvidia_fleet_report in a play on localhost"
+    )
+
+
+if __name__ == "__main__":
+    main()
