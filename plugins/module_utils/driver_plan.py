@@ -739,3 +739,28 @@ def reboot_decision(
     if not needed:
         why = f"{why}; policy always and the run changed the driver"
     return {"reboot": True, "needed": needed, "reason": why}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Changes of state
+# ---------------------------------------------------------------------------------------------------
+def transition(plan, installed_packages, installed_branches, held_packages):
+    """What moving from the installed driver to ``plan`` involves.
+
+    Returns {'kind': 'none'|'install'|'branch_change'|'flavor_switch', 'unhold': [...], 'remove': [...],
+    'from_branches': [...]}. A branch change or flavor switch releases the holds on the installed driver
+    packages first (held packages block apt), and removes the other flavor's top-level packages.
+    """
+    installed = set(installed_packages or ())
+    branches = sorted(set(installed_branches or ()))
+    remove = [p for p in plan["other_flavor_packages"] if p in installed]
+    if not installed or not branches:
+        kind = "install"
+    elif plan["branch"] not in branches or len(branches) > 1:
+        kind = "branch_change"
+    elif remove:
+        kind = "flavor_switch"
+    else:
+        kind = "none"
+    unhold = sorted(held_packages or ()) if kind in ("branch_change", "flavor_switch") else []
+    return {"kind": kind, "unhold": unhold, "remove": remove, "from_branches": branches}

@@ -168,6 +168,11 @@ runfile:
   description: C({conflict, message}).
   returned: always
   type: dict
+transition:
+  description:
+    - C({kind, unhold, remove, from_branches}); kind is none, install, branch_change or flavor_switch.
+  returned: when a plan was made
+  type: dict
 """
 
 import glob
@@ -393,6 +398,7 @@ def decide(params, state):
     )
     flavor = None
     plan = None
+    transition = None
     if not errors:
         branch = dp.parse_branch_value(params["branch"])
         flavor = dp.resolve_flavor(params["kernel_module"], branch, params["recommended_kernel_module"])
@@ -427,6 +433,9 @@ def decide(params, state):
             errors.append(str(exc))
         if plan is not None:
             warnings += plan["warnings"]
+            transition = dp.transition(
+                plan, state["packages"], state["installed_branches"], state["held_packages"]
+            )
             if (
                 not state["host_managed"]
                 and state["secure_boot"]
@@ -463,6 +472,7 @@ def decide(params, state):
         "flavor": flavor,
         "reboot": reboot,
         "runfile": {"conflict": conflict, "message": message},
+        "transition": transition,
     }
 
 
@@ -512,6 +522,7 @@ def main():
         "errors": result["errors"],
         "warnings_list": result["warnings"],
         "runfile": result["runfile"],
+        "transition": result["transition"],
     }
     if result["errors"] and params["fail_on_error"]:
         module.fail_json(msg="; ".join(result["errors"]), **output)

@@ -502,3 +502,30 @@ def test_reboot_decision(kw, reboot, needed, needle):
 def test_reboot_decision_refuses_typo():
     with pytest.raises(dp.DriverPlanError, match="nvidia_driver_reboot: 'alwasy'"):
         decide(policy="alwasy")
+
+
+# --------------------------------------------------------------------------- transitions
+def test_transition_fresh_install():
+    plan = dp.build_plan("ubuntu2404", "nvidia_repo", "580", "open")
+    assert dp.transition(plan, {}, [], [])["kind"] == "install"
+
+
+def test_transition_same_driver_is_none():
+    plan = dp.build_plan("ubuntu2404", "nvidia_repo", "580", "open")
+    t = dp.transition(plan, {"nvidia-open-580": "580.95.05-1"}, ["580"], ["nvidia-open-580"])
+    assert t == {"kind": "none", "unhold": [], "remove": [], "from_branches": ["580"]}
+
+
+def test_transition_branch_upgrade_570_to_580_releases_holds():
+    plan = dp.build_plan("ubuntu2404", "nvidia_repo", "580", "open")
+    t = dp.transition(plan, {"nvidia-open-570": "570.172.08-1"}, ["570"], ["nvidia-open-570"])
+    assert t["kind"] == "branch_change"
+    assert t["unhold"] == ["nvidia-open-570"]
+
+
+def test_transition_flavor_switch_proprietary_to_open_removes_the_other_flavor():
+    plan = dp.build_plan("ubuntu2404", "nvidia_repo", "580", "open")
+    t = dp.transition(plan, {"cuda-drivers-580": "580.95.05-1"}, ["580"], ["cuda-drivers-580"])
+    assert t["kind"] == "flavor_switch"
+    assert t["remove"] == ["cuda-drivers-580"]
+    assert t["unhold"] == ["cuda-drivers-580"]
