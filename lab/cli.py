@@ -1,4 +1,4 @@
-"""`python -m lab <command>`: the lab's command line. Errors are one line, never a traceback."""
+"""`python -m lab <command>`: the gpufleet lab. Errors are one line that says what to do."""
 
 import argparse
 import sys
@@ -6,29 +6,143 @@ import sys
 from lab import LabError
 
 
-def _docker(args):
+def _client():
+    from lab import engine  # noqa: PLC0415
+
+    return engine.client()
+
+
+def cmd_docker(args):
     from lab import engine  # noqa: PLC0415
 
     engine.ensure()
 
 
-def _images(args):
-    from lab import engine, images  # noqa: PLC0415
+def cmd_images(args):
+    from lab import images  # noqa: PLC0415
 
     images.resolve(args.names)  # unknown names fail before docker is touched
-    images.build(engine.client(), args.names, force=args.force)
+    images.build(_client(), args.names, force=args.force)
+
+
+def _mirror_args(args):
+    from lab import mirror  # noqa: PLC0415
+
+    cudnn = tuple(args.cudnn or mirror.DEFAULT_CUDNN)
+    cuda = tuple(args.cuda or (mirror.DEFAULT_CUDA,))
+    variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
+    for v in variants:
+        if v not in mirror.CUDNN_VARIANTS:
+            raise LabError(f"--variants {args.variants!r}: choose from {','.join(mirror.CUDNN_VARIANTS)}")
+    for version in cudnn:
+        mirror.validate_cudnn_version(version)
+    for release in cuda:
+        mirror.validate_cuda_release(release)
+    return cudnn, cuda, variants
+
+
+def cmd_mirror_build(args):
+    from lab import mirror  # noqa: PLC0415
+
+    cudnn, cuda, variants = _mirror_args(args)
+    mirror.build(cudnn, cuda, variants)
+
+
+def cmd_mirror_serve(args):
+    from lab import serve  # noqa: PLC0415
+
+    ip = serve.serve(_client())
+    print(f"mirror: {serve.MIRROR_URL} (from this machine: http://{ip}/)")
+
+
+def cmd_up(args):
+    from lab import engine, images, mirror, serve  # noqa: PLC0415
+
+    cudnn, cuda, variants = _mirror_args(args)
+    engine.ensure()
+    client = engine.client()
+    images.build(client)
+    mirror.build(cudnn, cuda, variants)
+    ip = serve.serve(client)
+    print(f"lab: up; mirror {serve.MIRROR_URL} on network gpufleet-lab (from this machine: http://{ip}/)")
+
+
+def cmd_hosts_up(args):
+    from lab import hosts  # noqa: PLC0415
+
+    hosts.validate(args.count, args.image, args.prefix)
+    hosts.up(_client(), args.count, args.image, args.prefix)
+
+
+def cmd_hosts_down(args):
+    from lab import hosts  # noqa: PLC0415
+
+    hosts.down(_client(), args.prefix)
+
+
+def cmd_status(args):
+    from lab import status  # noqa: PLC0415
+
+    status.show()
+
+
+def cmd_down(args):
+    from lab import hosts, serve  # noqa: PLC0415
+
+    client = _client()
+    hosts.down(client)
+    serve.stop(client)
+
+
+def _add_mirror_options(p):
+    p.add_argument(
+        "--cudnn",
+        action="append",
+        metavar="X.Y.Z.B",
+        help="cuDNN version as on the package index (repeatable; default 9.28.0.42 and 9.14.0.64)",
+    )
+    p.add_argument("--cuda", action="append", metavar="X.Y.Z", help="CUDA release (default 13.0.2)")
+    p.add_argument("--variants", default="12,13", help="cuDNN CUDA variants (default 12,13)")
 
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="python -m lab", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("docker", help="make the docker engine answer (installs/starts it when root)").set_defaults(
-        func=_docker
-    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("docker", help="make the docker engine answer (installs/starts it when root)")
+    p.set_defaults(func=cmd_docker)
+
     p = sub.add_parser("images", help="build the Debian base images (only missing or changed ones)")
-    p.add_argument("names", nargs="*", metavar="NAME", help="debian12, debian12-systemd, debian13, debian13-systemd")
+    p.add_argument("names", nargs="*", metavar="NAME", help="debian12 debian12-systemd debian13 debian13-systemd")
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
-    p.set_defaults(func=_images)
+    p.set_defaults(func=cmd_images)
+
+    p = sub.add_parser("mirror", help="the NVIDIA redist mirror")
+    msub = p.add_subparsers(dest="mirror_command", required=True, metavar="ACTION")
+    b = msub.add_parser("build", help="build .lab/mirror from NVIDIA's wheels (only what is missing or changed)")
+    _add_mirror_options(b)
+    b.set_defaults(func=cmd_mirror_build)
+    msub.add_parser("serve", help="serve .lab/mirror as http://gpufleet-mirror/ on gpufleet-lab").set_defaults(
+        func=cmd_mirror_serve
+    )
+
+    p = sub.add_parser("up", help="docker + images + mirror build + mirror serve")
+    _add_mirror_options(p)
+    p.set_defaults(func=cmd_up)
+
+    p = sub.add_parser("hosts", help="lab hosts: systemd containers with sshd")
+    hsub = p.add_subparsers(dest="hosts_command", required=True, metavar="ACTION")
+    h = hsub.add_parser("up", help="start N hosts and write .lab/inventory.yml")
+    h.add_argument("--count", type=int, default=3)
+    h.add_argument("--image", default="gpufleet/debian12-systemd")
+    h.add_argument("--prefix", default="gpufleet-host")
+    h.set_defaults(func=cmd_hosts_up)
+    h = hsub.add_parser("down", help="remove the lab hosts")
+    h.add_argument("--prefix", default=None)
+    h.set_defaults(func=cmd_hosts_down)
+
+    sub.add_parser("status", help="engine, images, mirror and hosts").set_defaults(func=cmd_status)
+    sub.add_parser("down", help="remove the lab hosts and the mirror server").set_defaults(func=cmd_down)
     return parser
 
 

@@ -53,7 +53,7 @@ SYSTEMD_HOOKS = (
     'rm -f "$1"/etc/ssh/ssh_host_*_key*',
     # sshd host keys are generated at boot (one set per container)
     'mkdir -p "$1/etc/systemd/system/ssh.service.d"',
-    'printf "[Service]\\nExecStartPre=/usr/bin/ssh-keygen -A\\n" '
+    'printf "[Service]\\nExecStartPre=\\nExecStartPre=/usr/bin/ssh-keygen -A\\nExecStartPre=/usr/sbin/sshd -t\\n" '
     '> "$1/etc/systemd/system/ssh.service.d/hostkeys.conf"',
 )
 # (docker import refuses STOPSIGNAL: runners pass stop_signal SIGRTMIN+3 themselves)

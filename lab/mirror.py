@@ -445,6 +445,13 @@ def build(cudnn_versions=DEFAULT_CUDNN, cuda_releases=(DEFAULT_CUDA,), variants=
     for release in cuda_releases:
         validate_cuda_release(release)
     start = time.monotonic()
+    # every wheel first: a version that is not on the index fails before any packing
+    for version in cudnn_versions:
+        for major in variants:
+            fetch_wheel(f"nvidia-cudnn-cu{major}", version, log)
+    for release in cuda_releases:
+        for comp, (_, ver) in CUDA_RELEASES[release].items():
+            fetch_wheel(WHEEL_OF[comp], ver, log)
     manifests, wheels = [], []
     for release in cuda_releases:
         path, used = build_cuda(release, log)

@@ -1,0 +1,192 @@
+"""Lab hosts: systemd containers with sshd on the lab network, and an inventory for them."""
+
+import io
+import os
+import shutil
+import socket
+import subprocess
+import tarfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from lab import LABEL, NETWORK, STATE, LabError
+from lab.images import SYSTEMD_RUN, resolve
+from lab.serve import MIRROR_URL, container_ip, ensure_network
+
+SSH_DIR = STATE / "ssh"
+KEY = SSH_DIR / "id_ed25519"
+INVENTORY = STATE / "inventory.yml"
+DEFAULT_IMAGE = "gpufleet/debian12-systemd"
+DEFAULT_PREFIX = "gpufleet-host"
+MAX_HOSTS = 200
+SSH_OPTS = [
+    "-o", "StrictHostKeyChecking=no",
+    "-o", "UserKnownHostsFile=/dev/null",
+    "-o", "LogLevel=ERROR",
+    "-o", "BatchMode=yes",
+    "-o", "ConnectTimeout=5",
+]  # fmt: skip
+
+
+def validate(count, image, prefix):
+    if not isinstance(count, int) or not 1 <= count <= MAX_HOSTS:
+        raise LabError(f"--count {count!r}: give a number of hosts from 1 to {MAX_HOSTS}")
+    recipe = resolve([image])[0]
+    if not recipe.systemd:
+        raise LabError(f"--image {image!r} has no systemd/sshd: choose one ending in -systemd")
+    if not prefix or not all(c.isalnum() or c == "-" for c in prefix) or not prefix[0].isalpha():
+        raise LabError(f"--prefix {prefix!r}: use letters, digits and '-', starting with a letter")
+    return recipe
+
+
+def ensure_key(log=print):
+    if KEY.exists() and KEY.with_suffix(".pub").exists():
+        return KEY
+    if not shutil.which("ssh-keygen"):
+        raise LabError("ssh-keygen not found: run `apt-get install openssh-client`, then rerun", 2)
+    SSH_DIR.mkdir(parents=True, exist_ok=True)
+    os.chmod(SSH_DIR, 0o700)
+    subprocess.run(  # noqa: S603
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gpufleet-lab", "-f", str(KEY)], check=True
+    )
+    log(f"hosts: lab SSH key {KEY}")
+    return KEY
+
+
+def _authorized_keys_tar(pubkey):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        ti = tarfile.TarInfo(".ssh")
+        ti.type, ti.mode = tarfile.DIRTYPE, 0o700
+        tar.addfile(ti)
+        ti = tarfile.TarInfo(".ssh/authorized_keys")
+        ti.mode, ti.size = 0o600, len(pubkey)
+        tar.addfile(ti, io.BytesIO(pubkey))
+    return buf.getvalue()
+
+
+def names(prefix, count):
+    width = max(2, len(str(count)))
+    return [f"{prefix}-{i:0{width}d}" for i in range(1, count + 1)]
+
+
+def lab_hosts(client, prefix=None):
+    found = client.containers.list(all=True, filters={"label": f"{LABEL}=host"})
+    if prefix:
+        found = [c for c in found if c.labels.get("gpufleet.prefix") == prefix]
+    return sorted(found, key=lambda c: c.name)
+
+
+def up(client, count, image=DEFAULT_IMAGE, prefix=DEFAULT_PREFIX, log=print):
+    """Start `count` hosts (keeping running ones), remove extra ones, write the inventory."""
+    recipe = validate(count, image, prefix)
+    import docker  # noqa: PLC0415
+
+    try:
+        client.images.get(recipe.tag)
+    except docker.errors.ImageNotFound as exc:
+        raise LabError(f"image {recipe.tag} missing: run `python -m lab images {recipe.name}` first") from exc
+    ensure_network(client, log)
+    key = ensure_key(log)
+    pub = key.with_suffix(".pub").read_bytes()
+    wanted = names(prefix, count)
+    existing = {c.name: c for c in lab_hosts(client, prefix)}
+    for name, container in existing.items():
+        if name not in wanted or container.labels.get("gpufleet.image") != recipe.tag:
+            container.remove(force=True)
+    start = time.monotonic()
+
+    def start_one(name):
+        current = existing.get(name)
+        if current is not None and current.labels.get("gpufleet.image") == recipe.tag:
+            current.reload()
+            if current.status != "running":
+                current.start()
+            return name
+        container = client.containers.create(
+            recipe.tag,
+            SYSTEMD_RUN["command"],
+            name=name,
+            hostname=name,
+            detach=True,
+            network=NETWORK,
+            tmpfs=SYSTEMD_RUN["tmpfs"],
+            volumes=SYSTEMD_RUN["volumes"],
+            cgroupns=SYSTEMD_RUN["cgroupns"],
+            stop_signal="SIGRTMIN+3",
+            labels={LABEL: "host", "gpufleet.prefix": prefix, "gpufleet.image": recipe.tag},
+        )
+        container.put_archive("/root", _authorized_keys_tar(pub))
+        container.start()
+        return name
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(start_one, wanted))
+    hosts = {c.name: c for c in lab_hosts(client, prefix)}
+    ips = {}
+    for name in wanted:
+        hosts[name].reload()
+        ips[name] = container_ip(hosts[name])
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        bad = [n for n, ok in zip(wanted, pool.map(lambda n: wait_ssh(ips[n], key), wanted)) if not ok]
+    if bad:
+        raise LabError(f"no SSH to {', '.join(bad)} within 60s: see `docker logs {bad[0]}`")
+    write_inventory(ips, key)
+    log(f"hosts: {count} up and reachable over SSH in {time.monotonic() - start:.0f}s; inventory {INVENTORY}")
+    return ips
+
+
+def wait_ssh(ip, key, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((ip, 22), timeout=2):
+                pass
+        except OSError:
+            time.sleep(0.5)
+            continue
+        res = subprocess.run(  # noqa: S603
+            ["ssh", *SSH_OPTS, "-i", str(key), f"root@{ip}", "true"], capture_output=True, check=False
+        )
+        if res.returncode == 0:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def inventory_text(ips, key):
+    lines = [
+        "# Written by `python -m lab hosts up`: the lab hosts (containers on the internal lab network).",
+        "all:",
+        "  children:",
+        "    lab_hosts:",
+        "      hosts:",
+    ]
+    lines += [f"        {name}:\n          ansible_host: {ip}" for name, ip in sorted(ips.items())]
+    lines += [
+        "      vars:",
+        "        ansible_user: root",
+        f"        ansible_ssh_private_key_file: {key}",
+        "        ansible_ssh_common_args: >-",
+        "          -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+        "        ansible_python_interpreter: /usr/bin/python3",
+        f"        lab_mirror_url: {MIRROR_URL.rstrip('/')}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_inventory(ips, key):
+    INVENTORY.parent.mkdir(parents=True, exist_ok=True)
+    tmp = INVENTORY.with_name(INVENTORY.name + ".part")
+    tmp.write_text(inventory_text(ips, key), encoding="utf-8")
+    os.replace(tmp, INVENTORY)
+
+
+def down(client, prefix=None, log=print):
+    found = lab_hosts(client, prefix)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda c: c.remove(force=True), found))
+    if INVENTORY.exists() and not lab_hosts(client):
+        INVENTORY.unlink()
+    log(f"hosts: removed {len(found)}")
+    return len(found)

@@ -1,0 +1,115 @@
+"""The lab network (docker `internal`: no route out) and the mirror server on it."""
+
+import hashlib
+import json
+import time
+import urllib.request
+
+from lab import LABEL, MIRROR_CONTAINER, NETWORK, LabError
+from lab.mirror import mirror_dir
+
+SERVER_IMAGE = "gpufleet/debian12"
+MIRROR_URL = f"http://{MIRROR_CONTAINER}/"
+
+
+def ensure_network(client, log=print):
+    import docker  # noqa: PLC0415
+
+    try:
+        net = client.networks.get(NETWORK)
+    except docker.errors.NotFound:
+        net = client.networks.create(NETWORK, driver="bridge", internal=True, labels={LABEL: "network"})
+        log(f"network: created {NETWORK} (internal: no route out)")
+        return net
+    if not net.attrs.get("Internal"):
+        raise LabError(
+            f"docker network {NETWORK} exists but is not internal: remove it "
+            f"(`docker network rm {NETWORK}` after `python -m lab down`), then rerun"
+        )
+    return net
+
+
+def _server_config():
+    return {
+        "image": SERVER_IMAGE,
+        "command": ["python3", "-m", "http.server", "80", "--directory", "/srv/mirror"],
+        "volumes": {str(mirror_dir()): {"bind": "/srv/mirror", "mode": "ro"}},
+    }
+
+
+def _config_hash(client, cfg):
+    image_id = client.images.get(cfg["image"]).id
+    doc = dict(cfg, image_id=image_id)
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def find(client, name):
+    import docker  # noqa: PLC0415
+
+    try:
+        return client.containers.get(name)
+    except docker.errors.NotFound:
+        return None
+
+
+def container_ip(container):
+    nets = container.attrs.get("NetworkSettings", {}).get("Networks", {})
+    return (nets.get(NETWORK) or {}).get("IPAddress", "")
+
+
+def serve(client, log=print):
+    """Run (or keep) the gpufleet-mirror container; returns its IP on the lab network."""
+    import docker  # noqa: PLC0415
+
+    if not (mirror_dir() / "cuda").is_dir() and not (mirror_dir() / "cudnn").is_dir():
+        raise LabError("the mirror is not built: run `python -m lab mirror build` first")
+    try:
+        client.images.get(SERVER_IMAGE)
+    except docker.errors.ImageNotFound as exc:
+        raise LabError(f"image {SERVER_IMAGE} missing: run `python -m lab images debian12` first") from exc
+    ensure_network(client, log)
+    cfg = _server_config()
+    digest = _config_hash(client, cfg)
+    current = find(client, MIRROR_CONTAINER)
+    if current is not None:
+        if current.labels.get("gpufleet.config") == digest and current.status == "running":
+            log(f"mirror: server {MIRROR_CONTAINER} already running")
+            return _wait(current, log)
+        current.remove(force=True)
+    container = client.containers.run(
+        cfg["image"],
+        cfg["command"],
+        name=MIRROR_CONTAINER,
+        hostname=MIRROR_CONTAINER,
+        detach=True,
+        volumes=cfg["volumes"],
+        network=NETWORK,
+        restart_policy={"Name": "unless-stopped"},
+        labels={LABEL: "mirror", "gpufleet.config": digest},
+        read_only=True,
+    )
+    log(f"mirror: server {MIRROR_CONTAINER} started ({MIRROR_URL} on network {NETWORK})")
+    return _wait(container, log)
+
+
+def _wait(container, log, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        container.reload()
+        ip = container_ip(container)
+        if ip:
+            try:
+                with urllib.request.urlopen(f"http://{ip}/", timeout=2) as resp:  # noqa: S310 - lab IP
+                    if resp.status == 200:
+                        return ip
+            except OSError:
+                pass
+        time.sleep(0.5)
+    raise LabError(f"mirror server did not answer within {timeout}s: see `docker logs {MIRROR_CONTAINER}`")
+
+
+def stop(client, log=print):
+    current = find(client, MIRROR_CONTAINER)
+    if current is not None:
+        current.remove(force=True)
+        log(f"mirror: server {MIRROR_CONTAINER} removed")

@@ -1,0 +1,49 @@
+"""`python -m lab status`: what the lab has right now."""
+
+import json
+
+from lab import MIRROR_CONTAINER, NETWORK, LabError
+from lab.hosts import INVENTORY, lab_hosts
+from lab.images import RECIPES, image_recipe_label
+from lab.mirror import mirror_dir
+from lab.serve import MIRROR_URL, container_ip, find
+
+
+def show(out=print):
+    from lab import engine  # noqa: PLC0415
+
+    if not engine.docker_answers():
+        out("engine:  not running (run `python -m lab docker`)")
+        client = None
+    else:
+        client = engine.client()
+        out(f"engine:  docker {client.version().get('Version', '?')}")
+    for recipe in RECIPES.values():
+        if client is None:
+            state = "unknown"
+        else:
+            label = image_recipe_label(client, recipe.tag)
+            state = "missing" if label is None else ("ok" if label == recipe.digest() else "outdated")
+        out(f"image:   {recipe.tag:28s} {state}")
+    for manifest in sorted(mirror_dir().glob("*/redist/redistrib_*.json")):
+        try:
+            doc = json.loads(manifest.read_text(encoding="utf-8"))
+            comps = [k for k, v in doc.items() if isinstance(v, dict)]
+        except ValueError:
+            comps = ["unreadable"]
+        out(f"mirror:  {manifest.relative_to(mirror_dir())}  ({', '.join(comps)})")
+    if not any(mirror_dir().glob("*/redist/redistrib_*.json")):
+        out("mirror:  not built (run `python -m lab mirror build`)")
+    if client is not None:
+        server = find(client, MIRROR_CONTAINER)
+        if server is None:
+            out("server:  not running (run `python -m lab mirror serve`)")
+        else:
+            out(f"server:  {MIRROR_CONTAINER} {server.status}, {MIRROR_URL} on {NETWORK} ({container_ip(server)})")
+        found = lab_hosts(client)
+        out(f"hosts:   {len(found)}" + (f" (inventory {INVENTORY})" if INVENTORY.exists() else ""))
+        for container in found:
+            out(f"         {container.name:24s} {container.status:8s} {container_ip(container)}")
+
+
+__all__ = ["show", "LabError"]
