@@ -1,0 +1,80 @@
+"""Helpers for the GPU verify tests: they run on any testinfra host (molecule's containers through
+the ansible backend, or a bare GPU server with `pytest --hosts=local:// tests/gpu`).
+
+Environment (read on the machine running pytest):
+  GPUFLEET_EXPECT_CUDNN   the cuDNN version that must be loaded (9.14.0.64, 9.14.0 or 9.14)
+  GPUFLEET_EXPECT_GPU     a part of the GPU name that must be seen (e.g. H200); optional
+  GPUFLEET_NVCC           nvcc to use on the target (default: /usr/local/cuda/bin/nvcc, PATH, newest cuda-*)
+  GPUFLEET_CUDNN_HOME     cuDNN tree on the target (include/ + lib/); default: the first of the usual places
+"""
+
+import os
+import shlex
+
+import pytest
+from gpuhelpers import CUDNN_PLACES, must, sh
+
+
+@pytest.fixture(scope="module")
+def workdir(host):
+    """A fresh folder on the target, removed afterwards."""
+    path = must(sh(host, "mktemp -d /tmp/gpufleet-gpu-test.XXXXXX"), "mktemp").strip()
+    yield path
+    sh(host, f"rm -rf {shlex.quote(path)}")
+
+
+@pytest.fixture(scope="module")
+def gpus(host):
+    """[{index, name, compute_cap, driver_version, memory_mib}] from nvidia-smi on the target."""
+    fields = "index,name,compute_cap,driver_version,memory.total"
+    out = must(
+        sh(host, f"nvidia-smi --query-gpu={fields} --format=csv,noheader,nounits"),
+        "nvidia-smi --query-gpu (is the GPU passed into this host/container?)",
+    )
+    rows = []
+    for line in out.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        assert len(parts) == 5, f"unexpected nvidia-smi line: {line!r}"
+        rows.append(
+            {
+                "index": int(parts[0]),
+                "name": parts[1],
+                "compute_cap": parts[2],
+                "driver_version": parts[3],
+                "memory_mib": int(parts[4]),
+            }
+        )
+    assert rows, "nvidia-smi lists no GPU"
+    return rows
+
+
+@pytest.fixture(scope="module")
+def nvcc(host):
+    wanted = os.environ.get("GPUFLEET_NVCC", "")
+    script = (
+        'for c in "$0" /usr/local/cuda/bin/nvcc "$(command -v nvcc 2>/dev/null)" '
+        "$(ls -d /usr/local/cuda-*/bin/nvcc 2>/dev/null | sort -V -r); do "
+        '[ -n "$c" ] && [ -x "$c" ] && { echo "$c"; exit 0; }; done; exit 1'
+    )
+    res = host.run("/bin/sh -c %s %s", script, wanted)
+    assert res.rc == 0, "no nvcc on the target (looked at $GPUFLEET_NVCC, /usr/local/cuda/bin, PATH, cuda-*)"
+    path = res.stdout.strip()
+    version = must(sh(host, f"{shlex.quote(path)} --version"), "nvcc --version")
+    assert "Cuda compilation tools" in version
+    return path
+
+
+@pytest.fixture(scope="module")
+def cudnn_paths(host):
+    """(include dir, lib dir, library file name) of the cuDNN to build against on the target."""
+    home = os.environ.get("GPUFLEET_CUDNN_HOME")
+    places = ((f"{home}/include", f"{home}/lib"),) if home else CUDNN_PLACES
+    for inc, lib in places:
+        if not host.file(f"{inc}/cudnn_version.h").exists:
+            continue
+        listing = sh(host, f"ls -1 {shlex.quote(lib)} 2>/dev/null | grep -E '^libcudnn\\.so(\\.[0-9]+)*$'")
+        names = sorted(listing.stdout.split(), key=lambda n: (n.count("."), n))
+        if names:
+            return inc, lib, names[0]
+    tried = ", ".join(f"{i} + {lib}" for i, lib in places)
+    raise AssertionError(f"no cuDNN (cudnn_version.h + libcudnn.so*) on the target; tried {tried}")
