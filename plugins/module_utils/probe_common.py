@@ -210,6 +210,12 @@ def run_isolated(func, args=(), timeout=10.0):
             os.dup2(devnull, 0)
             os.dup2(devnull, 1)
             os.dup2(err_w, 2)
+            try:  # a crash must not dump the parent's traceback handler output
+                import faulthandler
+
+                faulthandler.disable()
+            except Exception:
+                pass
             payload = json.dumps({"ok": func(*args)})
         except BaseException as exc:  # report, never propagate out of the child
             payload = json.dumps({"error": describe_error(exc)})

@@ -51,8 +51,11 @@ def toolkit_version(root, path, live):
         match = re.search(r"CUDA Version (\d+\.\d+\.\d+)", text or "")
         if match:
             return match.group(1), "version.txt", None
-    for header in (path + "/include/cuda.h", path + "/targets/x86_64-linux/include/cuda.h",
-                   path + "/targets/sbsa-linux/include/cuda.h"):
+    for header in (
+        path + "/include/cuda.h",
+        path + "/targets/x86_64-linux/include/cuda.h",
+        path + "/targets/sbsa-linux/include/cuda.h",
+    ):
         if root.exists(header):
             text, reason = root.read_text(header)
             version = version_from_cuda_h(text)
@@ -77,8 +80,13 @@ def _package_for(packages, major_minor):
     if major_minor == UNKNOWN:
         return None
     suffix = major_minor.replace(".", "-")
-    for name in ("cuda-toolkit-%s" % suffix, "cuda-cudart-%s" % suffix, "cuda-nvcc-%s" % suffix,
-                 "cuda-toolkit-%s-config-common" % suffix, "cuda-libraries-%s" % suffix):
+    for name in (
+        "cuda-toolkit-%s" % suffix,
+        "cuda-cudart-%s" % suffix,
+        "cuda-nvcc-%s" % suffix,
+        "cuda-toolkit-%s-config-common" % suffix,
+        "cuda-libraries-%s" % suffix,
+    ):
         package = packages.get(name)
         if package:
             return package
@@ -96,9 +104,12 @@ def find_toolkits(root):
             real, reason = root.realpath(path)
             if reason or not root.isdir(real):
                 continue
-            if root.exists(real + "/bin/nvcc") or root.exists(real + "/version.json") or root.exists(
-                real + "/include/cuda.h"
-            ) or root.exists(real + "/targets"):
+            if (
+                root.exists(real + "/bin/nvcc")
+                or root.exists(real + "/version.json")
+                or root.exists(real + "/include/cuda.h")
+                or root.exists(real + "/targets")
+            ):
                 seen.setdefault(real, path)
     return sorted(seen)
 
@@ -130,8 +141,8 @@ def probe(root, live, packages):
         if reason:
             toolkit["reasons"]["version"] = reason
         if source == UNKNOWN:
-            toolkit["reasons"]["source"] = "no cuda package for %s, no runfile uninstaller, no version.json" % (
-                major_minor
+            toolkit["reasons"]["source"] = (
+                "no cuda package for %s, no runfile uninstaller, no version.json" % (major_minor)
             )
         cuda["toolkits"].append(toolkit)
     if root.exists("/usr/local/cuda"):

@@ -26,20 +26,83 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_common impor
 DEFAULT_SEARCH_PATHS = ("/usr", "/usr/local", "/opt", "/srv", "/home", "/root")
 SKIP_PATHS = frozenset(
     (
-        "/proc", "/sys", "/dev", "/run", "/tmp", "/var/tmp", "/var/lib/docker", "/var/lib/containers",
-        "/usr/share", "/usr/src", "/usr/lib/modules", "/usr/lib/firmware", "/usr/lib/jvm", "/usr/libexec",
-        "/snap", "/lost+found",
+        "/proc",
+        "/sys",
+        "/dev",
+        "/run",
+        "/tmp",
+        "/var/tmp",
+        "/var/lib/docker",
+        "/var/lib/containers",
+        "/usr/share",
+        "/usr/src",
+        "/usr/lib/modules",
+        "/usr/lib/firmware",
+        "/usr/lib/jvm",
+        "/usr/libexec",
+        "/snap",
+        "/lost+found",
     )
 )
 SKIP_NAMES = frozenset(
-    ("__pycache__", ".git", ".hg", ".svn", "node_modules", ".cache", ".npm", ".cargo", ".rustup", "man",
-     "locale", "doc", "docs", "icons", "fonts", "pkgs")
+    (
+        "__pycache__",
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        ".cache",
+        ".npm",
+        ".cargo",
+        ".rustup",
+        "man",
+        "locale",
+        "doc",
+        "docs",
+        "icons",
+        "fonts",
+        "pkgs",
+    )
 )
 NETWORK_FS = frozenset(
-    ("nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs", "afs", "ceph", "glusterfs", "lustre", "gpfs", "beegfs",
-     "davfs", "sshfs", "fuse.sshfs", "fuse.s3fs", "fuse.gcsfuse", "fuse.rclone", "autofs", "proc", "sysfs",
-     "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "pstore", "bpf",
-     "configfs", "fusectl", "mqueue", "hugetlbfs", "binfmt_misc", "efivarfs")
+    (
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "ncpfs",
+        "afs",
+        "ceph",
+        "glusterfs",
+        "lustre",
+        "gpfs",
+        "beegfs",
+        "davfs",
+        "sshfs",
+        "fuse.sshfs",
+        "fuse.s3fs",
+        "fuse.gcsfuse",
+        "fuse.rclone",
+        "autofs",
+        "proc",
+        "sysfs",
+        "devtmpfs",
+        "devpts",
+        "cgroup",
+        "cgroup2",
+        "debugfs",
+        "tracefs",
+        "securityfs",
+        "pstore",
+        "bpf",
+        "configfs",
+        "fusectl",
+        "mqueue",
+        "hugetlbfs",
+        "binfmt_misc",
+        "efivarfs",
+    )
 )
 MULTIARCH = frozenset(("x86_64-linux-gnu", "aarch64-linux-gnu", "powerpc64le-linux-gnu", "sbsa-linux"))
 LIB_NAME = re.compile(r"^libcudnn\.so(\.\d+)*$")
@@ -210,8 +273,13 @@ def new_copy(path, source):
         "library_version": UNKNOWN,
         "cuda_major": None,
         "cuda_major_from": UNKNOWN,
-        "ctypes": {"state": "skipped", "version": UNKNOWN, "version_int": None, "cudart_version_int": None,
-                   "reason": None},
+        "ctypes": {
+            "state": "skipped",
+            "version": UNKNOWN,
+            "version_int": None,
+            "cudart_version_int": None,
+            "reason": None,
+        },
         "package": None,
         "held": None,
         "python_env": None,
@@ -283,7 +351,9 @@ def fill_library(root, copy, candidates):
     if match:
         copy["library_version"] = match.group(1)
     else:
-        copy["reasons"]["library_version"] = "library file name %s carries no full version" % os.path.basename(real)
+        copy["reasons"]["library_version"] = (
+            "library file name %s carries no full version" % os.path.basename(real)
+        )
 
 
 def run_ctypes(root, copy, live, timeout):
@@ -298,8 +368,13 @@ def run_ctypes(root, copy, live, timeout):
         copy["ctypes"].update(state="failed", reason=reason)
         return
     version = decode_cudnn_int(result.get("version_int"))
-    copy["ctypes"].update(state="ok", version=version, version_int=result.get("version_int"),
-                          cudart_version_int=result.get("cudart_version_int"), reason=None)
+    copy["ctypes"].update(
+        state="ok",
+        version=version,
+        version_int=result.get("version_int"),
+        cudart_version_int=result.get("cudart_version_int"),
+        reason=None,
+    )
     if copy["library_version"] == UNKNOWN and version != UNKNOWN:
         copy["library_version"] = version
         copy["reasons"].pop("library_version", None)
@@ -321,9 +396,14 @@ def finish_copy(copy, package_version=None):
             copy["version"] = ".".join(candidate.split(".")[:3])
             break
     if copy["version"] == UNKNOWN:
-        copy["reasons"]["version"] = "; ".join(
-            copy["reasons"].get(k, "") for k in ("header_version", "library_version") if copy["reasons"].get(k)
-        ) or "no header, library or package version"
+        copy["reasons"]["version"] = (
+            "; ".join(
+                copy["reasons"].get(k, "")
+                for k in ("header_version", "library_version")
+                if copy["reasons"].get(k)
+            )
+            or "no header, library or package version"
+        )
     else:
         copy["major"] = int(copy["version"].split(".")[0])
     known = {
@@ -437,11 +517,18 @@ def pip_copies(root, site_packages_dirs, owned):
                 if dists:
                     dist, cuda_major = dists[-1]
                     text, reason = root.read_text("%s/%s/METADATA" % (sp, dist), limit=1024 * 1024)
-                    name, version, meta_reason = parse_metadata(text) if text is not None else (None, None, reason)
+                    name, version, meta_reason = (
+                        parse_metadata(text) if text is not None else (None, None, reason)
+                    )
                     if meta_reason:
                         copy["reasons"]["package"] = "%s/%s: %s" % (sp, dist, meta_reason)
                     name = name or dist.split("-")[0].replace("_", "-")
-                    copy["package"] = {"name": name, "version": version or UNKNOWN, "held": False, "manager": "pip"}
+                    copy["package"] = {
+                        "name": name,
+                        "version": version or UNKNOWN,
+                        "held": False,
+                        "manager": "pip",
+                    }
                     package_version = version
                     cuda_major = cuda_major if cuda_major is not None else cuda_major_from_text(name)
                     if cuda_major is not None:
@@ -538,7 +625,9 @@ def tarball_copies(root, scan, owned):
         real, _ = root.realpath(path)
         if real in owned or path in owned:
             continue
-        if os.path.basename(path) == "cudnn.h" and os.path.exists(root.outer(os.path.dirname(path) + "/cudnn_version.h")):
+        if os.path.basename(path) == "cudnn.h" and os.path.exists(
+            root.outer(os.path.dirname(path) + "/cudnn_version.h")
+        ):
             continue
         if os.path.basename(path) == "cudnn.h":
             text, _ = root.read_text(path, limit=1024 * 1024)
@@ -553,11 +642,15 @@ def tarball_copies(root, scan, owned):
     copies = []
     for prefix, (headers, libs) in sorted(groups.items()):
         by_major = {}
+        bare = []
         for lib in libs:
             match = re.search(r"libcudnn\.so\.(\d+)", lib)
-            by_major.setdefault(int(match.group(1)) if match else None, []).append(lib)
+            if match:
+                by_major.setdefault(int(match.group(1)), []).append(lib)
+            else:
+                bare.append(lib)  # the unversioned dev link belongs to whichever major is there
         if not by_major:
-            by_major[None] = []
+            by_major[None] = bare
         for index, (major, major_libs) in enumerate(sorted(by_major.items(), key=lambda kv: str(kv[0]))):
             copy = new_copy(prefix, "tarball" if headers or "cudnn" in prefix.lower() else UNKNOWN)
             copy["held"] = False
@@ -579,13 +672,21 @@ def resolved(root, copies, ld_entries, machine=None):
     result = []
     for soname, path in sorted(sonames(ld_entries, r"^libcudnn\.so\.\d+$", machine).items()):
         real, _ = root.realpath(path)
-        entry = {"soname": soname, "major": int(soname.rsplit(".", 1)[1]), "path": path, "real_path": real,
-                 "copy_path": None, "version": UNKNOWN}
+        entry = {
+            "soname": soname,
+            "major": int(soname.rsplit(".", 1)[1]),
+            "path": path,
+            "real_path": real,
+            "copy_path": None,
+            "version": UNKNOWN,
+        }
         for copy in copies:
             if copy["library"] == real:
                 copy["resolved"] = True
                 entry["copy_path"] = copy["path"]
-                entry["version"] = copy["library_version"] if copy["library_version"] != UNKNOWN else copy["version"]
+                entry["version"] = (
+                    copy["library_version"] if copy["library_version"] != UNKNOWN else copy["version"]
+                )
                 break
         if entry["version"] == UNKNOWN:
             match = re.search(r"libcudnn\.so\.(\d+\.\d+\.\d+)", real)

@@ -28,7 +28,10 @@ def parse_proc_version(text):
     match = re.search(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)", first)
     if not match:
         return None
-    return {"version": match.group(1), "kernel_module": "open" if "Open Kernel Module" in first else "proprietary"}
+    return {
+        "version": match.group(1),
+        "kernel_module": "open" if "Open Kernel Module" in first else "proprietary",
+    }
 
 
 def parse_modules(text):
@@ -124,8 +127,13 @@ def probe(root, live, packages, ld_entries_nvml, gpu_driver_info, host, timeout=
         reasons["kernel_module"] = proc_reason or "driver kernel module not loaded and no driver package"
     if driver["version"] == UNKNOWN:
         reasons["version"] = "; ".join(
-            r for r in (proc_reason or "%s absent" % PROC_VERSION, gpu_driver_info.get("reason"),
-                        "no driver package installed") if r
+            r
+            for r in (
+                proc_reason or "%s absent" % PROC_VERSION,
+                gpu_driver_info.get("reason"),
+                "no driver package installed",
+            )
+            if r
         )
     else:
         driver["branch"] = driver["version"].split(".")[0]
@@ -135,8 +143,9 @@ def probe(root, live, packages, ld_entries_nvml, gpu_driver_info, host, timeout=
     if ld_entries_nvml is not None:
         path, real, owner = ld_entries_nvml
         readonly = live and probe_host.is_readonly(root.outer(real))
-        managed, evidence = probe_host.driver_managed_externally(root, host.get("container"), path, real, owner,
-                                                                 readonly)
+        managed, evidence = probe_host.driver_managed_externally(
+            root, host.get("container"), path, real, owner, readonly
+        )
     host["driver_managed_externally"] = managed
     host["driver_managed_externally_reason"] = evidence
     if managed is None and ld_entries_nvml is None:
@@ -153,8 +162,10 @@ def probe(root, live, packages, ld_entries_nvml, gpu_driver_info, host, timeout=
         driver["install_method"] = "none"
     else:
         reasons["install_method"] = evidence or "driver present but neither a package nor a runfile install"
-    driver["installed"] = driver["install_method"] in ("package", "host", "runfile") or parsed is not None or (
-        ld_entries_nvml is not None
+    driver["installed"] = (
+        driver["install_method"] in ("package", "host", "runfile")
+        or parsed is not None
+        or (ld_entries_nvml is not None)
     )
 
     if live and (ld_entries_nvml is not None or parsed is not None):

@@ -58,8 +58,13 @@ def empty_facts(root_path, subsets):
         "probes": {name: new_probe_state("skipped") for name in ("host", *SUBSETS)},
         "warnings": [],
         "elapsed_ms": 0,
-        "host": {"container": "unknown", "vm": "unknown", "driver_managed_externally": None,
-                 "driver_managed_externally_reason": "", "reasons": {}},
+        "host": {
+            "container": "unknown",
+            "vm": "unknown",
+            "driver_managed_externally": None,
+            "driver_managed_externally_reason": "",
+            "reasons": {},
+        },
         "gpus": [],
         "gpu_count": 0,
         "nvswitch_count": 0,
@@ -80,7 +85,9 @@ def _nvml_location(root, ld_entries, packages):
     return path, real, owner
 
 
-def gather(root_path="/", gather_subset=("all",), cudnn_search_paths=(), max_depth=6, timeout=20.0, live=None):
+def gather(
+    root_path="/", gather_subset=("all",), cudnn_search_paths=(), max_depth=6, timeout=20.0, live=None
+):
     """The `nvidia` fact. `live` (run NVML, nvidia-smi, ctypes) defaults to root being `/`."""
     started = time.monotonic()
     subsets = resolve_subsets(gather_subset)
@@ -91,8 +98,10 @@ def gather(root_path="/", gather_subset=("all",), cudnn_search_paths=(), max_dep
     per_call = max(1.0, min(10.0, float(timeout)))
 
     if not os.path.isdir(root.root):
-        reason = "root %s does not exist" % root_path if not os.path.exists(root.root) else (
-            "root %s is not a directory" % root_path
+        reason = (
+            "root %s does not exist" % root_path
+            if not os.path.exists(root.root)
+            else ("root %s is not a directory" % root_path)
         )
         for name in facts["probes"]:
             if name == "host" or name in subsets:
@@ -154,12 +163,19 @@ def gather(root_path="/", gather_subset=("all",), cudnn_search_paths=(), max_dep
             packages = need_packages()
             ld = need_ld()
             facts["driver"] = probe_driver.probe(
-                root, live, packages, _nvml_location(root, ld, packages), gpu_driver_info, facts["host"],
+                root,
+                live,
+                packages,
+                _nvml_location(root, ld, packages),
+                gpu_driver_info,
+                facts["host"],
                 timeout=per_call,
             )
             if shared.get("ld_reason") or packages.reasons:
-                state.update(state="partial", reason="; ".join(
-                    r for r in [shared.get("ld_reason"), *packages.reasons] if r))
+                state.update(
+                    state="partial",
+                    reason="; ".join(r for r in [shared.get("ld_reason"), *packages.reasons] if r),
+                )
 
         timed("driver", do_driver)
     else:
@@ -182,8 +198,14 @@ def gather(root_path="/", gather_subset=("all",), cudnn_search_paths=(), max_dep
             ld = need_ld()
             deadline = started + float(timeout)
             copies, resolved, warnings, truncated = probe_cudnn.probe(
-                root, live, packages, ld, search_paths=cudnn_search_paths, max_depth=max_depth,
-                deadline=deadline, timeout=per_call,
+                root,
+                live,
+                packages,
+                ld,
+                search_paths=cudnn_search_paths,
+                max_depth=max_depth,
+                deadline=deadline,
+                timeout=per_call,
             )
             facts["cudnn"] = copies
             facts["cudnn_resolved"] = resolved

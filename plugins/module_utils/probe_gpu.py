@@ -169,7 +169,9 @@ def nvml_query(library="libnvidia-ml.so.1"):
         if nvml.nvmlSystemGetDriverVersion(buf, 96) == 0:
             result["driver_version"] = buf.value.decode()
         cuda_version = ctypes.c_int()
-        getter = getattr(nvml, "nvmlSystemGetCudaDriverVersion_v2", None) or nvml.nvmlSystemGetCudaDriverVersion
+        getter = (
+            getattr(nvml, "nvmlSystemGetCudaDriverVersion_v2", None) or nvml.nvmlSystemGetCudaDriverVersion
+        )
         if getter(ctypes.byref(cuda_version)) == 0:
             result["cuda_driver_version_int"] = cuda_version.value
         count = ctypes.c_uint()
@@ -245,8 +247,13 @@ def parse_smi_csv(text, fields=SMI_FIELDS):
         gpu = {}
         if _na(values.get("index")) and values["index"].isdigit():
             gpu["index"] = int(values["index"])
-        for key, field in (("name", "name"), ("pci_bus_id", "pci.bus_id"), ("vbios", "vbios_version"),
-                           ("uuid", "uuid"), ("compute_capability", "compute_cap")):
+        for key, field in (
+            ("name", "name"),
+            ("pci_bus_id", "pci.bus_id"),
+            ("vbios", "vbios_version"),
+            ("uuid", "uuid"),
+            ("compute_capability", "compute_cap"),
+        ):
             if _na(values.get(field)):
                 gpu[key] = values[field]
         for key, field in (("pci_device_id", "pci.device_id"), ("pci_subsystem_id", "pci.sub_device_id")):
@@ -308,8 +315,12 @@ def merge(sysfs_gpus, enriched, source):
                 "pci_bus_id": bus or UNKNOWN,
                 "vendor_id": NVIDIA_VENDOR,
                 "device_id": ("0x%04x" % (device >> 16)) if isinstance(device, int) else UNKNOWN,
-                "subsystem_vendor_id": ("0x%04x" % (subsystem & 0xFFFF)) if isinstance(subsystem, int) else UNKNOWN,
-                "subsystem_device_id": ("0x%04x" % (subsystem >> 16)) if isinstance(subsystem, int) else UNKNOWN,
+                "subsystem_vendor_id": ("0x%04x" % (subsystem & 0xFFFF))
+                if isinstance(subsystem, int)
+                else UNKNOWN,
+                "subsystem_device_id": ("0x%04x" % (subsystem >> 16))
+                if isinstance(subsystem, int)
+                else UNKNOWN,
                 "pci_class": UNKNOWN,
                 "kernel_driver": UNKNOWN,
                 "architecture": UNKNOWN,
@@ -324,8 +335,16 @@ def merge(sysfs_gpus, enriched, source):
             }
             by_bus[gpu["pci_bus_id"]] = gpu
         gpu["source"] = source
-        for key in ("index", "name", "uuid", "vbios", "memory_mib", "persistence_mode", "mig_mode",
-                    "compute_capability"):
+        for key in (
+            "index",
+            "name",
+            "uuid",
+            "vbios",
+            "memory_mib",
+            "persistence_mode",
+            "mig_mode",
+            "compute_capability",
+        ):
             if data.get(key) is not None:
                 gpu[key] = data[key]
     return [by_bus[k] for k in sorted(by_bus)]
@@ -338,8 +357,16 @@ def finish(gpus, enrich_reason):
         gpu["architecture"] = arch
         if reason:
             gpu["reasons"]["architecture"] = reason
-        for key in ("index", "name", "compute_capability", "memory_mib", "uuid", "vbios", "persistence_mode",
-                    "mig_mode"):
+        for key in (
+            "index",
+            "name",
+            "compute_capability",
+            "memory_mib",
+            "uuid",
+            "vbios",
+            "persistence_mode",
+            "mig_mode",
+        ):
             if gpu[key] in (None, UNKNOWN) and key not in gpu["reasons"]:
                 gpu["reasons"][key] = enrich_reason or "not reported by %s" % gpu["source"]
     return gpus

@@ -39,13 +39,22 @@ def detect_container(root, environ=None):
         for item in text.split("\0"):
             if item.startswith("container="):
                 value = item.split("=", 1)[1].strip() or "other"
-                return {"lxc": "lxc", "podman": "podman", "docker": "docker",
-                        "systemd-nspawn": "systemd-nspawn"}.get(value, "other"), None
+                return {
+                    "lxc": "lxc",
+                    "podman": "podman",
+                    "docker": "docker",
+                    "systemd-nspawn": "systemd-nspawn",
+                }.get(value, "other"), None
     cgroup, reason = root.read_text("/proc/1/cgroup", limit=65536)
     if cgroup is None:
         return UNKNOWN, reason or "no /proc/1/cgroup under root"
-    for marker, name in (("kubepods", "kubernetes"), ("docker", "docker"), ("libpod", "podman"),
-                         ("containerd", "containerd"), ("lxc", "lxc")):
+    for marker, name in (
+        ("kubepods", "kubernetes"),
+        ("docker", "docker"),
+        ("libpod", "podman"),
+        ("containerd", "containerd"),
+        ("lxc", "lxc"),
+    ):
         if marker in cgroup:
             return name, None
     return "none", None
@@ -102,8 +111,13 @@ def is_readonly(path):
 
 
 def probe(root, live):
-    host = {"container": UNKNOWN, "vm": UNKNOWN, "driver_managed_externally": None,
-            "driver_managed_externally_reason": "", "reasons": {}}
+    host = {
+        "container": UNKNOWN,
+        "vm": UNKNOWN,
+        "driver_managed_externally": None,
+        "driver_managed_externally_reason": "",
+        "reasons": {},
+    }
     if live or root.exists("/proc/1") or root.exists("/.dockerenv"):
         host["container"], reason = detect_container(root)
         if reason:

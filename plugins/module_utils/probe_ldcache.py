@@ -135,6 +135,7 @@ def build_ld_cache(entries):
         offsets.append((key, value))
     head = NEW_MAGIC + struct.pack("<IIB3xI3I", len(entries), len(strings), 2, 0, 0, 0, 0)
     body = b"".join(
-        struct.pack("<iIIIQ", flags, key, value, 0, 0) for (_, _, flags), (key, value) in zip(entries, offsets)
+        struct.pack("<iIIIQ", flags, key, value, 0, 0)
+        for (_, _, flags), (key, value) in zip(entries, offsets)
     )
     return bytes(head + body + strings)

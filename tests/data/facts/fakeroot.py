@@ -1,0 +1,181 @@
+"""Build synthetic `root` trees for nvidia_facts tests and the benchmark.
+
+Every tree is made at test time in a temporary directory (nothing binary is committed). `h200()` rebuilds
+the real H200 host (tests/data/h200-ubuntu2404, captured 2026-11-30) as files: sysfs attributes,
+/proc/driver/nvidia, the dpkg database, the loader cache built from `ldconfig -p`, CUDA 13.0 behind
+alternatives, the libcudnn9-cuda-13 package and the nvidia-cudnn-cu13 wheel in /opt/torch/.venv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_ldcache import build_ld_cache, parse_ldconfig_p
+
+H200_DATA = Path(__file__).resolve().parents[1] / "h200-ubuntu2404"
+
+
+def write(root, inner, text="", mode=None):
+    path = Path(root) / inner.lstrip("/")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    if mode is not None:
+        path.chmod(mode)
+    return path
+
+
+def link(root, inner, target):
+    path = Path(root) / inner.lstrip("/")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink() or path.exists():
+        path.unlink()
+    os.symlink(target, path)
+    return path
+
+
+def cudnn_header(major, minor, patch, v7=False):
+    body = "#define CUDNN_MAJOR %d\n#define CUDNN_MINOR %d\n#define CUDNN_PATCHLEVEL %d\n" % (major, minor, patch)
+    body += "#define CUDNN_VERSION (CUDNN_MAJOR * 10000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL)\n"
+    if v7:
+        return "/* cudnn.h v7 */\n#ifndef CUDNN_H_\n#define CUDNN_H_\n" + body + "#endif\n"
+    return "#ifndef CUDNN_VERSION_H_\n#define CUDNN_VERSION_H_\n" + body + "#endif\n"
+
+
+def dpkg_paragraph(name, version, status="install ok installed", arch="amd64", provides=None):
+    text = "Package: %s\nStatus: %s\nPriority: optional\nArchitecture: %s\nVersion: %s\n" % (
+        name, status, arch, version)
+    if provides:
+        text += "Provides: %s\n" % provides
+    text += "Description: test package\n continuation line\n"
+    return text
+
+
+def dpkg_db(root, packages, files=None):
+    """packages: [(name, version, status, arch)]; files: {name: [paths]} written as info/<name>:<arch>.list."""
+    write(root, "/var/lib/dpkg/status", "\n".join(dpkg_paragraph(*p) for p in packages))
+    for name, paths in (files or {}).items():
+        arch = next((p[3] for p in packages if p[0] == name), "amd64")
+        write(root, "/var/lib/dpkg/info/%s:%s.list" % (name, arch), "/.\n" + "\n".join(paths) + "\n")
+
+
+def ld_cache(root, entries):
+    """entries: [(soname, path)] (x86-64 libc6 flags)."""
+    write(root, "/etc/ld.so.cache", build_ld_cache([(s, p, 0x0303) for s, p in entries]))
+
+
+def tarball(root, prefix, version, cuda_major=None, lib_dir="lib", header=True):
+    major, minor, patch = (int(x) for x in version.split(".")[:3])
+    if header:
+        write(root, "%s/include/cudnn_version.h" % prefix, cudnn_header(major, minor, patch))
+    write(root, "%s/%s/libcudnn.so.%s" % (prefix, lib_dir, version), "ELF")
+    link(root, "%s/%s/libcudnn.so.%d" % (prefix, lib_dir, major), "libcudnn.so.%s" % version)
+    link(root, "%s/%s/libcudnn.so" % (prefix, lib_dir), "libcudnn.so.%d" % major)
+
+
+def pip_wheel(root, env, version, cuda_major=13, python="python3.12", header_version=None):
+    sp = "%s/lib/%s/site-packages" % (env, python)
+    write(root, env + "/pyvenv.cfg", "home = /usr/bin\n")
+    dist = "nvidia_cudnn_cu%d-%s.dist-info" % (cuda_major, version)
+    write(root, "%s/%s/METADATA" % (sp, dist),
+          "Metadata-Version: 2.4\nName: nvidia-cudnn-cu%d\nVersion: %s\n\nbody\n" % (cuda_major, version))
+    hv = header_version or version
+    major, minor, patch = (int(x) for x in hv.split(".")[:3])
+    write(root, sp + "/nvidia/cudnn/include/cudnn_version.h", cudnn_header(major, minor, patch))
+    write(root, sp + "/nvidia/cudnn/lib/libcudnn.so.%d" % int(version.split(".")[0]), "ELF")
+    return sp
+
+
+def conda_env(root, env, version, cuda_major=12, build="h87a2b3d_0"):
+    major, minor, patch = (int(x) for x in version.split(".")[:3])
+    files = ["include/cudnn_version.h", "lib/libcudnn.so.%s" % ".".join(version.split(".")[:3]),
+             "lib/libcudnn.so.%d" % major]
+    write(root, "%s/conda-meta/cudnn-%s-%s.json" % (env, version, build), json.dumps({
+        "name": "cudnn", "version": version, "build": build,
+        "depends": ["cuda-version >=%d.0,<%d" % (cuda_major, cuda_major + 1), "libzlib"],
+        "files": files,
+    }))
+    write(root, env + "/conda-meta/history", "")
+    write(root, env + "/include/cudnn_version.h", cudnn_header(major, minor, patch))
+    write(root, env + "/lib/libcudnn.so.%d.%d.%d" % (major, minor, patch), "ELF")
+    link(root, env + "/lib/libcudnn.so.%d" % major, "libcudnn.so.%d.%d.%d" % (major, minor, patch))
+
+
+def _dpkg_lists():
+    """The three file lists of `dpkg -L libcudnn9-cuda-13 libcudnn9-dev-cuda-13 libcudnn9-headers-cuda-13`."""
+    text = (H200_DATA / "dpkg-L-libcudnn9-cuda-13.txt").read_text()
+    text = text.split("Package:")[0]
+    blocks = [b.strip().splitlines() for b in text.strip().split("\n\n")]
+    return dict(zip(("libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13"), blocks))
+
+
+def h200(root):
+    """The real H200 host of tests/data/h200-ubuntu2404 as a tree under `root`."""
+    root = Path(root)
+    # merged /usr
+    (root / "usr/lib").mkdir(parents=True, exist_ok=True)
+    link(root, "/lib", "usr/lib")
+    write(root, "/.dockerenv")
+    # sysfs: one H200, bound to nvidia
+    dev = "/sys/bus/pci/devices/0000:00:06.0"
+    attrs = dict(line.split("=", 1) for line in (H200_DATA / "sys-bus-pci-0000_00_06.0-attrs.txt").read_text()
+                 .splitlines() if "=" in line)
+    for key in ("vendor", "device", "subsystem_vendor", "subsystem_device", "class"):
+        write(root, "%s/%s" % (dev, key), attrs[key] + "\n")
+    (root / "sys/bus/pci/drivers/nvidia").mkdir(parents=True, exist_ok=True)
+    link(root, dev + "/driver", "../../../bus/pci/drivers/nvidia")
+    # an NVIDIA audio function and a non-NVIDIA device must be ignored
+    write(root, "/sys/bus/pci/devices/0000:00:01.0/vendor", "0x8086\n")
+    write(root, "/sys/bus/pci/devices/0000:00:01.0/class", "0x030000\n")
+    # /proc
+    write(root, "/proc/driver/nvidia/version", (H200_DATA / "proc-driver-nvidia-version.txt").read_text())
+    write(root, "/proc/modules", "nvidia_uvm 2076672 0 - Live 0x0\nnvidia 11960320 1 nvidia_uvm, Live 0x0\n")
+    write(root, "/proc/cmdline", "console=ttyS0 reboot=k panic=1 virtio_mmio.device=4K@0xd0000000:5\n")
+    write(root, "/proc/cpuinfo", "processor\t: 0\nflags\t\t: fpu vme sse2 hypervisor avx\n")
+    write(root, "/proc/1/cgroup", "0::/\n")
+    # dpkg database from `dpkg-query -W` and `dpkg -L`
+    packages = []
+    for line in (H200_DATA / "dpkg-query-nvidia-cuda.tsv").read_text().splitlines():
+        name, version, status, arch = line.split("\t")
+        packages.append((name, version, status, arch))
+    lists = _dpkg_lists()
+    dpkg_db(root, packages, lists)
+    for path in lists["libcudnn9-cuda-13"] + lists["libcudnn9-dev-cuda-13"]:
+        name = os.path.basename(path)
+        if name.endswith(".9.14.0"):
+            write(root, path, "ELF")
+        elif name.endswith(".so.9"):
+            link(root, path, name + ".14.0")
+        elif name.endswith(".so"):
+            link(root, path, name + ".9")
+    inc = "/usr/include/x86_64-linux-gnu"
+    for path in lists["libcudnn9-headers-cuda-13"]:
+        if path.endswith("_v9.h"):
+            write(root, path, cudnn_header(9, 14, 0) if "version" in path else "/* cudnn */\n")
+    for name in ("cudnn_version", "cudnn"):
+        link(root, "%s/%s.h" % (inc, name), "/etc/alternatives/lib%s_h" % name)
+        link(root, "/etc/alternatives/lib%s_h" % name, "%s/%s_v9.h" % (inc, name))
+    # CUDA 13.0 toolkit behind update-alternatives
+    cuda = "/usr/local/cuda-13.0"
+    write(root, cuda + "/version.json", json.dumps({"cuda": {"name": "CUDA SDK", "version": "13.0.2"}}))
+    write(root, cuda + "/bin/nvcc", "#!/bin/sh\n", mode=0o755)
+    write(root, cuda + "/targets/x86_64-linux/include/cuda.h", "#define CUDA_VERSION 13000\n")
+    link(root, cuda + "/lib64", "targets/x86_64-linux/lib")
+    link(root, cuda + "/include", "targets/x86_64-linux/include")
+    link(root, "/etc/alternatives/cuda", cuda)
+    link(root, "/usr/local/cuda", "/etc/alternatives/cuda")
+    link(root, "/etc/alternatives/cuda-13", cuda)
+    link(root, "/usr/local/cuda-13", "/etc/alternatives/cuda-13")
+    # driver user-space mounted by the host
+    write(root, "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04", "ELF")
+    link(root, "/usr/local/nvidia/lib64/libnvidia-ml.so.1", "libnvidia-ml.so.580.159.04")
+    # the loader cache from the real `ldconfig -p`
+    entries = parse_ldconfig_p((H200_DATA / "ldconfig-p.txt").read_text())
+    ld_cache(root, [(s, p) for s, p, _ in entries])
+    # the torch virtualenv with nvidia-cudnn-cu13 9.19.0.56
+    pip_wheel(root, "/opt/torch/.venv", "9.19.0.56", cuda_major=13)
+    return root
