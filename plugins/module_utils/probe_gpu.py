@@ -45,34 +45,48 @@ CC_ARCH = {
 }
 
 
+def _kb_resolve(item):
+    """gpus.resolve_gpu of the knowledge base (optional); None when absent or when it raises."""
+    resolve_gpu = getattr(_kb_gpus, "resolve_gpu", None)
+    if resolve_gpu is None:
+        return None
+    try:
+        gpu, _warnings = resolve_gpu(item)
+    except Exception:  # the knowledge base is optional here; never fail for it
+        return None
+    return gpu if isinstance(gpu, dict) else None
+
+
 def architecture(compute_capability, device_id=None, name=None):
-    """(architecture, reason) from the knowledge base when present, else from the CC table."""
-    if _kb_gpus is not None:
-        for fname, args in (
-            ("architecture_for_cc", (compute_capability,)),
-            ("architecture_from_cc", (compute_capability,)),
-            ("arch_for_cc", (compute_capability,)),
-            ("architecture_for_device_id", (device_id,)),
-            ("architecture_for_pci_id", (device_id,)),
-        ):
-            func = getattr(_kb_gpus, fname, None)
-            if func is None or args[0] in (None, UNKNOWN):
-                continue
-            try:
-                value = func(*args)
-            except Exception:  # the knowledge base is optional; never fail for it
-                value = None
-            if isinstance(value, dict):
-                value = value.get("architecture") or value.get("name")
-            if value:
-                return str(value), None
+    """(architecture, reason) from the knowledge base (module_utils/gpus.py) when present, else the CC table."""
+    if compute_capability and compute_capability != UNKNOWN:
+        known = _kb_resolve({"compute_capability": compute_capability})
+        if known and known.get("architecture") not in (None, UNKNOWN):
+            return known["architecture"], None
+    if device_id and device_id != UNKNOWN:
+        known = _kb_resolve({"pci_device_id": device_id})
+        if known and known.get("architecture") not in (None, UNKNOWN):
+            return known["architecture"], None
     if compute_capability and compute_capability != UNKNOWN:
         major = compute_capability.split(".")[0]
         arch = CC_ARCH.get(compute_capability) or CC_ARCH.get(major)
         if arch:
             return arch, None
         return UNKNOWN, "compute capability %s is not in the architecture table" % compute_capability
-    return UNKNOWN, "compute capability unknown (no NVML, no nvidia-smi)"
+    return UNKNOWN, "compute capability unknown (no NVML, no nvidia-smi) and device id not in the knowledge base"
+
+
+def identify_offline(gpu):
+    """Name and compute capability from the knowledge base by PCI device id (no driver needed)."""
+    if gpu.get("device_id") in (None, UNKNOWN):
+        return
+    known = _kb_resolve({"pci_device_id": gpu["device_id"]})
+    if not known or known.get("source") in (None, "none"):
+        return
+    if gpu["name"] == UNKNOWN and known.get("name"):
+        gpu["name"] = known["name"]
+    if gpu["compute_capability"] == UNKNOWN and known.get("compute_capability"):
+        gpu["compute_capability"] = known["compute_capability"]
 
 
 def normalize_bus_id(bus_id):
@@ -353,6 +367,7 @@ def merge(sysfs_gpus, enriched, source):
 def finish(gpus, enrich_reason):
     """Architecture names and reasons for every field still unknown."""
     for gpu in gpus:
+        identify_offline(gpu)
         arch, reason = architecture(gpu["compute_capability"], gpu.get("device_id"), gpu.get("name"))
         gpu["architecture"] = arch
         if reason:
