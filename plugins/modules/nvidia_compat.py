@@ -1,0 +1,315 @@
+#!/usr/bin/python
+# Copyright: gpufleet contributors
+# Apache-2.0
+
+DOCUMENTATION = r"""
+---
+module: nvidia_compat
+short_description: Check that NVIDIA GPUs, driver, kernel module, CUDA, cuDNN and OS can work together
+version_added: "0.1.0"
+description:
+  - Decides from gpufleet's knowledge base (NVIDIA's own tables, each fact with a source and a confidence)
+    whether a plan can work on a host, before anything is installed, and says what to choose instead.
+  - Checks CUDA against the driver (per-release minimum, per-major minor-version compatibility floor,
+    forward compatibility across majors), CUDA against the GPUs (first and last CUDA per compute capability),
+    the driver branch against the GPUs (legacy branches such as R470 for Kepler and R580 for Maxwell, Pascal
+    and Volta), the kernel module flavor (open required for Blackwell and GH200, proprietary required before
+    Turing, open default from R560), cuDNN against CUDA, driver and compute capability, and the OS
+    against CUDA.
+  - Facts of high confidence refuse (C(errors)); facts of medium or low confidence only warn (C(warnings)).
+    Versions newer than the knowledge base (for example CUDA 14.0 or cuDNN 10.0) give a warning that the
+    knowledge base does not know them yet.
+  - Changes nothing; C(changed) is always false. Without O(gpus) the GPUs are detected from sysfs PCI data,
+    which needs no NVIDIA driver.
+  - Bad input (a malformed or non-existent version, contradictory parameters) fails with one sentence that
+    names the parameter, whatever O(fail_on_incompatible) says.
+author:
+  - gpufleet contributors
+options:
+  gpus:
+    description:
+      - "The GPUs to check. Each item is one of C({pci_device_id[, pci_subsystem_id]}) (for example
+        C({pci_device_id: '0x2335', pci_subsystem_id: '0x18BF'})), C({compute_capability}) (for example
+        C({compute_capability: '7.0'})) or C({name}) (for example C({name: 'Tesla V100-SXM2-32GB'}))."
+      - PCI ids are accepted as C(0x2335), C(2335), C(10de:2335) or the nvidia-smi form C(0x233510DE).
+      - Default is the NVIDIA display and 3D controllers found under C(/sys/bus/pci/devices) on the target.
+        An empty list checks no GPU (a toolkit-only host).
+      - Unknown PCI ids fall back to the chip code of the target's C(pci.ids), else architecture C(unknown)
+        with a warning.
+    type: list
+    elements: dict
+  driver_version:
+    description:
+      - The driver version planned, for example C(580.95.05).
+      - Default is the loaded driver (C(/proc/driver/nvidia/version), else C(/sys/module/nvidia/version)),
+        when neither O(driver_version) nor O(driver_branch) is given.
+      - Must be on O(driver_branch) when both are given.
+    type: str
+  driver_branch:
+    description:
+      - The driver branch planned, for example C(580) or C(R580). Use when the exact version is not known yet.
+    type: str
+  kernel_module:
+    description:
+      - The kernel module flavor planned. V(auto) picks what the GPUs need, else open from R560 on.
+    type: str
+    choices: [auto, open, proprietary]
+    default: auto
+  cuda_version:
+    description:
+      - The CUDA toolkit version planned, for example C(13.0), C(12.8.1) or C(12-8).
+      - Quote it in YAML (unquoted C(12.10) would be read as C(12.1)).
+    type: str
+  cudnn_version:
+    description:
+      - The cuDNN version planned, for example C(9.14.0) or C(9.14.0.64).
+    type: str
+  cudnn_cuda_major:
+    description:
+      - The CUDA major the cuDNN build is for (C(11), C(12) or C(13)).
+      - Default is the major of O(cuda_version); a different value is a contradiction and fails.
+    type: str
+  os:
+    description:
+      - The target OS as C(distribution) (the C(ID) of C(/etc/os-release), for example C(ubuntu), C(debian),
+        C(rhel)) and C(version) (its C(VERSION_ID), for example C(24.04)).
+      - Default is read from the target's C(/etc/os-release).
+    type: dict
+    suboptions:
+      distribution:
+        description: Distribution id, for example C(ubuntu).
+        type: str
+      version:
+        description: Distribution version, for example C(24.04).
+        type: str
+  cuda_forward_compat:
+    description:
+      - Allow a CUDA major newer than the driver's through NVIDIA's forward-compatibility package
+        (C(cuda-compat-<major>-<minor>)). Accepted only when every GPU is a data-center part.
+    type: bool
+    default: false
+  fail_on_incompatible:
+    description:
+      - Fail the task when the plan cannot work (any error). With V(false) the result only reports it.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads; check mode runs it fully.
+  diff_mode:
+    support: none
+notes:
+  - Sources and confidence of every fact are listed in the collection's C(docs/compat.md).
+  - The knowledge base describes Linux x86_64.
+seealso:
+  - name: CUDA minor version compatibility
+    description: NVIDIA's rules for running a newer CUDA minor release on an older driver.
+    link: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
+"""
+
+EXAMPLES = r"""
+- name: Check the plan of this host (GPUs detected from sysfs, OS from /etc/os-release)
+  gpufleet.nvidia.nvidia_compat:
+    driver_branch: "580"
+    cuda_version: "13.0"
+    cudnn_version: "9.14.0"
+
+- name: Would CUDA 13 work on a V100 node? (report only)
+  gpufleet.nvidia.nvidia_compat:
+    gpus:
+      - pci_device_id: "0x1DB5"
+    driver_branch: "580"
+    cuda_version: "13.0"
+    fail_on_incompatible: false
+  register: __plan
+
+- name: Check a plan for GPUs described by compute capability and name, on a given OS
+  gpufleet.nvidia.nvidia_compat:
+    gpus:
+      - compute_capability: "9.0"
+      - name: NVIDIA H200
+    driver_version: "580.95.05"
+    kernel_module: open
+    cuda_version: "13.0"
+    os:
+      distribution: ubuntu
+      version: "24.04"
+"""
+
+RETURN = r"""
+compatible:
+  description: True when no error was found.
+  returned: success
+  type: bool
+  sample: false
+errors:
+  description: Sentences naming the GPU, the versions in conflict and what would work (high-confidence facts).
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - "Tesla V100-SXM2-32GB (Volta, sm_70) is not supported by CUDA 13.0; the last CUDA for Volta
+      (compute capability 7.0) is 12.9: set cuda_version <= 12.9"
+warnings:
+  description: Things that work with limits, facts of medium or low confidence, versions not known yet.
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - "CUDA 13.2 runs on driver 580.159.04 only through minor-version compatibility: its own minimum is
+      595.45.04 (R595); features such as PTX JIT of code from the newer toolkit need the newer driver: set
+      driver_branch >= 595 for full support"
+recommended:
+  description: What to choose for these GPUs (and the CUDA version asked for). Values are strings or null.
+  returned: always
+  type: dict
+  contains:
+    driver_branch:
+      description: The oldest supported long-term or production branch that fits the GPUs and CUDA version.
+      type: str
+      sample: "580"
+    kernel_module:
+      description: The kernel module flavor for these GPUs (null when no flavor drives all of them).
+      type: str
+      sample: open
+    cuda_max:
+      description: The newest CUDA these GPUs support (the newest known when none is limited).
+      type: str
+      sample: "12.9"
+    cudnn_max:
+      description: The newest cuDNN known to support these GPUs.
+      type: str
+      sample: "9.10.2"
+gpus:
+  description: The GPUs as resolved.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Marketing name (from NVIDIA's supported-gpus list) or a description.
+      type: str
+      sample: NVIDIA H200
+    architecture:
+      description: Architecture (Kepler ... Blackwell, Rubin) or C(unknown).
+      type: str
+      sample: Hopper
+    compute_capability:
+      description: Compute capability, null when unknown.
+      type: str
+      sample: "9.0"
+    kernel_module_support:
+      description: C(open) (open required), C(proprietary) (proprietary required), C(either) or C(unknown).
+      type: str
+      sample: either
+    legacy_branch:
+      description: The last driver branch supporting the GPU, null for GPUs of current branches.
+      type: int
+      sample: null
+    data_center:
+      description: Whether the GPU is a data-center part (null when unknown).
+      type: bool
+      sample: true
+    pci_device_id:
+      description: PCI device id, when known.
+      type: str
+      sample: "0x2335"
+    pci_subsystem_id:
+      description: PCI subsystem id, when known.
+      type: str
+      sample: "0x18BF"
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.compat import CompatInputError, check
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpus import (
+    detect_gpus_sysfs,
+    read_loaded_driver,
+)
+
+# The filesystem root the host readers look under (tests point it at a fake tree).
+HOST_ROOT = "/"
+
+
+def read_os_release(root):
+    """{distribution, version} from <root>/etc/os-release (or usr/lib/os-release), or None."""
+    for rel in ("etc/os-release", "usr/lib/os-release"):
+        try:
+            with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        values = {}
+        for line in text.splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                values[key.strip()] = value.strip().strip("\"'")
+        if values.get("ID"):
+            return {"distribution": values["ID"], "version": values.get("VERSION_ID", "")}
+    return None
+
+
+def run_module():
+    module = AnsibleModule(
+        argument_spec={
+            "gpus": {"type": "list", "elements": "dict"},
+            "driver_version": {"type": "str"},
+            "driver_branch": {"type": "str"},
+            "kernel_module": {"type": "str", "choices": ["auto", "open", "proprietary"], "default": "auto"},
+            "cuda_version": {"type": "str"},
+            "cudnn_version": {"type": "str"},
+            "cudnn_cuda_major": {"type": "str"},
+            "os": {
+                "type": "dict",
+                "options": {"distribution": {"type": "str"}, "version": {"type": "str"}},
+            },
+            "cuda_forward_compat": {"type": "bool", "default": False},
+            "fail_on_incompatible": {"type": "bool", "default": True},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    gpus = params["gpus"]
+    if gpus is None:
+        gpus = detect_gpus_sysfs(HOST_ROOT)
+    driver_version, driver_branch = params["driver_version"], params["driver_branch"]
+    kernel_module = params["kernel_module"]
+    if not driver_version and not driver_branch:
+        loaded = read_loaded_driver(HOST_ROOT)
+        if loaded:
+            driver_version = loaded["version"]
+            if kernel_module == "auto" and loaded["kernel_module"]:
+                kernel_module = loaded["kernel_module"]
+    os_info = params["os"]
+    if not os_info or not os_info.get("distribution"):
+        os_info = read_os_release(HOST_ROOT)
+    try:
+        result = check(
+            gpus=gpus,
+            driver_version=driver_version,
+            driver_branch=driver_branch,
+            kernel_module=kernel_module,
+            cuda_version=params["cuda_version"],
+            cudnn_version=params["cudnn_version"],
+            cudnn_cuda_major=params["cudnn_cuda_major"],
+            os_info=os_info,
+            cuda_forward_compat=params["cuda_forward_compat"],
+        )
+    except CompatInputError as err:
+        module.fail_json(msg=str(err), changed=False)
+    if not result["compatible"] and params["fail_on_incompatible"]:
+        errors = result["errors"]
+        msg = errors[0] if len(errors) == 1 else " ".join(f"({i}) {e}" for i, e in enumerate(errors, 1))
+        module.fail_json(msg=msg, changed=False, **result)
+    module.exit_json(changed=False, **result)
+
+
+def main():
+    run_module()
+
+
+if __name__ == "__main__":
+    main()
