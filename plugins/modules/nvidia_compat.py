@@ -300,6 +300,10 @@ def run_module():
         )
     except CompatInputError as err:
         module.fail_json(msg=str(err), changed=False)
+    # Ansible owns the "warnings" key of a result: module.warn() fills it (and shows each one to the user).
+    warnings = result.pop("warnings")
+    for warning in warnings:
+        module.warn(warning)
     if not result["compatible"] and params["fail_on_incompatible"]:
         errors = result["errors"]
         msg = errors[0] if len(errors) == 1 else " ".join(f"({i}) {e}" for i, e in enumerate(errors, 1))
