@@ -79,6 +79,7 @@ def _gpu(g):
         "pci_bus_id": _s(g.get("pci_bus_id")),
         "device_id": g.get("device_id"),
         "subsystem_device_id": g.get("subsystem_device_id"),
+        "subsystem_vendor_id": g.get("subsystem_vendor_id"),
         "mig_mode": _s(g.get("mig_mode")),
         "uuid": g.get("uuid"),
     }
@@ -696,7 +697,15 @@ def check_report_dir(directory, create=True):
         return f"gpufleet_audit_report_dir: {directory} exists and is not a directory"
     if not os.path.exists(path):
         if not create:
-            return f"gpufleet_audit_report_dir: {directory} does not exist"
+            # check mode: the nearest existing parent must be a writable directory
+            parent = os.path.dirname(path)
+            while not os.path.exists(parent):
+                parent = os.path.dirname(parent)
+            if not os.path.isdir(parent):
+                return f"gpufleet_audit_report_dir: cannot create {directory}: {parent} is not a directory"
+            if not os.access(parent, os.W_OK | os.X_OK):
+                return f"gpufleet_audit_report_dir: cannot create {directory}: {parent} is not writable"
+            return None
         try:
             os.makedirs(path, exist_ok=True)
         except OSError as exc:

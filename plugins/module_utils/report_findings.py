@@ -101,7 +101,6 @@ def local_findings(entry):
                 f"(cuDNN {r.get('version')}, copy at {r.get('copy_path')})",
             )
         )
-    out.extend(driver_api_findings(entry))
     return out
 
 
@@ -196,15 +195,23 @@ def _call_check(compat, entry):
     check = getattr(compat, "check", None) or getattr(compat, "check_plan", None)
     if check is None:
         raise AttributeError("module_utils/compat.py has neither audit_findings() nor check()")
-    gpus = [
-        {"pci_device_id": g.get("device_id"), "pci_subsystem_id": g.get("subsystem_device_id")}
-        for g in entry.get("gpus") or []
-        if g.get("device_id")
-    ]
+    gpus = []
+    for g in entry.get("gpus") or []:
+        if g.get("device_id"):
+            item = {"pci_device_id": g["device_id"]}
+            if g.get("subsystem_device_id"):
+                item["pci_subsystem_id"] = g["subsystem_device_id"]
+            if g.get("subsystem_vendor_id"):
+                item["pci_subsystem_vendor_id"] = g["subsystem_vendor_id"]
+            gpus.append(item)
+        elif g.get("compute_capability") not in (None, "unknown"):
+            gpus.append({"compute_capability": g["compute_capability"]})
     driver = entry.get("driver") or {}
     base = {"gpus": gpus}
     if driver.get("installed") and driver.get("version") not in (None, "unknown"):
         base["driver_version"] = driver["version"]
+        if driver.get("kernel_module") in ("open", "proprietary"):
+            base["kernel_module"] = driver["kernel_module"]
     plans = []
     for t in (entry.get("cuda") or {}).get("toolkits") or []:
         if t.get("version") not in (None, "unknown"):
@@ -243,9 +250,15 @@ def _normalize_raw(raw):
 
 
 def host_findings(entry, compat=None, use_compat=True):
-    """Every finding of one reachable host, errors first."""
+    """Every finding of one reachable host, errors first.
+
+    The knowledge base's rules (compat) decide whether the driver can run each toolkit and cuDNN build; when
+    they are unavailable, the host's own driver CUDA version decides (driver_api_findings).
+    """
     out = local_findings(entry)
-    if use_compat and entry.get("gpu_count"):
-        out.extend(compat_findings(entry, compat))
+    kb = compat_findings(entry, compat) if use_compat and entry.get("gpu_count") else []
+    if not use_compat or any(f["code"].startswith("compat_rules_") for f in kb):
+        out.extend(driver_api_findings(entry))
+    out.extend(kb)
     order = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(out, key=lambda f: order.get(f["severity"], 9))

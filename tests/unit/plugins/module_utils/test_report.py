@@ -45,7 +45,8 @@ def records():
 
 @pytest.fixture
 def report():
-    return rp.build_report(records(), generated_at="2026-11-30T02:00:00Z", compat=NO_COMPAT)
+    # without the knowledge base: the driver's own CUDA version decides what it can run
+    return rp.build_report(records(), generated_at="2026-11-30T02:00:00Z", use_compat=False)
 
 
 def host(report, name):
@@ -227,12 +228,19 @@ def test_compat_check_called_per_toolkit_and_copy():
         return {"errors": [], "warnings": []}
 
     r = rp.build_report([{"name": "a", "status": "ok", "facts": facts("oldtrain")}], compat={"check": check})
-    assert r["hosts"][0]["findings"][-1]["code"] == "compat_rules_failed"  # a dict is not a module
+    codes = [f["code"] for f in r["hosts"][0]["findings"]]
+    assert "compat_rules_failed" in codes  # a dict is not a module
+    assert "cuda_needs_newer_driver" in codes  # the fallback rule steps in
     r = rp.build_report(
         [{"name": "a", "status": "ok", "facts": facts("oldtrain")}], compat=types.SimpleNamespace(check=check)
     )
     assert {c.get("cuda_version") for c in calls} >= {"12.8", "13.0"}
-    assert calls[0]["gpus"][0] == {"pci_device_id": "0x1db5", "pci_subsystem_id": "0x1249"}
+    assert calls[0]["gpus"][0] == {
+        "pci_device_id": "0x1db5",
+        "pci_subsystem_id": "0x1249",
+        "pci_subsystem_vendor_id": "0x10de",
+    }
+    assert calls[0]["kernel_module"] == "proprietary"
     assert calls[0]["driver_version"] == "575.57.08"
     assert any(c.get("cudnn_cuda_major") == 13 and c.get("cudnn_version") == "9.14.0" for c in calls)
     (f,) = [f for f in r["hosts"][0]["findings"] if f["code"] == "compat"]
@@ -261,6 +269,17 @@ def test_compat_from_module_utils_never_crashes():
     assert all(f["severity"] in rf.SEVERITIES for f in out)
 
 
+def test_knowledge_base_replaces_the_fallback_rules():
+    fake = types.SimpleNamespace(
+        audit_findings=lambda entry: [("error", "CUDA 13.0 needs driver >= 580.65.06")]
+    )
+    r = rp.build_report([{"name": "a", "status": "ok", "facts": facts("oldtrain")}], compat=fake)
+    codes = [f["code"] for f in r["hosts"][0]["findings"]]
+    assert "compat" in codes
+    assert "cuda_needs_newer_driver" not in codes
+    assert "cudnn_needs_newer_driver" not in codes
+
+
 def test_compat_skipped_for_hosts_without_gpu():
     fake = types.SimpleNamespace(audit_findings=lambda entry: [("error", "should not be asked")])
     r = rp.build_report([{"name": "a", "status": "ok", "facts": facts("nogpu")}], compat=fake)
@@ -272,7 +291,7 @@ def test_minor_version_compat_warning():
     f["driver"]["cuda_driver_version"] = "12.4"
     f["cuda"]["toolkits"][0].update(version="12.8.1", major_minor="12.8")
     f["cudnn"] = []
-    r = rp.build_report([{"name": "a", "status": "ok", "facts": f}], compat=NO_COMPAT)
+    r = rp.build_report([{"name": "a", "status": "ok", "facts": f}], use_compat=False)
     (w,) = [x for x in r["hosts"][0]["findings"] if x["code"] == "cuda_minor_version_compat"]
     assert w["severity"] == "warning"
 
@@ -532,7 +551,9 @@ def test_check_report_dir(tmp_path):
     afile.write_text("")
     assert "is not a directory" in rp.check_report_dir(str(afile))
     assert "cannot create" in rp.check_report_dir(str(afile / "sub"))
-    assert "does not exist" in rp.check_report_dir(str(tmp_path / "nope"), create=False)
+    assert rp.check_report_dir(str(tmp_path / "nope" / "deeper"), create=False) is None
+    assert not (tmp_path / "nope").exists()
+    assert "is not a directory" in rp.check_report_dir(str(afile / "sub"), create=False)
     assert "empty" in rp.check_report_dir("")
 
 

@@ -1,0 +1,193 @@
+"""playbooks/audit.yml + the nvidia_fleet_report action, end to end through ansible-playbook.
+
+The hosts are local-connection hosts answered by a stand-in nvidia_facts (tests/data/audit/stub) that returns
+fixture facts, plus one unreachable SSH host and one host whose module fails. The stand-in lives in a
+throw-away copy of the collection whose other plugins are the project's own (symlinks).
+"""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[4]
+DATA = ROOT / "tests" / "data" / "audit"
+PLAYBOOK = ROOT / "playbooks" / "audit.yml"
+ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
+
+
+@pytest.fixture(scope="module")
+def collections(tmp_path_factory):
+    base = tmp_path_factory.mktemp("collections")
+    coll = base / "ansible_collections" / "gpufleet" / "nvidia"
+    (coll / "plugins" / "modules").mkdir(parents=True)
+    for rel in ("plugins/action", "plugins/module_utils", "meta", "plugins/modules/nvidia_fleet_report.py"):
+        (coll / rel).symlink_to(ROOT / rel)
+    (coll / "plugins" / "modules" / "nvidia_facts.py").write_text(
+        (DATA / "stub" / "nvidia_facts.py").read_text()
+    )
+    return base
+
+
+def inventory(tmp_path, hosts):
+    lines = ["all:", "  vars:", '    ansible_python_interpreter: "{{ ansible_playbook_python }}"', "  hosts:"]
+    for name, hv in hosts.items():
+        lines.append(f"    {name}: {json.dumps(hv)}")
+    path = tmp_path / "inventory.yml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def local(fixture, **extra):
+    return dict(
+        {"ansible_connection": "local", "gpufleet_audit_cudnn_search_paths": [str(DATA / fixture)]}, **extra
+    )
+
+
+UNREACHABLE = {
+    "ansible_connection": "ssh",
+    "ansible_host": "127.0.0.1",
+    "ansible_port": 1,
+    "ansible_ssh_common_args": "-o ConnectTimeout=3 -o BatchMode=yes",
+}
+FLEET = {
+    "gpu01": local("h200.json", gpufleet_baseline={"driver_branch": "580", "cudnn_versions": {"13": "9.14"}}),
+    "login01": local("nogpu.json"),
+    "gpu10": local("oldtrain.json", gpufleet_baseline={"driver_branch": "580"}),
+    "old01": local("broken.json"),
+    "gpu99": UNREACHABLE,
+}
+
+
+def run(collections, tmp_path, hosts, *extra, check=False):
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=f"{collections}:{ROOT / '.collections'}",
+        ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / "facts"),
+        # Only the collection's module_utils: an adjacent module_utils path would let a project file
+        # (e.g. compat.py) shadow ansible.module_utils.* in every module's payload.
+        ANSIBLE_MODULE_UTILS=str(tmp_path / "no-module-utils"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_FORCE_COLOR="0",
+    )
+    cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(inventory(tmp_path, hosts)), str(PLAYBOOK)]
+    if "gpufleet_audit_report_dir" not in " ".join(extra):
+        cmd += ["-e", f"gpufleet_audit_report_dir={tmp_path / 'reports'}"]
+    cmd += list(extra)
+    if check:
+        cmd.append("--check")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_fleet_audit_writes_every_format(collections, tmp_path):
+    rc, out = run(collections, tmp_path, FLEET)
+    assert rc == 0, out
+    reports = tmp_path / "reports"
+    assert sorted(os.listdir(reports)) == [
+        "gpufleet-audit.csv",
+        "gpufleet-audit.html",
+        "gpufleet-audit.json",
+        "gpufleet-audit.md",
+        "gpufleet.prom",
+    ]
+    report = json.loads((reports / "gpufleet-audit.json").read_text())
+    status = {h["name"]: h["status"] for h in report["hosts"]}
+    assert status == {
+        "gpu01": "ok",
+        "gpu10": "ok",
+        "gpu99": "unreachable",
+        "login01": "ok",
+        "old01": "failed",
+    }
+    gpu99 = [h for h in report["hosts"] if h["name"] == "gpu99"][0]
+    assert "Connection refused" in gpu99["message"]
+    old01 = [h for h in report["hosts"] if h["name"] == "old01"][0]
+    assert "Python 3.6" in old01["message"]
+    gpu01 = [h for h in report["hosts"] if h["name"] == "gpu01"][0]
+    assert {c["version"] for c in gpu01["cudnn"]} == {"9.14.0", "9.19.0"}
+    assert gpu01["drift_status"] == "none"
+    rows = list(csv.DictReader((reports / "gpufleet-audit.csv").open()))
+    assert {r["host"] for r in rows} == set(FLEET)
+    assert (
+        'gpufleet_audit_host_up{host="gpu99",status="unreachable"} 0'
+        in (reports / "gpufleet.prom").read_text()
+    )
+    assert "| gpu99 | unreachable |" in (reports / "gpufleet-audit.md").read_text()
+    assert "gpu99" in (reports / "gpufleet-audit.html").read_text()
+    # the summary table is printed at the end of the run
+    assert "gpufleet audit" in out
+    assert "5 host(s): 3 audited, 1 unreachable, 1 failed, 1 without GPU" in out
+    assert f"HTML report: {reports / 'gpufleet-audit.html'}" in out
+
+
+def test_fail_on_drift_fails_with_the_list_after_writing(collections, tmp_path):
+    rc, out = run(collections, tmp_path, FLEET, "-e", "gpufleet_audit_fail_on_drift=true")
+    assert rc == 2, out
+    assert "drift from the baseline on 1 host(s): gpu10: driver branch 580 expected, found 575.57.08" in out
+    assert (tmp_path / "reports" / "gpufleet-audit.json").exists()
+
+
+def test_no_drift_passes_with_fail_on_drift(collections, tmp_path):
+    hosts = {"gpu01": FLEET["gpu01"], "login01": FLEET["login01"]}
+    rc, out = run(collections, tmp_path, hosts, "-e", "gpufleet_audit_fail_on_drift=true")
+    assert rc == 0, out
+
+
+def test_fail_on_unreachable(collections, tmp_path):
+    rc, out = run(collections, tmp_path, FLEET, "-e", "gpufleet_audit_fail_on_unreachable=true")
+    assert rc == 2, out
+    assert "2 host(s) not audited (unreachable or failed): gpu99, old01" in out
+
+
+def test_malformed_baseline_fails_before_gathering(collections, tmp_path):
+    hosts = dict(FLEET, gpu01=local("h200.json", gpufleet_baseline={"cudnn": {"13": "9.14"}}))
+    rc, out = run(collections, tmp_path, hosts)
+    assert rc == 2, out
+    assert "gpufleet_baseline (host gpu01): unknown key 'cudnn'; allowed keys:" in out
+    assert "nvidia_facts" not in out.split("Audit preflight")[1].split("PLAY RECAP")[0].replace(
+        "Audit - one nvidia_facts round trip per host", ""
+    )
+    assert "Gather ansible_facts.nvidia" not in out
+
+
+def test_unwritable_report_dir_fails_before_gathering(collections, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    rc, out = run(collections, tmp_path, FLEET, "-e", f"gpufleet_audit_report_dir={blocker}/reports")
+    assert rc == 2, out
+    assert f"gpufleet_audit_report_dir: cannot create {blocker}/reports: Not a directory" in out
+    assert "Gather ansible_facts.nvidia" not in out
+
+
+def test_check_mode_writes_nothing(collections, tmp_path):
+    rc, out = run(collections, tmp_path, {"gpu01": FLEET["gpu01"]}, check=True)
+    assert rc == 0, out
+    assert not (tmp_path / "reports").exists()
+    assert "1 host(s): 1 audited" in out
+
+
+def test_linear_strategy_and_formats_subset(collections, tmp_path):
+    rc, out = run(
+        collections,
+        tmp_path,
+        {"gpu01": FLEET["gpu01"], "gpu99": UNREACHABLE},
+        "-e",
+        "gpufleet_audit_strategy=linear",
+        "-e",
+        '{"gpufleet_audit_report_formats": ["json", "prom"]}',
+    )
+    assert rc == 0, out
+    assert sorted(os.listdir(tmp_path / "reports")) == ["gpufleet-audit.json", "gpufleet.prom"]
+
+
+def test_limit_reports_only_the_limited_hosts(collections, tmp_path):
+    rc, out = run(collections, tmp_path, FLEET, "--limit", "gpu01,localhost")
+    assert rc == 0, out
+    report = json.loads((tmp_path / "reports" / "gpufleet-audit.json").read_text())
+    assert [h["name"] for h in report["hosts"]] == ["gpu01"]
