@@ -5,11 +5,14 @@
 Stdlib only, Python >= 3.9. Probes observe and never raise for what they observe: every helper here
 returns ``(value, reason)`` where ``reason`` is None on success and a one-line explanation otherwise.
 Tests monkeypatch :func:`open_file`, :func:`scandir` and :func:`run_command` to simulate unreadable files,
-unreadable directories and missing or misbehaving commands (tests run as root, where chmod 000 blocks nothing).
+unreadable directories and missing or misbehaving commands (tests run as root, where chmod 000
+blocks nothing).
 """
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import json
 import os
 import select
@@ -36,9 +39,9 @@ def scandir(path):
 def describe_error(exc):
     """A short, stable text for an exception."""
     if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror if not exc.filename else "%s: %s" % (exc.filename, exc.strerror)
+        return exc.strerror if not exc.filename else f"{exc.filename}: {exc.strerror}"
     text = str(exc).strip().splitlines()
-    return "%s: %s" % (type(exc).__name__, text[0] if text else "")
+    return "{}: {}".format(type(exc).__name__, text[0] if text else "")
 
 
 class Root:
@@ -86,14 +89,14 @@ class Root:
         if not self.is_slash:
             path, reason = self.realpath(inner)  # absolute link targets stay inside the root
             if reason:
-                return None, "cannot read %s: %s" % (inner, reason)
+                return None, f"cannot read {inner}: {reason}"
         try:
             with open_file(self.outer(path), "rb") as handle:
                 return handle.read(limit), None
         except OSError as exc:
-            return None, "cannot read %s: %s" % (inner, exc.strerror or exc)
+            return None, f"cannot read {inner}: {exc.strerror or exc}"
         except Exception as exc:  # a probe never raises for what it observes
-            return None, "cannot read %s: %s" % (inner, describe_error(exc))
+            return None, f"cannot read {inner}: {describe_error(exc)}"
 
     def read_text(self, inner, limit=MAX_READ):
         data, reason = self.read_bytes(inner, limit)
@@ -107,7 +110,7 @@ class Root:
             with scandir(self.outer(inner)) as entries:
                 return sorted(entry.name for entry in entries), None
         except OSError as exc:
-            return None, "cannot list %s: %s" % (inner, exc.strerror or exc)
+            return None, f"cannot list {inner}: {exc.strerror or exc}"
 
     def realpath(self, inner, max_links=40):
         """Resolve symlinks with chroot semantics (absolute targets stay inside the root).
@@ -130,7 +133,7 @@ class Root:
             if os.path.islink(outer):
                 links += 1
                 if links > max_links:
-                    return candidate, "symlink loop at %s" % candidate
+                    return candidate, f"symlink loop at {candidate}"
                 target = self.readlink(candidate) or ""
                 if target.startswith("/"):
                     resolved = "/"
@@ -138,7 +141,7 @@ class Root:
                 continue
             if not os.path.lexists(outer):
                 rest = "/".join([part, *parts])
-                return os.path.join(resolved, rest), "%s does not exist" % candidate
+                return os.path.join(resolved, rest), f"{candidate} does not exist"
             resolved = candidate
         return resolved, None
 
@@ -153,24 +156,23 @@ def run_command(argv, timeout=10.0, env=None):
         proc = subprocess.run(  # noqa: S603 - argv lists only
             argv,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            capture_output=True,
             env=full_env,
             timeout=timeout,
             check=False,
         )
     except FileNotFoundError:
-        return None, "", "", "%s: command not found" % argv[0]
+        return None, "", "", f"{argv[0]}: command not found"
     except subprocess.TimeoutExpired:
-        return None, "", "", "%s timed out after %ss" % (argv[0], timeout)
+        return None, "", "", f"{argv[0]} timed out after {timeout}s"
     except OSError as exc:
-        return None, "", "", "%s: %s" % (argv[0], describe_error(exc))
+        return None, "", "", f"{argv[0]}: {describe_error(exc)}"
     out = proc.stdout.decode("utf-8", "replace")
     err = proc.stderr.decode("utf-8", "replace")
     reason = None
     if proc.returncode != 0:
         first = (err.strip() or out.strip()).splitlines()
-        reason = "%s exited %s%s" % (argv[0], proc.returncode, (": " + first[0][:200]) if first else "")
+        reason = "{} exited {}{}".format(argv[0], proc.returncode, (": " + first[0][:200]) if first else "")
     return proc.returncode, out, err, reason
 
 
@@ -194,13 +196,13 @@ def run_isolated(func, args=(), timeout=10.0):
         res_r, res_w = os.pipe()
         err_r, err_w = os.pipe()
     except OSError as exc:
-        return None, "cannot create pipes: %s" % describe_error(exc)
+        return None, f"cannot create pipes: {describe_error(exc)}"
     try:
         pid = os.fork()
     except OSError as exc:
         for fd in (res_r, res_w, err_r, err_w):
             os.close(fd)
-        return None, "cannot fork: %s" % describe_error(exc)
+        return None, f"cannot fork: {describe_error(exc)}"
     if pid == 0:  # child
         code = 0
         try:
@@ -210,12 +212,7 @@ def run_isolated(func, args=(), timeout=10.0):
             os.dup2(devnull, 0)
             os.dup2(devnull, 1)
             os.dup2(err_w, 2)
-            try:  # a crash must not dump the parent's traceback handler output
-                import faulthandler
-
-                faulthandler.disable()
-            except Exception:
-                pass
+            faulthandler.disable()  # a crash must not dump through the parent's traceback handler
             payload = json.dumps({"ok": func(*args)})
         except BaseException as exc:  # report, never propagate out of the child
             payload = json.dumps({"error": describe_error(exc)})
@@ -248,15 +245,13 @@ def run_isolated(func, args=(), timeout=10.0):
                     open_fds.remove(fd)
     finally:
         if timed_out:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         _, status = os.waitpid(pid, 0)
         os.close(res_r)
         os.close(err_r)
     if timed_out:
-        return None, "timed out after %ss" % timeout
+        return None, f"timed out after {timeout}s"
     stderr = b"".join(chunks[err_r]).decode("utf-8", "replace").strip()
     raw = b"".join(chunks[res_r]).decode("utf-8", "replace")
     if os.WIFSIGNALED(status):
@@ -266,12 +261,12 @@ def run_isolated(func, args=(), timeout=10.0):
         except ValueError:
             signame = str(sig)
         detail = (": " + stderr.splitlines()[-1][:200]) if stderr else ""
-        return None, "crashed with %s%s" % (signame, detail)
+        return None, f"crashed with {signame}{detail}"
     try:
         message = json.loads(raw)
     except ValueError:
         detail = (": " + stderr.splitlines()[-1][:200]) if stderr else ""
-        return None, "no result (exit status %s)%s" % (os.WEXITSTATUS(status), detail)
+        return None, f"no result (exit status {os.WEXITSTATUS(status)}){detail}"
     if "error" in message:
         return None, message["error"]
     return message.get("ok"), None

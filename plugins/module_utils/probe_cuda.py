@@ -26,7 +26,7 @@ def version_from_cuda_h(text):
     if not match:
         return None
     value = int(match.group(1))
-    return "%d.%d" % (value // 1000, (value % 1000) // 10)
+    return f"{value // 1000}.{(value % 1000) // 10}"
 
 
 def version_from_nvcc(text):
@@ -43,7 +43,7 @@ def toolkit_version(root, path, live):
             try:
                 return version_from_json(text), "version.json", None
             except (ValueError, AttributeError) as exc:
-                reasons.append("%s/version.json: %s" % (path, exc))
+                reasons.append(f"{path}/version.json: {exc}")
         else:
             reasons.append(reason)
     if root.exists(path + "/version.txt"):
@@ -61,7 +61,7 @@ def toolkit_version(root, path, live):
             version = version_from_cuda_h(text)
             if version:
                 return version, "cuda.h", None
-            reasons.append(reason or "%s: no CUDA_VERSION" % header)
+            reasons.append(reason or f"{header}: no CUDA_VERSION")
             break
     nvcc = path + "/bin/nvcc"
     if root.exists(nvcc):
@@ -73,7 +73,7 @@ def toolkit_version(root, path, live):
             reasons.append(reason or "nvcc --version: unrecognized output")
         else:
             reasons.append("nvcc not run: root is not /")
-    return UNKNOWN, "unknown", "; ".join(reasons) or "no version.json, cuda.h or nvcc in %s" % path
+    return UNKNOWN, "unknown", "; ".join(reasons) or f"no version.json, cuda.h or nvcc in {path}"
 
 
 def _package_for(packages, major_minor):
@@ -81,11 +81,11 @@ def _package_for(packages, major_minor):
         return None
     suffix = major_minor.replace(".", "-")
     for name in (
-        "cuda-toolkit-%s" % suffix,
-        "cuda-cudart-%s" % suffix,
-        "cuda-nvcc-%s" % suffix,
-        "cuda-toolkit-%s-config-common" % suffix,
-        "cuda-libraries-%s" % suffix,
+        f"cuda-toolkit-{suffix}",
+        f"cuda-cudart-{suffix}",
+        f"cuda-nvcc-{suffix}",
+        f"cuda-toolkit-{suffix}-config-common",
+        f"cuda-libraries-{suffix}",
     ):
         package = packages.get(name)
         if package:
@@ -100,7 +100,7 @@ def find_toolkits(root):
         for name in names or ():
             if not TOOLKIT_NAME.match(name):
                 continue
-            path = "%s/%s" % (parent, name)
+            path = f"{parent}/{name}"
             real, reason = root.realpath(path)
             if reason or not root.isdir(real):
                 continue
@@ -142,7 +142,7 @@ def probe(root, live, packages):
             toolkit["reasons"]["version"] = reason
         if source == UNKNOWN:
             toolkit["reasons"]["source"] = (
-                "no cuda package for %s, no runfile uninstaller, no version.json" % (major_minor)
+                f"no cuda package for {major_minor}, no runfile uninstaller, no version.json"
             )
         cuda["toolkits"].append(toolkit)
     if root.exists("/usr/local/cuda"):
@@ -155,7 +155,7 @@ def probe(root, live, packages):
                 version = toolkit["version"]
         cuda["default"] = {"path": "/usr/local/cuda", "target": target, "version": version, "via": via}
         if reason:
-            cuda["reasons"]["default"] = "/usr/local/cuda: %s" % reason
+            cuda["reasons"]["default"] = f"/usr/local/cuda: {reason}"
     else:
         cuda["reasons"]["default"] = "/usr/local/cuda does not exist"
     return cuda

@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_common impor
     scandir,
     version_tuple,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_ldcache import sonames
 
 DEFAULT_SEARCH_PATHS = ("/usr", "/usr/local", "/opt", "/srv", "/home", "/root")
 SKIP_PATHS = frozenset(
@@ -117,11 +118,11 @@ def parse_header(text):
     """(version, reason) from cudnn_version.h (v8+) or cudnn.h (v7)."""
     values = {}
     for key in ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL"):
-        match = re.search(r"^\s*#\s*define\s+%s\s+(\d+)\b" % key, text or "", re.MULTILINE)
+        match = re.search(rf"^\s*#\s*define\s+{key}\s+(\d+)\b", text or "", re.MULTILINE)
         if not match:
-            return UNKNOWN, "no %s in the header" % key
+            return UNKNOWN, f"no {key} in the header"
         values[key] = int(match.group(1))
-    return "%d.%d.%d" % (values["CUDNN_MAJOR"], values["CUDNN_MINOR"], values["CUDNN_PATCHLEVEL"]), None
+    return f"{values['CUDNN_MAJOR']}.{values['CUDNN_MINOR']}.{values['CUDNN_PATCHLEVEL']}", None
 
 
 def decode_cudnn_int(value):
@@ -129,8 +130,8 @@ def decode_cudnn_int(value):
     if not isinstance(value, int) or value <= 0:
         return UNKNOWN
     if value >= 10000:
-        return "%d.%d.%d" % (value // 10000, (value % 10000) // 100, value % 100)
-    return "%d.%d.%d" % (value // 1000, (value % 1000) // 100, value % 100)
+        return f"{value // 10000}.{(value % 10000) // 100}.{value % 100}"
+    return f"{value // 1000}.{(value % 1000) // 100}.{value % 100}"
 
 
 def cuda_major_from_text(text):
@@ -232,7 +233,7 @@ def walk(root, search_paths, max_depth=6, deadline=None, skip=()):
             with scandir(root.outer(inner)) as iterator:
                 entries = list(iterator)
         except OSError as exc:
-            scan.warnings.append("cannot list %s: %s" % (inner, exc.strerror or exc))
+            scan.warnings.append(f"cannot list {inner}: {exc.strerror or exc}")
             continue
         names = {e.name for e in entries}
         base = os.path.basename(inner)
@@ -324,7 +325,7 @@ def fill_header(root, copy, header):
             version, reason = parse_header(text) if text is not None else (UNKNOWN, reason)
     copy["header_version"] = version
     if reason:
-        copy["reasons"]["header_version"] = "%s: %s" % (copy["header"], reason)
+        copy["reasons"]["header_version"] = "{}: {}".format(copy["header"], reason)
 
 
 def fill_library(root, copy, candidates):
@@ -335,7 +336,7 @@ def fill_library(root, copy, candidates):
         return
     real, reason = root.realpath(link)
     if reason:
-        copy["reasons"]["library"] = "%s: %s" % (link, reason)
+        copy["reasons"]["library"] = f"{link}: {reason}"
         if versioned and versioned != link:
             real, reason = root.realpath(versioned)
             if reason:
@@ -352,7 +353,7 @@ def fill_library(root, copy, candidates):
         copy["library_version"] = match.group(1)
     else:
         copy["reasons"]["library_version"] = (
-            "library file name %s carries no full version" % os.path.basename(real)
+            f"library file name {os.path.basename(real)} carries no full version"
         )
 
 
@@ -387,7 +388,7 @@ def finish_copy(copy, package_version=None):
         copy["cuda_major_from"] = "ctypes"
     if copy["cuda_major"] is None:
         copy["reasons"]["cuda_major"] = "no CUDA major in the package/tarball/dist name and %s" % (
-            "the library did not load: %s" % copy["ctypes"]["reason"]
+            "the library did not load: {}".format(copy["ctypes"]["reason"])
             if copy["ctypes"]["state"] != "ok"
             else "cudnnGetCudartVersion is not available"
         )
@@ -479,8 +480,7 @@ def _python_env(root, site_packages):
     """The environment that holds a site-packages dir: <env>/lib/pythonX.Y/site-packages -> <env>."""
     parts = site_packages.rstrip("/").split("/")
     if len(parts) >= 4 and parts[-2].startswith("python") and parts[-3] in ("lib", "lib64"):
-        env = "/".join(parts[:-3]) or "/"
-        return env
+        return "/".join(parts[:-3]) or "/"
     return os.path.dirname(site_packages)
 
 
@@ -511,17 +511,17 @@ def pip_copies(root, site_packages_dirs, owned):
             package_version = None
             if kind == "nvidia-cudnn":
                 if len(dists) > 1:
-                    copy["reasons"]["package"] = "several cuDNN dists share this tree: %s" % ", ".join(
-                        d for d, _ in dists
+                    copy["reasons"]["package"] = "several cuDNN dists share this tree: {}".format(
+                        ", ".join(d for d, _ in dists)
                     )
                 if dists:
                     dist, cuda_major = dists[-1]
-                    text, reason = root.read_text("%s/%s/METADATA" % (sp, dist), limit=1024 * 1024)
+                    text, reason = root.read_text(f"{sp}/{dist}/METADATA", limit=1024 * 1024)
                     name, version, meta_reason = (
                         parse_metadata(text) if text is not None else (None, None, reason)
                     )
                     if meta_reason:
-                        copy["reasons"]["package"] = "%s/%s: %s" % (sp, dist, meta_reason)
+                        copy["reasons"]["package"] = f"{sp}/{dist}: {meta_reason}"
                     name = name or dist.split("-")[0].replace("_", "-")
                     copy["package"] = {
                         "name": name,
@@ -565,7 +565,7 @@ def conda_copies(root, env_dirs, owned):
             copy = new_copy(env, "conda")
             copy["python_env"] = env
             copy["held"] = False
-            text, reason = root.read_text("%s/conda-meta/%s" % (env, name), limit=16 * 1024 * 1024)
+            text, reason = root.read_text(f"{env}/conda-meta/{name}", limit=16 * 1024 * 1024)
             meta = {}
             if text is not None:
                 try:
@@ -573,7 +573,7 @@ def conda_copies(root, env_dirs, owned):
                     if not isinstance(meta, dict):
                         raise ValueError("not a JSON object")
                 except ValueError as exc:
-                    reason = "%s/conda-meta/%s: %s" % (env, name, exc)
+                    reason = f"{env}/conda-meta/{name}: {exc}"
                     meta = {}
             if reason:
                 copy["reasons"]["package"] = reason
@@ -651,7 +651,7 @@ def tarball_copies(root, scan, owned):
                 bare.append(lib)  # the unversioned dev link belongs to whichever major is there
         if not by_major:
             by_major[None] = bare
-        for index, (major, major_libs) in enumerate(sorted(by_major.items(), key=lambda kv: str(kv[0]))):
+        for index, (_major, major_libs) in enumerate(sorted(by_major.items(), key=lambda kv: str(kv[0]))):
             copy = new_copy(prefix, "tarball" if headers or "cudnn" in prefix.lower() else UNKNOWN)
             copy["held"] = False
             if copy["source"] == UNKNOWN:
@@ -667,8 +667,6 @@ def tarball_copies(root, scan, owned):
 
 
 def resolved(root, copies, ld_entries, machine=None):
-    from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_ldcache import sonames
-
     result = []
     for soname, path in sorted(sonames(ld_entries, r"^libcudnn\.so\.\d+$", machine).items()):
         real, _ = root.realpath(path)
@@ -696,7 +694,7 @@ def resolved(root, copies, ld_entries, machine=None):
     return result
 
 
-def probe(root, live, packages, ld_entries, search_paths=None, max_depth=6, deadline=None, timeout=10.0):
+def probe(root, live, packages, ld_entries, *, search_paths=None, max_depth=6, deadline=None, timeout=10.0):
     """(copies, resolved, warnings, truncated)."""
     paths = list(DEFAULT_SEARCH_PATHS) + [p for p in (search_paths or ()) if p not in DEFAULT_SEARCH_PATHS]
     copies, owned = package_copies(root, packages)

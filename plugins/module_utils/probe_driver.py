@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import re
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils import probe_host
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_common import UNKNOWN, run_isolated
 
 PROC_VERSION = "/proc/driver/nvidia/version"
@@ -44,7 +45,7 @@ def cuda_driver_version(library="libcuda.so.1"):
     value = ctypes.c_int()
     rc = cuda.cuDriverGetVersion(ctypes.byref(value))
     if rc != 0:
-        raise RuntimeError("cuDriverGetVersion returned %d" % rc)
+        raise RuntimeError(f"cuDriverGetVersion returned {rc}")
     return value.value
 
 
@@ -52,7 +53,7 @@ def format_cuda_int(value):
     """13000 -> '13.0', 12080 -> '12.8'."""
     if not isinstance(value, int) or value <= 0:
         return UNKNOWN
-    return "%d.%d" % (value // 1000, (value % 1000) // 10)
+    return f"{value // 1000}.{(value % 1000) // 10}"
 
 
 def secure_boot(root):
@@ -63,7 +64,7 @@ def secure_boot(root):
     if data is None:
         return UNKNOWN, reason if root.exists(SECURE_BOOT_VAR) else "no SecureBoot EFI variable"
     if len(data) < 5:
-        return UNKNOWN, "SecureBoot EFI variable is %d bytes long (expected 5)" % len(data)
+        return UNKNOWN, f"SecureBoot EFI variable is {len(data)} bytes long (expected 5)"
     return ("enabled" if data[4] == 1 else "disabled"), None
 
 
@@ -75,10 +76,8 @@ def find_driver_package(packages):
     return candidates[0] if candidates else None
 
 
-def probe(root, live, packages, ld_entries_nvml, gpu_driver_info, host, timeout=10.0):
-    """The `driver` fact. `ld_entries_nvml` is (cache path, real inner path, owning package) or None."""
-    from ansible_collections.gpufleet.nvidia.plugins.module_utils import probe_host
-
+def probe(root, live, packages, *, nvml, gpu_driver_info, host, timeout=10.0):
+    """The `driver` fact. `nvml` is (cache path, real inner path, owning package) or None."""
     driver = {
         "installed": None,
         "version": UNKNOWN,
@@ -99,7 +98,7 @@ def probe(root, live, packages, ld_entries_nvml, gpu_driver_info, host, timeout=
         proc_text, proc_reason = root.read_text(PROC_VERSION, limit=65536)
     parsed = parse_proc_version(proc_text)
     if proc_text is not None and parsed is None:
-        proc_reason = "unrecognized content in %s" % PROC_VERSION
+        proc_reason = f"unrecognized content in {PROC_VERSION}"
     modules_text, modules_reason = root.read_text("/proc/modules", limit=4 * 1024 * 1024)
     if modules_text is not None:
         modules = parse_modules(modules_text)
@@ -129,7 +128,7 @@ def probe(root, live, packages, ld_entries_nvml, gpu_driver_info, host, timeout=
         reasons["version"] = "; ".join(
             r
             for r in (
-                proc_reason or "%s absent" % PROC_VERSION,
+                proc_reason or f"{PROC_VERSION} absent",
                 gpu_driver_info.get("reason"),
                 "no driver package installed",
             )
@@ -140,15 +139,15 @@ def probe(root, live, packages, ld_entries_nvml, gpu_driver_info, host, timeout=
 
     runfile = root.exists("/usr/bin/nvidia-uninstall") or root.exists("/usr/bin/nvidia-installer")
     managed, evidence = (None, "")
-    if ld_entries_nvml is not None:
-        path, real, owner = ld_entries_nvml
+    if nvml is not None:
+        path, real, owner = nvml
         readonly = live and probe_host.is_readonly(root.outer(real))
         managed, evidence = probe_host.driver_managed_externally(
-            root, host.get("container"), path, real, owner, readonly
+            host.get("container"), path, real, owner, readonly=readonly
         )
     host["driver_managed_externally"] = managed
     host["driver_managed_externally_reason"] = evidence
-    if managed is None and ld_entries_nvml is None:
+    if managed is None and nvml is None:
         host["reasons"]["driver_managed_externally"] = evidence or "no NVIDIA driver user-space found"
 
     if package and not managed:
@@ -158,17 +157,15 @@ def probe(root, live, packages, ld_entries_nvml, gpu_driver_info, host, timeout=
         driver["install_method"] = "host"
     elif runfile:
         driver["install_method"] = "runfile"
-    elif ld_entries_nvml is None and parsed is None and package is None:
+    elif nvml is None and parsed is None and package is None:
         driver["install_method"] = "none"
     else:
         reasons["install_method"] = evidence or "driver present but neither a package nor a runfile install"
     driver["installed"] = (
-        driver["install_method"] in ("package", "host", "runfile")
-        or parsed is not None
-        or (ld_entries_nvml is not None)
+        driver["install_method"] in ("package", "host", "runfile") or parsed is not None or (nvml is not None)
     )
 
-    if live and (ld_entries_nvml is not None or parsed is not None):
+    if live and (nvml is not None or parsed is not None):
         value, reason = run_isolated(cuda_driver_version, timeout=timeout)
         if value is None and gpu_driver_info.get("cuda_driver_version_int"):
             value = gpu_driver_info["cuda_driver_version_int"]
@@ -176,7 +173,7 @@ def probe(root, live, packages, ld_entries_nvml, gpu_driver_info, host, timeout=
             driver["cuda_driver_version_int"] = value
             driver["cuda_driver_version"] = format_cuda_int(value)
         else:
-            reasons["cuda_driver_version"] = "cuDriverGetVersion via libcuda.so.1: %s" % reason
+            reasons["cuda_driver_version"] = f"cuDriverGetVersion via libcuda.so.1: {reason}"
     elif not live:
         reasons["cuda_driver_version"] = "runtime probe skipped: root is not /"
     else:

@@ -35,13 +35,14 @@ def resolve_subsets(requested):
     requested = list(requested or ["all"])
     include, exclude = set(), set()
     for item in requested:
-        item = str(item).strip()
-        negate = item.startswith("!")
-        name = item[1:] if negate else item
+        text = str(item).strip()
+        negate = text.startswith("!")
+        name = text[1:] if negate else text
         if name not in SUBSETS and name != "all":
+            allowed = ", ".join(SUBSETS)
             raise SubsetError(
-                "gather_subset: %r is not allowed; allowed: all, %s (each optionally prefixed with '!')"
-                % (item, ", ".join(SUBSETS))
+                f"gather_subset: {text!r} is not allowed; allowed: all, {allowed} "
+                "(each optionally prefixed with '!')"
             )
         names = set(SUBSETS) if name == "all" else {name}
         (exclude if negate else include).update(names)
@@ -86,7 +87,7 @@ def _nvml_location(root, ld_entries, packages):
 
 
 def gather(
-    root_path="/", gather_subset=("all",), cudnn_search_paths=(), max_depth=6, timeout=20.0, live=None
+    root_path="/", gather_subset=("all",), *, cudnn_search_paths=(), max_depth=6, timeout=20.0, live=None
 ):
     """The `nvidia` fact. `live` (run NVML, nvidia-smi, ctypes) defaults to root being `/`."""
     started = time.monotonic()
@@ -99,9 +100,9 @@ def gather(
 
     if not os.path.isdir(root.root):
         reason = (
-            "root %s does not exist" % root_path
+            f"root {root_path} does not exist"
             if not os.path.exists(root.root)
-            else ("root %s is not a directory" % root_path)
+            else (f"root {root_path} is not a directory")
         )
         for name in facts["probes"]:
             if name == "host" or name in subsets:
@@ -116,8 +117,8 @@ def gather(
         try:
             func(state)
         except Exception as exc:  # a probe bug must not fail the host: report it
-            state.update(state="unknown", reason="probe error: %s" % describe_error(exc))
-            facts["warnings"].append("%s probe error: %s" % (name, describe_error(exc)))
+            state.update(state="unknown", reason=f"probe error: {describe_error(exc)}")
+            facts["warnings"].append(f"{name} probe error: {describe_error(exc)}")
         state["elapsed_ms"] = int((time.monotonic() - t0) * 1000)
 
     shared = {}
@@ -126,7 +127,7 @@ def gather(
         if "packages" not in shared:
             shared["packages"] = Packages(root)
             for reason in shared["packages"].reasons:
-                facts["warnings"].append("package database: %s" % reason)
+                facts["warnings"].append(f"package database: {reason}")
         return shared["packages"]
 
     def need_ld():
@@ -166,9 +167,9 @@ def gather(
                 root,
                 live,
                 packages,
-                _nvml_location(root, ld, packages),
-                gpu_driver_info,
-                facts["host"],
+                nvml=_nvml_location(root, ld, packages),
+                gpu_driver_info=gpu_driver_info,
+                host=facts["host"],
                 timeout=per_call,
             )
             if shared.get("ld_reason") or packages.reasons:
@@ -212,9 +213,9 @@ def gather(
             facts["warnings"].extend(w for w in warnings if "deadline" in w)
             problems = [*packages.reasons]
             if shared.get("ld_reason"):
-                problems.append("loader cache: %s" % shared["ld_reason"])
+                problems.append("loader cache: {}".format(shared["ld_reason"]))
             if truncated:
-                problems.append("scan deadline of %ss reached: results are partial" % timeout)
+                problems.append(f"scan deadline of {timeout}s reached: results are partial")
             if problems:
                 state.update(state="partial", reason="; ".join(problems))
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import re
 
@@ -24,7 +25,8 @@ GPU_CLASSES = ("0x0300", "0x0302")  # VGA compatible, 3D controller
 NVSWITCH_CLASS = "0x0680"  # bridge, other: NVSwitch
 PCI_DEVICES = "/sys/bus/pci/devices"
 
-# Compute capability major.minor -> architecture; source: NVIDIA CUDA GPUs page (developer.nvidia.com/cuda-gpus)
+# Compute capability major.minor -> architecture; source: NVIDIA CUDA GPUs page
+# (developer.nvidia.com/cuda-gpus)
 # and CUDA programming guide, compute capabilities table. Used only when module_utils/gpus.py is absent.
 CC_ARCH = {
     "3": "Kepler",
@@ -58,7 +60,7 @@ def _kb_resolve(item):
 
 
 def architecture(compute_capability, device_id=None, name=None):
-    """(architecture, reason) from the knowledge base (module_utils/gpus.py) when present, else the CC table."""
+    """(architecture, reason) from the knowledge base (module_utils/gpus.py) if present, else the CC table."""
     if compute_capability and compute_capability != UNKNOWN:
         known = _kb_resolve({"compute_capability": compute_capability})
         if known and known.get("architecture") not in (None, UNKNOWN):
@@ -72,8 +74,11 @@ def architecture(compute_capability, device_id=None, name=None):
         arch = CC_ARCH.get(compute_capability) or CC_ARCH.get(major)
         if arch:
             return arch, None
-        return UNKNOWN, "compute capability %s is not in the architecture table" % compute_capability
-    return UNKNOWN, "compute capability unknown (no NVML, no nvidia-smi) and device id not in the knowledge base"
+        return UNKNOWN, f"compute capability {compute_capability} is not in the architecture table"
+    return (
+        UNKNOWN,
+        "compute capability unknown (no NVML, no nvidia-smi) and device id not in the knowledge base",
+    )
 
 
 def identify_offline(gpu):
@@ -94,16 +99,12 @@ def normalize_bus_id(bus_id):
     match = re.match(r"^([0-9a-fA-F]+):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$", (bus_id or "").strip())
     if not match:
         return (bus_id or "").strip().lower()
-    return "%04x:%s:%s.%s" % (
-        int(match.group(1), 16) & 0xFFFF,
-        match.group(2).lower(),
-        match.group(3).lower(),
-        match.group(4),
-    )
+    domain = int(match.group(1), 16) & 0xFFFF
+    return f"{domain:04x}:{match.group(2).lower()}:{match.group(3).lower()}.{match.group(4)}"
 
 
 def _attr(root, device, name):
-    text, _ = root.read_text("%s/%s/%s" % (PCI_DEVICES, device, name), limit=4096)
+    text, _ = root.read_text(f"{PCI_DEVICES}/{device}/{name}", limit=4096)
     return text.strip().lower() if text else None
 
 
@@ -112,7 +113,7 @@ def scan_pci(root):
     names, reason = root.listdir(PCI_DEVICES)
     if names is None:
         if not root.exists(PCI_DEVICES):
-            return [], 0, "%s not present under root" % PCI_DEVICES
+            return [], 0, f"{PCI_DEVICES} not present under root"
         return [], 0, reason
     gpus = []
     nvswitches = 0
@@ -125,7 +126,7 @@ def scan_pci(root):
             continue
         if pci_class[:6] not in GPU_CLASSES:
             continue
-        driver = root.readlink("%s/%s/driver" % (PCI_DEVICES, device))
+        driver = root.readlink(f"{PCI_DEVICES}/{device}/driver")
         gpus.append(
             {
                 "index": None,
@@ -176,7 +177,7 @@ def nvml_query(library="libnvidia-ml.so.1"):
     nvml = ctypes.CDLL(library)
     rc = nvml.nvmlInit_v2()
     if rc != 0:
-        return {"error": "nvmlInit_v2 returned %d" % rc}
+        return {"error": f"nvmlInit_v2 returned {rc}"}
     try:
         buf = ctypes.create_string_buffer(96)
         result = {"driver_version": None, "cuda_driver_version_int": None, "gpus": []}
@@ -191,7 +192,7 @@ def nvml_query(library="libnvidia-ml.so.1"):
         count = ctypes.c_uint()
         rc = nvml.nvmlDeviceGetCount_v2(ctypes.byref(count))
         if rc != 0:
-            result["error"] = "nvmlDeviceGetCount_v2 returned %d" % rc
+            result["error"] = f"nvmlDeviceGetCount_v2 returned {rc}"
             return result
         for index in range(count.value):
             handle = ctypes.c_void_p()
@@ -223,7 +224,7 @@ def nvml_query(library="libnvidia-ml.so.1"):
                 gpu["mig_mode"] = "unsupported"
             major, minor = ctypes.c_int(), ctypes.c_int()
             if nvml.nvmlDeviceGetCudaComputeCapability(handle, ctypes.byref(major), ctypes.byref(minor)) == 0:
-                gpu["compute_capability"] = "%d.%d" % (major.value, minor.value)
+                gpu["compute_capability"] = f"{major.value}.{minor.value}"
             result["gpus"].append(gpu)
         return result
     finally:
@@ -272,10 +273,8 @@ def parse_smi_csv(text, fields=SMI_FIELDS):
                 gpu[key] = values[field]
         for key, field in (("pci_device_id", "pci.device_id"), ("pci_subsystem_id", "pci.sub_device_id")):
             if _na(values.get(field)):
-                try:
+                with contextlib.suppress(ValueError):
                     gpu[key] = int(values[field], 16)
-                except ValueError:
-                    pass
         memory = _na(values.get("memory.total"))
         if memory:
             match = re.match(r"^(\d+)", memory)
@@ -345,7 +344,7 @@ def merge(sysfs_gpus, enriched, source):
                 "persistence_mode": None,
                 "mig_mode": UNKNOWN,
                 "source": source,
-                "reasons": {"pci_class": "GPU not visible in sysfs (%s under root)" % PCI_DEVICES},
+                "reasons": {"pci_class": f"GPU not visible in sysfs ({PCI_DEVICES} under root)"},
             }
             by_bus[gpu["pci_bus_id"]] = gpu
         gpu["source"] = source
@@ -383,7 +382,7 @@ def finish(gpus, enrich_reason):
             "mig_mode",
         ):
             if gpu[key] in (None, UNKNOWN) and key not in gpu["reasons"]:
-                gpu["reasons"][key] = enrich_reason or "not reported by %s" % gpu["source"]
+                gpu["reasons"][key] = enrich_reason or "not reported by {}".format(gpu["source"])
     return gpus
 
 
@@ -406,7 +405,7 @@ def probe(root, live, timeout=10.0):
         result, smi_reason = smi_query(timeout=timeout)
         source = "nvidia-smi"
         if result is None:
-            enrich_reason = "NVML: %s; nvidia-smi: %s" % (nvml_reason, smi_reason)
+            enrich_reason = f"NVML: {nvml_reason}; nvidia-smi: {smi_reason}"
             driver_info["reason"] = enrich_reason
             return finish(gpus, enrich_reason), nvswitches, driver_info, reasons
     gpus = merge(gpus, result.get("gpus", []), source)

@@ -85,22 +85,22 @@ def detect_vm(root):
     return "none", None
 
 
-def driver_managed_externally(root, container, nvml_path, nvml_real, packages_owning, readonly):
+def driver_managed_externally(container, nvml_path, nvml_real, packages_owning, *, readonly):
     """(bool|None, evidence) from where libnvidia-ml.so.1 lives and who owns it."""
     if nvml_path is None:
         return None, "no libnvidia-ml.so.1 in the loader cache: no driver user-space to judge"
     if packages_owning:
-        return False, "%s is owned by package %s" % (nvml_real, packages_owning)
+        return False, f"{nvml_real} is owned by package {packages_owning}"
     evidence = []
     if nvml_real.startswith("/usr/local/nvidia/"):
         evidence.append("under /usr/local/nvidia (container runtime / host driver mount)")
     if readonly:
         evidence.append("read-only mount")
     if container not in ("none", UNKNOWN):
-        evidence.append("inside a %s container" % container)
+        evidence.append(f"inside a {container} container")
     if evidence:
-        return True, "libnvidia-ml.so.1 at %s (%s, no package owns it)" % (nvml_real, ", ".join(evidence))
-    return False, "libnvidia-ml.so.1 at %s is not owned by a package (runfile or manual install)" % nvml_real
+        return True, "libnvidia-ml.so.1 at {} ({}, no package owns it)".format(nvml_real, ", ".join(evidence))
+    return False, f"libnvidia-ml.so.1 at {nvml_real} is not owned by a package (runfile or manual install)"
 
 
 def is_readonly(path):

@@ -46,7 +46,7 @@ def parse_ld_cache(data):
     nlibs, _len_strings = struct.unpack_from("<II", data, offset + 20)
     entries_at = offset + 48
     if entries_at + nlibs * 24 > len(data):
-        raise ValueError("truncated loader cache (%d entries announced)" % nlibs)
+        raise ValueError(f"truncated loader cache ({nlibs} entries announced)")
     result = []
     for i in range(nlibs):
         flags, key, value, _osv, _hwcap = struct.unpack_from("<iIIIQ", data, entries_at + i * 24)
@@ -91,14 +91,14 @@ def load_ld_cache(root, machine=None):
         try:
             return parse_ld_cache(data), None
         except (ValueError, struct.error) as exc:
-            reason = "cannot parse %s: %s" % (CACHE, exc)
+            reason = f"cannot parse {CACHE}: {exc}"
     if root.is_slash:
         ldconfig = which("ldconfig")
         if ldconfig:
             rc, out, _, cmd_reason = run_command([ldconfig, "-p"], timeout=10)
             if rc == 0:
                 return parse_ldconfig_p(out), None
-            reason = "%s; %s" % (reason, cmd_reason)
+            reason = f"{reason}; {cmd_reason}"
     return [], reason
 
 

@@ -67,28 +67,28 @@ def dpkg_files(root, package):
     """Files of an installed deb (from /var/lib/dpkg/info/<name>[:arch].list): (list, reason)."""
     names = [package["name"]]
     if package.get("arch"):
-        names.insert(0, "%s:%s" % (package["name"], package["arch"]))
+        names.insert(0, "{}:{}".format(package["name"], package["arch"]))
     reason = None
     for name in names:
-        path = "/var/lib/dpkg/info/%s.list" % name
+        path = f"/var/lib/dpkg/info/{name}.list"
         if not root.exists(path):
             continue
         text, reason = root.read_text(path)
         if text is not None:
             return [line.strip() for line in text.splitlines() if line.strip() and line.strip() != "/."], None
-    return [], reason or "no file list for %s in /var/lib/dpkg/info" % package["name"]
+    return [], reason or "no file list for {} in /var/lib/dpkg/info".format(package["name"])
 
 
 def parse_versionlock(text):
     """Package names locked by the dnf versionlock plugin (lines like `name-0:1.2-3.*`)."""
     names = set()
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
+    for raw in (text or "").splitlines():
+        entry = raw.strip()
+        if not entry or entry.startswith("#"):
             continue
-        line = line.lstrip("!")
-        match = re.match(r"^(.+?)-(?:\d+:)?[^-]+-[^-]+$", line)
-        names.add(match.group(1) if match else line)
+        entry = entry.lstrip("!")
+        match = re.match(r"^(.+?)-(?:\d+:)?[^-]+-[^-]+$", entry)
+        names.add(match.group(1) if match else entry)
     return names
 
 

@@ -18,8 +18,9 @@ description:
     dependency on the target) or, failing that, C(nvidia-smi --query-gpu).
   - cuDNN copies are found in system packages (dpkg database read directly, rpm through C(rpm --root)),
     tarball trees, pip wheels in virtualenvs (C(site-packages/nvidia/cudnn) + dist-info) and conda envs
-    (C(conda-meta)). Each copy reports the header version, the library version, the CUDA major it was built for
-    and whether they disagree. C(cudnn_resolved) says which copy the dynamic loader picks (ld.so cache).
+    (C(conda-meta)). Each copy reports the header version, the library version, the CUDA major it was
+    built for and whether they disagree. C(cudnn_resolved) says which copy the dynamic loader picks
+    (ld.so cache).
   - Vendor libraries (libcudnn, libcuda, libnvidia-ml) are loaded only in a forked child process with a
     timeout, so a broken library can neither hang nor crash the module.
   - The module never fails the host for what it observes; what it cannot determine is reported as
@@ -63,7 +64,8 @@ options:
   timeout:
     description:
       - Seconds for the whole filesystem scan; when reached, lists hold what was found so far and
-        C(probes.cudnn.state) is V(partial). Each child process (library load, command) gets at most 10 seconds.
+        C(probes.cudnn.state) is V(partial).
+      - Each child process (library load, command) gets at most 10 seconds.
     type: float
     default: 20
 notes:
@@ -88,7 +90,9 @@ EXAMPLES = r"""
 
 - name: Show every cuDNN copy and which one the loader picks
   ansible.builtin.debug:
-    msg: "{{ ansible_facts['nvidia']['cudnn'] | map(attribute='version') }} -> {{ ansible_facts['nvidia']['cudnn_resolved'] }}"
+    msg: >-
+      {{ ansible_facts['nvidia']['cudnn'] | map(attribute='version') }}
+      -> {{ ansible_facts['nvidia']['cudnn_resolved'] }}
 
 - name: Only GPUs and driver (fast, no filesystem walk)
   gpufleet.nvidia.nvidia_facts:
@@ -134,7 +138,7 @@ ansible_facts:
           type: dict
           sample: {"cudnn": {"state": "ok", "reason": null, "elapsed_ms": 120}}
         warnings:
-          description: Everything a human should read (scan deadline reached, unreadable package database, ...).
+          description: What a human should read (scan deadline reached, unreadable package database, ...).
           type: list
           elements: str
           sample: []
@@ -145,7 +149,8 @@ ansible_facts:
         host:
           description: Container, VM, and whether the driver is managed from outside this filesystem.
           type: dict
-          sample: {"container": "docker", "vm": "firecracker", "driver_managed_externally": true, "reasons": {}}
+          sample: {"container": "docker", "vm": "firecracker", "driver_managed_externally": true,
+                   "reasons": {}}
         gpus:
           description: One entry per NVIDIA GPU (sysfs, enriched by NVML or nvidia-smi), sorted by PCI bus id.
           type: list
@@ -180,7 +185,8 @@ ansible_facts:
           description: CUDA toolkits found and the default one (/usr/local/cuda).
           type: dict
           sample: {"toolkits": [{"path": "/usr/local/cuda-13.0", "version": "13.0.2", "major_minor": "13.0",
-                                 "version_from": "version.json", "source": "deb", "nvcc": true, "reasons": {}}],
+                                 "version_from": "version.json", "source": "deb", "nvcc": true,
+                                 "reasons": {}}],
                    "default": {"path": "/usr/local/cuda", "target": "/usr/local/cuda-13.0",
                                "version": "13.0.2", "via": "alternatives"}, "reasons": {}}
         cudnn:
@@ -205,7 +211,6 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_facts import SubsetError, gather
 
 
@@ -222,14 +227,20 @@ def main():
     )
     params = module.params
     if not 1 <= params["max_depth"] <= 32:
-        module.fail_json(msg="max_depth: %r is not allowed; allowed: an integer from 1 to 32" % params["max_depth"])
+        module.fail_json(
+            msg="max_depth: {!r} is not allowed; allowed: an integer from 1 to 32".format(params["max_depth"])
+        )
     if not 0 < params["timeout"] <= 600:
-        module.fail_json(msg="timeout: %r is not allowed; allowed: seconds, more than 0 and at most 600"
-                         % params["timeout"])
+        module.fail_json(
+            msg="timeout: {!r} is not allowed; allowed: seconds, more than 0 and at most 600".format(
+                params["timeout"]
+            )
+        )
     for path in params["cudnn_search_paths"]:
         if not path.startswith("/"):
-            module.fail_json(msg="cudnn_search_paths: %r is not allowed; allowed: absolute paths inside root"
-                             % path)
+            module.fail_json(
+                msg=f"cudnn_search_paths: {path!r} is not allowed; allowed: absolute paths inside root"
+            )
     os.environ.update({"LC_ALL": "C", "LANG": "C"})
     module.run_command_environ_update = {"LC_ALL": "C", "LANG": "C"}
     try:
@@ -243,7 +254,7 @@ def main():
     except SubsetError as exc:
         module.fail_json(msg=str(exc))
     for warning in facts["warnings"]:
-        module.warn("nvidia_facts: %s" % warning)
+        module.warn(f"nvidia_facts: {warning}")
     module.exit_json(changed=False, ansible_facts={"nvidia": facts})
 
 

@@ -12,7 +12,10 @@ import json
 import os
 from pathlib import Path
 
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_ldcache import build_ld_cache, parse_ldconfig_p
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_ldcache import (
+    build_ld_cache,
+    parse_ldconfig_p,
+)
 
 H200_DATA = Path(__file__).resolve().parents[1] / "h200-ubuntu2404"
 
@@ -39,7 +42,7 @@ def link(root, inner, target):
 
 
 def cudnn_header(major, minor, patch, v7=False):
-    body = "#define CUDNN_MAJOR %d\n#define CUDNN_MINOR %d\n#define CUDNN_PATCHLEVEL %d\n" % (major, minor, patch)
+    body = f"#define CUDNN_MAJOR {major}\n#define CUDNN_MINOR {minor}\n#define CUDNN_PATCHLEVEL {patch}\n"
     body += "#define CUDNN_VERSION (CUDNN_MAJOR * 10000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL)\n"
     if v7:
         return "/* cudnn.h v7 */\n#ifndef CUDNN_H_\n#define CUDNN_H_\n" + body + "#endif\n"
@@ -47,20 +50,21 @@ def cudnn_header(major, minor, patch, v7=False):
 
 
 def dpkg_paragraph(name, version, status="install ok installed", arch="amd64", provides=None):
-    text = "Package: %s\nStatus: %s\nPriority: optional\nArchitecture: %s\nVersion: %s\n" % (
-        name, status, arch, version)
+    text = (
+        f"Package: {name}\nStatus: {status}\nPriority: optional\nArchitecture: {arch}\nVersion: {version}\n"
+    )
     if provides:
-        text += "Provides: %s\n" % provides
+        text += f"Provides: {provides}\n"
     text += "Description: test package\n continuation line\n"
     return text
 
 
 def dpkg_db(root, packages, files=None):
-    """packages: [(name, version, status, arch)]; files: {name: [paths]} written as info/<name>:<arch>.list."""
+    """packages: [(name, version, status, arch)]; files: {name: [paths]} -> info/<name>:<arch>.list."""
     write(root, "/var/lib/dpkg/status", "\n".join(dpkg_paragraph(*p) for p in packages))
     for name, paths in (files or {}).items():
         arch = next((p[3] for p in packages if p[0] == name), "amd64")
-        write(root, "/var/lib/dpkg/info/%s:%s.list" % (name, arch), "/.\n" + "\n".join(paths) + "\n")
+        write(root, f"/var/lib/dpkg/info/{name}:{arch}.list", "/.\n" + "\n".join(paths) + "\n")
 
 
 def ld_cache(root, entries):
@@ -68,41 +72,55 @@ def ld_cache(root, entries):
     write(root, "/etc/ld.so.cache", build_ld_cache([(s, p, 0x0303) for s, p in entries]))
 
 
-def tarball(root, prefix, version, cuda_major=None, lib_dir="lib", header=True):
+def tarball(root, prefix, version, *, lib_dir="lib", header=True):
     major, minor, patch = (int(x) for x in version.split(".")[:3])
     if header:
-        write(root, "%s/include/cudnn_version.h" % prefix, cudnn_header(major, minor, patch))
-    write(root, "%s/%s/libcudnn.so.%s" % (prefix, lib_dir, version), "ELF")
-    link(root, "%s/%s/libcudnn.so.%d" % (prefix, lib_dir, major), "libcudnn.so.%s" % version)
-    link(root, "%s/%s/libcudnn.so" % (prefix, lib_dir), "libcudnn.so.%d" % major)
+        write(root, f"{prefix}/include/cudnn_version.h", cudnn_header(major, minor, patch))
+    write(root, f"{prefix}/{lib_dir}/libcudnn.so.{version}", "ELF")
+    link(root, f"{prefix}/{lib_dir}/libcudnn.so.{major}", f"libcudnn.so.{version}")
+    link(root, f"{prefix}/{lib_dir}/libcudnn.so", f"libcudnn.so.{major}")
 
 
-def pip_wheel(root, env, version, cuda_major=13, python="python3.12", header_version=None):
-    sp = "%s/lib/%s/site-packages" % (env, python)
+def pip_wheel(root, env, version, *, cuda_major=13, python="python3.12", header_version=None):
+    sp = f"{env}/lib/{python}/site-packages"
     write(root, env + "/pyvenv.cfg", "home = /usr/bin\n")
-    dist = "nvidia_cudnn_cu%d-%s.dist-info" % (cuda_major, version)
-    write(root, "%s/%s/METADATA" % (sp, dist),
-          "Metadata-Version: 2.4\nName: nvidia-cudnn-cu%d\nVersion: %s\n\nbody\n" % (cuda_major, version))
+    dist = f"nvidia_cudnn_cu{cuda_major}-{version}.dist-info"
+    write(
+        root,
+        f"{sp}/{dist}/METADATA",
+        f"Metadata-Version: 2.4\nName: nvidia-cudnn-cu{cuda_major}\nVersion: {version}\n\nbody\n",
+    )
     hv = header_version or version
     major, minor, patch = (int(x) for x in hv.split(".")[:3])
     write(root, sp + "/nvidia/cudnn/include/cudnn_version.h", cudnn_header(major, minor, patch))
-    write(root, sp + "/nvidia/cudnn/lib/libcudnn.so.%d" % int(version.split(".")[0]), "ELF")
+    write(root, sp + "/nvidia/cudnn/lib/libcudnn.so." + version.split(".")[0], "ELF")
     return sp
 
 
 def conda_env(root, env, version, cuda_major=12, build="h87a2b3d_0"):
     major, minor, patch = (int(x) for x in version.split(".")[:3])
-    files = ["include/cudnn_version.h", "lib/libcudnn.so.%s" % ".".join(version.split(".")[:3]),
-             "lib/libcudnn.so.%d" % major]
-    write(root, "%s/conda-meta/cudnn-%s-%s.json" % (env, version, build), json.dumps({
-        "name": "cudnn", "version": version, "build": build,
-        "depends": ["cuda-version >=%d.0,<%d" % (cuda_major, cuda_major + 1), "libzlib"],
-        "files": files,
-    }))
+    files = [
+        "include/cudnn_version.h",
+        "lib/libcudnn.so.{}".format(".".join(version.split(".")[:3])),
+        f"lib/libcudnn.so.{major}",
+    ]
+    write(
+        root,
+        f"{env}/conda-meta/cudnn-{version}-{build}.json",
+        json.dumps(
+            {
+                "name": "cudnn",
+                "version": version,
+                "build": build,
+                "depends": [f"cuda-version >={cuda_major}.0,<{cuda_major + 1}", "libzlib"],
+                "files": files,
+            }
+        ),
+    )
     write(root, env + "/conda-meta/history", "")
     write(root, env + "/include/cudnn_version.h", cudnn_header(major, minor, patch))
-    write(root, env + "/lib/libcudnn.so.%d.%d.%d" % (major, minor, patch), "ELF")
-    link(root, env + "/lib/libcudnn.so.%d" % major, "libcudnn.so.%d.%d.%d" % (major, minor, patch))
+    write(root, f"{env}/lib/libcudnn.so.{major}.{minor}.{patch}", "ELF")
+    link(root, f"{env}/lib/libcudnn.so.{major}", f"libcudnn.so.{major}.{minor}.{patch}")
 
 
 def _dpkg_lists():
@@ -122,10 +140,13 @@ def h200(root):
     write(root, "/.dockerenv")
     # sysfs: one H200, bound to nvidia
     dev = "/sys/bus/pci/devices/0000:00:06.0"
-    attrs = dict(line.split("=", 1) for line in (H200_DATA / "sys-bus-pci-0000_00_06.0-attrs.txt").read_text()
-                 .splitlines() if "=" in line)
+    attrs = dict(
+        line.split("=", 1)
+        for line in (H200_DATA / "sys-bus-pci-0000_00_06.0-attrs.txt").read_text().splitlines()
+        if "=" in line
+    )
     for key in ("vendor", "device", "subsystem_vendor", "subsystem_device", "class"):
-        write(root, "%s/%s" % (dev, key), attrs[key] + "\n")
+        write(root, f"{dev}/{key}", attrs[key] + "\n")
     (root / "sys/bus/pci/drivers/nvidia").mkdir(parents=True, exist_ok=True)
     link(root, dev + "/driver", "../../../bus/pci/drivers/nvidia")
     # an NVIDIA audio function and a non-NVIDIA device must be ignored
@@ -157,8 +178,8 @@ def h200(root):
         if path.endswith("_v9.h"):
             write(root, path, cudnn_header(9, 14, 0) if "version" in path else "/* cudnn */\n")
     for name in ("cudnn_version", "cudnn"):
-        link(root, "%s/%s.h" % (inc, name), "/etc/alternatives/lib%s_h" % name)
-        link(root, "/etc/alternatives/lib%s_h" % name, "%s/%s_v9.h" % (inc, name))
+        link(root, f"{inc}/{name}.h", f"/etc/alternatives/lib{name}_h")
+        link(root, f"/etc/alternatives/lib{name}_h", f"{inc}/{name}_v9.h")
     # CUDA 13.0 toolkit behind update-alternatives
     cuda = "/usr/local/cuda-13.0"
     write(root, cuda + "/version.json", json.dumps({"cuda": {"name": "CUDA SDK", "version": "13.0.2"}}))

@@ -5,10 +5,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from ansible_collections.gpufleet.nvidia.plugins.module_utils import probe_common, probe_cudnn, probe_packages
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_common import Root
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_ldcache import load_ld_cache
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_packages import Packages
+
 from tests.data.facts import fakeroot
 
 
@@ -25,12 +26,23 @@ def by_source(copies):
 def test_parse_header_v9_and_v7():
     assert probe_cudnn.parse_header(fakeroot.cudnn_header(9, 14, 0)) == ("9.14.0", None)
     assert probe_cudnn.parse_header(fakeroot.cudnn_header(7, 6, 5, v7=True)) == ("7.6.5", None)
-    assert probe_cudnn.parse_header("garbage\n#define CUDNN_MAJOR x\n") == ("unknown", "no CUDNN_MAJOR in the header")
+    assert probe_cudnn.parse_header("garbage\n#define CUDNN_MAJOR x\n") == (
+        "unknown",
+        "no CUDNN_MAJOR in the header",
+    )
 
 
 @pytest.mark.parametrize(
-    ("value", "text"), [(91400, "9.14.0"), (91900, "9.19.0"), (90000, "9.0.0"), (8907, "8.9.7"), (7605, "7.6.5"),
-                        (0, "unknown"), (None, "unknown")]
+    ("value", "text"),
+    [
+        (91400, "9.14.0"),
+        (91900, "9.19.0"),
+        (90000, "9.0.0"),
+        (8907, "8.9.7"),
+        (7605, "7.6.5"),
+        (0, "unknown"),
+        (None, "unknown"),
+    ],
 )
 def test_decode_cudnn_int(value, text):
     assert probe_cudnn.decode_cudnn_int(value) == text
@@ -38,9 +50,15 @@ def test_decode_cudnn_int(value, text):
 
 @pytest.mark.parametrize(
     ("text", "major"),
-    [("libcudnn9-cuda-12", 12), ("8.9.7.29-1+cuda12.2", 12), ("8.9.7.29-1.cuda11.8", 11),
-     ("/opt/cudnn-linux-x86_64-9.14.0.64_cuda13-archive", 13), ("nvidia-cudnn-cu12", 12),
-     ("nvidia_cudnn_cu13", 13), ("/opt/cudnn", None)],
+    [
+        ("libcudnn9-cuda-12", 12),
+        ("8.9.7.29-1+cuda12.2", 12),
+        ("8.9.7.29-1.cuda11.8", 11),
+        ("/opt/cudnn-linux-x86_64-9.14.0.64_cuda13-archive", 13),
+        ("nvidia-cudnn-cu12", 12),
+        ("nvidia_cudnn_cu13", 13),
+        ("/opt/cudnn", None),
+    ],
 )
 def test_cuda_major_from_text(text, major):
     assert probe_cudnn.cuda_major_from_text(text) == major
@@ -50,8 +68,6 @@ def test_cuda_major_from_text(text, major):
 def test_deb_copy_from_the_h200(tmp_path):
     fakeroot.h200(tmp_path)
     root = Root(str(tmp_path))
-    from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_ldcache import load_ld_cache
-
     ld, reason = load_ld_cache(root)
     assert reason is None
     copies, resolved, warnings, truncated = probe_cudnn.probe(root, False, Packages(root), ld)
@@ -60,16 +76,28 @@ def test_deb_copy_from_the_h200(tmp_path):
     assert deb["header"] == "/usr/include/x86_64-linux-gnu/cudnn_version.h"
     assert deb["library"] == "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0"
     assert (deb["cuda_major"], deb["cuda_major_from"]) == (13, "package")
-    assert deb["package"] == {"name": "libcudnn9-cuda-13", "version": "9.14.0.64-1", "held": True, "manager": "deb"}
+    assert deb["package"] == {
+        "name": "libcudnn9-cuda-13",
+        "version": "9.14.0.64-1",
+        "held": True,
+        "manager": "deb",
+    }
     assert deb["held"] is True
     assert deb["mismatch"] is False
     assert deb["resolved"] is True
     pip = by_source(copies)["pip"]
     assert (pip["version"], pip["cuda_major"], pip["python_env"]) == ("9.19.0", 13, "/opt/torch/.venv")
     assert pip["resolved"] is False
-    assert resolved == [{"soname": "libcudnn.so.9", "major": 9, "path": "/lib/x86_64-linux-gnu/libcudnn.so.9",
-                         "real_path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0", "copy_path": "/usr",
-                         "version": "9.14.0"}]
+    assert resolved == [
+        {
+            "soname": "libcudnn.so.9",
+            "major": 9,
+            "path": "/lib/x86_64-linux-gnu/libcudnn.so.9",
+            "real_path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0",
+            "copy_path": "/usr",
+            "version": "9.14.0",
+        }
+    ]
     assert len(copies) == 2
     assert (warnings, truncated) == ([], False)
 
@@ -86,8 +114,15 @@ def test_rpm_copy_through_a_mocked_rpm_command(tmp_path, monkeypatch):
     def fake_run(argv, timeout=10.0, env=None):
         calls.append(argv)
         if "-qa" in argv:
-            return 0, ("libcudnn9-cuda-12\t0:9.1.0.70-1\tx86_64\nlibcudnn9-devel-cuda-12\t0:9.1.0.70-1\tx86_64\n"
-                       "bash\t0:5.1-1\tx86_64\n"), "", None
+            return (
+                0,
+                (
+                    "libcudnn9-cuda-12\t0:9.1.0.70-1\tx86_64\nlibcudnn9-devel-cuda-12\t0:9.1.0.70-1\tx86_64\n"
+                    "bash\t0:5.1-1\tx86_64\n"
+                ),
+                "",
+                None,
+            )
         if "libcudnn9-cuda-12" in argv:
             return 0, "/usr/lib64/libcudnn.so.9\n/usr/lib64/libcudnn.so.9.1.0\n", "", None
         return 0, "/usr/include/cudnn_version.h\n", "", None
@@ -116,11 +151,22 @@ def test_tarball_copies_with_cuda_major_from_the_tree_name(tmp_path):
 
 
 def test_pip_copy_with_header_library_and_dist_disagreeing(tmp_path):
-    fakeroot.pip_wheel(tmp_path, "/home/alice/.venv", "9.19.0.56", cuda_major=12, python="python3.11",
-                       header_version="9.14.0")
+    fakeroot.pip_wheel(
+        tmp_path,
+        "/home/alice/.venv",
+        "9.19.0.56",
+        cuda_major=12,
+        python="python3.11",
+        header_version="9.14.0",
+    )
     copy = probe(tmp_path)[0][0]
     assert copy["source"] == "pip"
-    assert copy["package"] == {"name": "nvidia-cudnn-cu12", "version": "9.19.0.56", "held": False, "manager": "pip"}
+    assert copy["package"] == {
+        "name": "nvidia-cudnn-cu12",
+        "version": "9.19.0.56",
+        "held": False,
+        "manager": "pip",
+    }
     assert copy["python_env"] == "/home/alice/.venv"
     assert copy["version"] == "9.14.0"  # the header says what programs compile against
     assert copy["mismatch"] is True
@@ -140,7 +186,12 @@ def test_conda_env_copy(tmp_path):
 def test_header_only_copy(tmp_path):
     fakeroot.write(tmp_path, "/srv/sdk/include/cudnn_version.h", fakeroot.cudnn_header(8, 9, 7))
     copy = probe(tmp_path)[0][0]
-    assert (copy["source"], copy["path"], copy["version"], copy["library"]) == ("tarball", "/srv/sdk", "8.9.7", None)
+    assert (copy["source"], copy["path"], copy["version"], copy["library"]) == (
+        "tarball",
+        "/srv/sdk",
+        "8.9.7",
+        None,
+    )
     assert copy["reasons"]["library"] == "no libcudnn.so* in this copy"
     assert copy["mismatch"] is None
 
@@ -248,7 +299,7 @@ def cudnn_wheel():
     """The cached nvidia-cudnn-cu13 9.14 wheel; skips (with the reason) only when the wheel cache lacks it."""
     wheels = sorted(WHEEL_DIR.glob("nvidia_cudnn_cu13-9.14.*.whl"))
     if not wheels:
-        pytest.skip("no nvidia_cudnn_cu13-9.14 wheel in %s (filled by the lab set-up)" % WHEEL_DIR)
+        pytest.skip(f"no nvidia_cudnn_cu13-9.14 wheel in {WHEEL_DIR} (filled by the lab set-up)")
     return wheels[0]
 
 
@@ -260,8 +311,13 @@ def test_real_libcudnn_loads_in_a_child(tmp_path):
         for name in ("libcudnn.so.9", "libcudnn_graph.so.9"):
             (lib / name).write_bytes(archive.read("nvidia/cudnn/lib/" + name))
     copy = probe(tmp_path, live=True)[0][0]
-    assert copy["ctypes"] == {"state": "ok", "version": "9.14.0", "version_int": 91400,
-                              "cudart_version_int": 13000, "reason": None}
+    assert copy["ctypes"] == {
+        "state": "ok",
+        "version": "9.14.0",
+        "version_int": 91400,
+        "cudart_version_int": 13000,
+        "reason": None,
+    }
     assert copy["library_version"] == "9.14.0"
     assert copy["mismatch"] is False
     # without libcudnn_graph the 9.x shim aborts: reported, not fatal

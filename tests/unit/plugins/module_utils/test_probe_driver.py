@@ -3,10 +3,10 @@
 from pathlib import Path
 
 import pytest
-
 from ansible_collections.gpufleet.nvidia.plugins.module_utils import probe_driver
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_common import Root
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_packages import Packages
+
 from tests.data.facts import fakeroot
 
 H200 = Path(__file__).resolve().parents[3] / "data" / "h200-ubuntu2404"
@@ -24,8 +24,10 @@ def test_proc_version_proprietary():
     assert probe_driver.parse_proc_version("garbage") is None
 
 
-@pytest.mark.parametrize(("data", "state"), [(b"\x06\x00\x00\x00\x01", "enabled"), (b"\x06\x00\x00\x00\x00", "disabled"),
-                                              (b"\x06", "unknown")])
+@pytest.mark.parametrize(
+    ("data", "state"),
+    [(b"\x06\x00\x00\x00\x01", "enabled"), (b"\x06\x00\x00\x00\x00", "disabled"), (b"\x06", "unknown")],
+)
 def test_secure_boot(tmp_path, data, state):
     fakeroot.write(tmp_path, "/sys/firmware/efi/efivars/SecureBoot-" + GUID, data)
     assert probe_driver.secure_boot(Root(str(tmp_path)))[0] == state
@@ -33,7 +35,9 @@ def test_secure_boot(tmp_path, data, state):
 
 def test_no_efi(tmp_path):
     assert probe_driver.secure_boot(Root(str(tmp_path))) == (
-        "unknown", "no EFI variables (legacy BIOS boot or not exposed)")
+        "unknown",
+        "no EFI variables (legacy BIOS boot or not exposed)",
+    )
 
 
 def test_format_cuda_int():
@@ -43,20 +47,31 @@ def test_format_cuda_int():
 
 
 def test_package_installed_driver(tmp_path):
-    fakeroot.dpkg_db(tmp_path, [
-        ("nvidia-driver-580-open", "580.95.05-0ubuntu1", "hold ok installed", "amd64"),
-        ("libnvidia-compute-580", "580.95.05-0ubuntu1", "install ok installed", "amd64"),
-        ("cuda-compat-13-0", "580.95.05-0ubuntu1", "install ok installed", "amd64"),
-    ], {"libnvidia-compute-580": ["/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"]})
+    fakeroot.dpkg_db(
+        tmp_path,
+        [
+            ("nvidia-driver-580-open", "580.95.05-0ubuntu1", "hold ok installed", "amd64"),
+            ("libnvidia-compute-580", "580.95.05-0ubuntu1", "install ok installed", "amd64"),
+            ("cuda-compat-13-0", "580.95.05-0ubuntu1", "install ok installed", "amd64"),
+        ],
+        {"libnvidia-compute-580": ["/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"]},
+    )
     root = Root(str(tmp_path))
     packages = Packages(root)
     host = {"container": "none", "reasons": {}}
-    nvml = ("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
-            "libnvidia-compute-580")
-    driver = probe_driver.probe(root, False, packages, nvml, {}, host)
+    nvml = (
+        "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+        "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+        "libnvidia-compute-580",
+    )
+    driver = probe_driver.probe(root, False, packages, nvml=nvml, gpu_driver_info={}, host=host)
     assert driver["install_method"] == "package"
-    assert driver["package"] == {"name": "nvidia-driver-580-open", "version": "580.95.05-0ubuntu1", "held": True,
-                                 "manager": "deb"}
+    assert driver["package"] == {
+        "name": "nvidia-driver-580-open",
+        "version": "580.95.05-0ubuntu1",
+        "held": True,
+        "manager": "deb",
+    }
     assert (driver["version"], driver["branch"], driver["kernel_module"]) == ("580.95.05", "580", "open")
     assert host["driver_managed_externally"] is False
 
@@ -64,6 +79,6 @@ def test_package_installed_driver(tmp_path):
 def test_no_driver_at_all(tmp_path):
     root = Root(str(tmp_path))
     host = {"container": "none", "reasons": {}}
-    driver = probe_driver.probe(root, False, Packages(root), None, {}, host)
+    driver = probe_driver.probe(root, False, Packages(root), nvml=None, gpu_driver_info={}, host=host)
     assert (driver["installed"], driver["install_method"], driver["version"]) == (False, "none", "unknown")
     assert driver["reasons"]["version"] == "no NVIDIA driver found"

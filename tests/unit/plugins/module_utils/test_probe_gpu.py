@@ -4,6 +4,7 @@ from pathlib import Path
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils import probe_gpu
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_common import Root
+
 from tests.data.facts import fakeroot
 
 H200 = Path(__file__).resolve().parents[3] / "data" / "h200-ubuntu2404"
@@ -19,12 +20,21 @@ def nvml_from_csv():
 def test_parse_smi_csv_of_the_h200():
     result = nvml_from_csv()
     assert result["driver_version"] == "580.159.04"
-    assert result["gpus"] == [{
-        "index": 0, "name": "NVIDIA H200", "pci_bus_id": "00000000:00:06.0", "vbios": "96.00.A5.00.1A",
-        "uuid": "GPU-00000000-1111-2222-3333-444444444444", "compute_capability": "9.0",
-        "pci_device_id": 0x233510DE, "pci_subsystem_id": 0x18BF10DE, "memory_mib": 143771,
-        "persistence_mode": True, "mig_mode": "disabled",
-    }]
+    assert result["gpus"] == [
+        {
+            "index": 0,
+            "name": "NVIDIA H200",
+            "pci_bus_id": "00000000:00:06.0",
+            "vbios": "96.00.A5.00.1A",
+            "uuid": "GPU-00000000-1111-2222-3333-444444444444",
+            "compute_capability": "9.0",
+            "pci_device_id": 0x233510DE,
+            "pci_subsystem_id": 0x18BF10DE,
+            "memory_mib": 143771,
+            "persistence_mode": True,
+            "mig_mode": "disabled",
+        }
+    ]
 
 
 def test_sysfs_without_driver(tmp_path):
@@ -33,13 +43,15 @@ def test_sysfs_without_driver(tmp_path):
     gpus, nvswitches, reason = probe_gpu.scan_pci(Root(str(tmp_path)))
     assert reason is None
     assert nvswitches == 0
-    assert [(g["pci_bus_id"], g["device_id"], g["kernel_driver"]) for g in gpus] == [("0000:00:06.0", "0x2335", "none")]
+    assert [(g["pci_bus_id"], g["device_id"], g["kernel_driver"]) for g in gpus] == [
+        ("0000:00:06.0", "0x2335", "none")
+    ]
 
 
 def test_nvswitches_and_non_gpu_functions(tmp_path):
     for i, cls in enumerate(("0x068000", "0x068000", "0x040300", "0x030200")):
-        fakeroot.write(tmp_path, "/sys/bus/pci/devices/0000:0%d:00.0/vendor" % i, "0x10de\n")
-        fakeroot.write(tmp_path, "/sys/bus/pci/devices/0000:0%d:00.0/class" % i, cls + "\n")
+        fakeroot.write(tmp_path, f"/sys/bus/pci/devices/0000:0{i}:00.0/vendor", "0x10de\n")
+        fakeroot.write(tmp_path, f"/sys/bus/pci/devices/0000:0{i}:00.0/class", cls + "\n")
     gpus, nvswitches, _ = probe_gpu.scan_pci(Root(str(tmp_path)))
     assert (len(gpus), nvswitches) == (1, 2)
 
@@ -50,20 +62,29 @@ def test_no_sysfs_under_root(tmp_path):
 
 def test_nvml_enrichment_matches_by_bus_id(tmp_path, monkeypatch):
     fakeroot.h200(tmp_path)
-    monkeypatch.setattr(probe_gpu, "run_isolated", lambda func, args=(), timeout=10.0: (nvml_from_csv(), None))
+    monkeypatch.setattr(
+        probe_gpu, "run_isolated", lambda func, args=(), timeout=10.0: (nvml_from_csv(), None)
+    )
     gpus, _, info, reasons = probe_gpu.probe(Root(str(tmp_path)), live=True)
     assert reasons == []
     (gpu,) = gpus
     assert (gpu["name"], gpu["architecture"], gpu["compute_capability"], gpu["memory_mib"]) == (
-        "NVIDIA H200", "Hopper", "9.0", 143771)
+        "NVIDIA H200",
+        "Hopper",
+        "9.0",
+        143771,
+    )
     assert (gpu["source"], gpu["kernel_driver"], gpu["reasons"]) == ("nvml", "nvidia", {})
     assert info["driver_version"] == "580.159.04"
 
 
 def test_nvidia_smi_fallback_and_old_driver_retry(tmp_path, monkeypatch):
     fakeroot.h200(tmp_path)
-    monkeypatch.setattr(probe_gpu, "run_isolated", lambda func, args=(), timeout=10.0: (None, "libnvidia-ml.so.1: "
-                                                                                         "cannot open"))
+    monkeypatch.setattr(
+        probe_gpu,
+        "run_isolated",
+        lambda func, args=(), timeout=10.0: (None, "libnvidia-ml.so.1: cannot open"),
+    )
     monkeypatch.setattr(probe_gpu, "which", lambda name, root=None: "/usr/bin/nvidia-smi")
     calls = []
 
@@ -71,8 +92,13 @@ def test_nvidia_smi_fallback_and_old_driver_retry(tmp_path, monkeypatch):
         calls.append(argv[1])
         if "compute_cap" in argv[1]:
             return 2, 'Field "compute_cap" is not a valid field to query.', "", "nvidia-smi exited 2"
-        return 0, "0, NVIDIA H200, 00000000:00:06.0, 0x233510DE, 0x18BF10DE, 580.159.04, 96.00.A5.00.1A, " \
-                  "143771, Enabled, [N/A], GPU-0\n", "", None
+        return (
+            0,
+            "0, NVIDIA H200, 00000000:00:06.0, 0x233510DE, 0x18BF10DE, 580.159.04, 96.00.A5.00.1A, "
+            "143771, Enabled, [N/A], GPU-0\n",
+            "",
+            None,
+        )
 
     monkeypatch.setattr(probe_gpu, "run_command", fake_run)
     gpus, _, info, _ = probe_gpu.probe(Root(str(tmp_path)), live=True)
@@ -85,7 +111,9 @@ def test_nvidia_smi_fallback_and_old_driver_retry(tmp_path, monkeypatch):
 
 def test_everything_fails_gives_reasons(tmp_path, monkeypatch):
     fakeroot.h200(tmp_path)
-    monkeypatch.setattr(probe_gpu, "run_isolated", lambda func, args=(), timeout=10.0: (None, "crashed with SIGSEGV"))
+    monkeypatch.setattr(
+        probe_gpu, "run_isolated", lambda func, args=(), timeout=10.0: (None, "crashed with SIGSEGV")
+    )
     monkeypatch.setattr(probe_gpu, "which", lambda name, root=None: None)
     (gpu,), _, info, _ = probe_gpu.probe(Root(str(tmp_path)), live=True)
     assert gpu["reasons"]["uuid"] == "NVML: crashed with SIGSEGV; nvidia-smi: nvidia-smi not found"

@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import pytest
-
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_ldcache import (
     build_ld_cache,
     parse_ld_cache,
@@ -27,10 +26,12 @@ def test_ldconfig_p_of_the_h200():
 
 
 def test_binary_cache_round_trip_and_abi_filter():
-    data = build_ld_cache([
-        ("libcudnn.so.8", "/usr/lib/i386-linux-gnu/libcudnn.so.8", 0x0003),
-        ("libcudnn.so.8", "/usr/lib/x86_64-linux-gnu/libcudnn.so.8", 0x0303),
-    ])
+    data = build_ld_cache(
+        [
+            ("libcudnn.so.8", "/usr/lib/i386-linux-gnu/libcudnn.so.8", 0x0003),
+            ("libcudnn.so.8", "/usr/lib/x86_64-linux-gnu/libcudnn.so.8", 0x0303),
+        ]
+    )
     entries = parse_ld_cache(data)
     assert [e[0] for e in entries] == ["libcudnn.so.8", "libcudnn.so.8"]
     assert resolve(entries, "libcudnn.so.8", "x86_64") == "/usr/lib/x86_64-linux-gnu/libcudnn.so.8"
