@@ -83,32 +83,17 @@ CUDA_RELEASES = (
 # Driver branch whose native CUDA version is the release (hint for releases whose minimum is unknown).
 # low: 13.4 -> R615/R616 from secondary notes; high: 13.5 -> R620 cuda_compat variant.
 UNKNOWN_MIN_BRANCH_HINT = {
-    "13.4": (
-        615,
-        LOW,
-    ),  # low: CUTLASS 4.8 notes "R615 driver shipped with CUDA 13.4 GA", https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
-    "13.5": (
-        620,
-        HIGH,
-    ),  # high: cuda_compat cuda13.5, https://developer.download.nvidia.com/compute/nvidia-driver/redist/redistrib_620.70.06.json
+    "13.4": (615, LOW),  # low: CUTLASS 4.8 notes "R615 driver shipped with CUDA 13.4 GA", https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
+    "13.5": (620, HIGH),  # high: cuda_compat cuda13.5, https://developer.download.nvidia.com/compute/nvidia-driver/redist/redistrib_620.70.06.json
 }
 
 # Minor-version compatibility floor per CUDA major: (floor driver, confidence).
 # Below the floor the toolkit cannot run (except with forward compatibility across majors).
 # high: Table 1 of https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
 CUDA_MAJOR_FLOORS = {
-    11: (
-        "450.80.02",
-        HIGH,
-    ),  # high: Table 1 (11.1+; 11.0 GA used 450.36.06), https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
-    12: (
-        "525.60.13",
-        HIGH,
-    ),  # high: Table 1, https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
-    13: (
-        "580.65.06",
-        HIGH,
-    ),  # high: Table 1, https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
+    11: ("450.80.02", HIGH),  # high: Table 1 (11.1+; 11.0 GA used 450.36.06), https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
+    12: ("525.60.13", HIGH),  # high: Table 1, https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
+    13: ("580.65.06", HIGH),  # high: Table 1, https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
 }
 # 11.0 shipped with an earlier driver than the 11.x floor (footnote *** of the release notes).
 CUDA_11_0_FLOOR = "450.36.06"  # high: Table 3 footnote, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
@@ -119,136 +104,32 @@ CUDA_11_0_FLOOR = "450.36.06"  # high: Table 3 footnote, https://docs.nvidia.com
 CC_CUDA_RANGE = {
     "2.0": ("3.0", "8.0", MEDIUM),  # medium: arch matrix copy, https://www.cnblogs.com/litifeng/p/18236236
     "2.1": ("3.0", "8.0", MEDIUM),  # medium: same, https://www.cnblogs.com/litifeng/p/18236236
-    "3.0": (
-        "6.0",
-        "10.2",
-        HIGH,
-    ),  # high: arch matrix, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
-    "3.2": (
-        "6.0",
-        "10.2",
-        HIGH,
-    ),  # high: same, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
-    "3.5": (
-        "6.0",
-        "11.8",
-        HIGH,
-    ),  # high: ptxas 12.0 lacks sm_35, https://docs.nvidia.com/cuda/archive/12.6.3/cufft/deprecated-functionality.html
-    "3.7": (
-        "6.0",
-        "11.8",
-        HIGH,
-    ),  # high: same, https://docs.nvidia.com/cuda/archive/12.6.3/cufft/deprecated-functionality.html
-    "5.0": (
-        "6.5",
-        "12.9",
-        HIGH,
-    ),  # high: removed in 13.0 (release notes 2.6.2), https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
-    "5.2": (
-        "6.5",
-        "12.9",
-        HIGH,
-    ),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
-    "5.3": (
-        "6.5",
-        "12.9",
-        HIGH,
-    ),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
-    "6.0": (
-        "8.0",
-        "12.9",
-        HIGH,
-    ),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
-    "6.1": (
-        "8.0",
-        "12.9",
-        HIGH,
-    ),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
-    "6.2": (
-        "8.0",
-        "12.9",
-        HIGH,
-    ),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
-    "7.0": (
-        "9.0",
-        "12.9",
-        HIGH,
-    ),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
-    "7.2": (
-        "9.1",
-        "12.9",
-        HIGH,
-    ),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
-    "7.5": (
-        "10.0",
-        None,
-        HIGH,
-    ),  # high: LLVM def + nvcc 13.5, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
-    "8.0": (
-        "11.0",
-        None,
-        HIGH,
-    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
-    "8.6": (
-        "11.1",
-        None,
-        HIGH,
-    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
-    "8.7": (
-        "11.4",
-        None,
-        HIGH,
-    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
-    "8.8": (
-        "13.0",
-        None,
-        HIGH,
-    ),  # high: nvcc 13.0 --list-gpu-code, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
-    "8.9": (
-        "11.8",
-        None,
-        HIGH,
-    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
-    "9.0": (
-        "11.8",
-        None,
-        HIGH,
-    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
-    "10.0": (
-        "12.8",
-        None,
-        HIGH,
-    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
-    "10.1": (
-        "12.8",
-        "12.9",
-        HIGH,
-    ),  # high: renamed sm_110 in 13.0, https://docs.nvidia.com/cuda/curanddx/0.2.4/release_notes.html
-    "10.3": (
-        "12.9",
-        None,
-        HIGH,
-    ),  # high: LLVM def + ptxas 12.9, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
-    "10.7": (
-        "13.4",
-        None,
-        HIGH,
-    ),  # high: nvcc 13.4 --list-gpu-code, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
-    "11.0": (
-        "13.0",
-        None,
-        HIGH,
-    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
-    "12.0": (
-        "12.8",
-        None,
-        HIGH,
-    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
-    "12.1": (
-        "12.9",
-        None,
-        HIGH,
-    ),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "3.0": ("6.0", "10.2", HIGH),  # high: arch matrix, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
+    "3.2": ("6.0", "10.2", HIGH),  # high: same, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
+    "3.5": ("6.0", "11.8", HIGH),  # high: ptxas 12.0 lacks sm_35, https://docs.nvidia.com/cuda/archive/12.6.3/cufft/deprecated-functionality.html
+    "3.7": ("6.0", "11.8", HIGH),  # high: same, https://docs.nvidia.com/cuda/archive/12.6.3/cufft/deprecated-functionality.html
+    "5.0": ("6.5", "12.9", HIGH),  # high: removed in 13.0 (release notes 2.6.2), https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "5.2": ("6.5", "12.9", HIGH),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "5.3": ("6.5", "12.9", HIGH),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "6.0": ("8.0", "12.9", HIGH),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "6.1": ("8.0", "12.9", HIGH),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "6.2": ("8.0", "12.9", HIGH),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "7.0": ("9.0", "12.9", HIGH),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "7.2": ("9.1", "12.9", HIGH),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    "7.5": ("10.0", None, HIGH),  # high: LLVM def + nvcc 13.5, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "8.0": ("11.0", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "8.6": ("11.1", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "8.7": ("11.4", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "8.8": ("13.0", None, HIGH),  # high: nvcc 13.0 --list-gpu-code, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "8.9": ("11.8", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "9.0": ("11.8", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "10.0": ("12.8", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "10.1": ("12.8", "12.9", HIGH),  # high: renamed sm_110 in 13.0, https://docs.nvidia.com/cuda/curanddx/0.2.4/release_notes.html
+    "10.3": ("12.9", None, HIGH),  # high: LLVM def + ptxas 12.9, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "10.7": ("13.4", None, HIGH),  # high: nvcc 13.4 --list-gpu-code, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "11.0": ("13.0", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "12.0": ("12.8", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    "12.1": ("12.9", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
 }
 
 # OS facts per CUDA version: (distribution, version, rule, CUDA bound, confidence)
