@@ -73,7 +73,9 @@ def main(argv=None):
         "--mode", default=os.environ.get(gp.MODE_VARIABLE, "auto"), help="auto|toolkit|cdi|devices"
     )
     parser.add_argument(
-        "--root", default="/", help="filesystem to observe (tests); docker/ldconfig only for /"
+        "--root",
+        default=os.environ.get("GPUFLEET_GPU_ROOT", "/"),
+        help="filesystem to observe (default $GPUFLEET_GPU_ROOT or /; a fake tree rehearses the scenario)",
     )
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="plan as JSON (default for plan)")

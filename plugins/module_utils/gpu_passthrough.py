@@ -442,12 +442,21 @@ def plan(obs, requested="auto", ld_so_conf_source=None):
 
     `ld_so_conf_source`: host path of a file holding :data:`CONTAINER_LIB_DIR` (mode `devices`);
     the caller writes :func:`ld_so_conf_content` there. Returns a dict with `mode`, `reason`,
-    `docker` (options), `cli` (the equivalent `docker run` arguments), `needs_ldconfig`, `files`.
+    `driver_version`, `docker` (options), `cli` (the equivalent `docker run` arguments),
+    `needs_ldconfig`, `files`.
     """
     mode = choose_mode(obs, requested)
     how = "requested" if (requested or "auto").strip().lower() != "auto" else "auto-detected"
     env = {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
-    result = {"mode": mode, "reason": how, "docker": {}, "cli": [], "needs_ldconfig": False, "files": {}}
+    result = {
+        "mode": mode,
+        "reason": how,
+        "driver_version": obs.get("driver_version") or "unknown",
+        "docker": {},
+        "cli": [],
+        "needs_ldconfig": False,
+        "files": {},
+    }
     if mode == "toolkit":
         if obs["toolkit_hooks"]:
             result["docker"] = {

@@ -294,6 +294,7 @@ def test_h200_like_host_gets_devices_mode(tmp_path):
     result = gp.plan(obs, "auto", ld_so_conf_source="/tmp/eph/ld.conf")
     assert result["mode"] == "devices"
     assert result["reason"] == "auto-detected"
+    assert result["driver_version"] == DRIVER
     docker = result["docker"]
     assert docker["devices"][0] == f"{root}/dev/nvidia0:/dev/nvidia0:rwm"
     assert f"{root}/dev/nvidiactl:/dev/nvidiactl:rwm" in docker["devices"]
