@@ -385,6 +385,17 @@ def _rule_cuda_driver(f, cuda, *, dversion, branch, gpus, forward_compat):
     )
 
 
+def _arch_name(gpu):
+    """ "Volta", or "Kepler sm_35" when the architecture's compute capabilities differ in CUDA support."""
+    arch = gpu["architecture"]
+    lasts = {
+        kb_cuda.CC_CUDA_RANGE[cc][1]
+        for cc, a in kb_arch.CC_ARCH.items()
+        if a == arch and cc in kb_cuda.CC_CUDA_RANGE
+    }
+    return arch if len(lasts) == 1 else f"{arch} {gpu['sm']}"
+
+
 def _rule_cuda_gpu(f, cuda, gpus):
     fam = cuda.truncate(2)
     for gpu in gpus:
@@ -392,12 +403,11 @@ def _rule_cuda_gpu(f, cuda, gpus):
         if rng is None:
             continue
         first, last, conf = rng
-        arch = gpu["architecture"]
         if last is not None and fam > last:
             f.add(
                 conf,
-                f"{gpu_label(gpu)} is not supported by CUDA {cuda}; the last CUDA for {arch} "
-                f"(compute capability {gpu['compute_capability']}) is {last}: set cuda_version <= {last}",
+                f"{gpu_label(gpu)} is not supported by CUDA {cuda}; the last CUDA for {_arch_name(gpu)} "
+                f"is {last}: set cuda_version <= {last}",
             )
         elif fam < first:
             f.add(
