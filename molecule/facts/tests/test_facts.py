@@ -1,0 +1,90 @@
+"""facts: nvidia_facts lists the tarball and the pip copy of cuDNN, versions confirmed by ctypes."""
+
+import json
+import os
+
+import pytest
+
+TARBALL = os.environ.get("GPUFLEET_FACTS_TARBALL_CUDNN", "9.14.0.64")
+WHEEL = os.environ.get("GPUFLEET_FACTS_WHEEL_CUDNN", "9.28.0.42")
+TARBALL_PATH = f"/opt/cudnn-linux-x86_64-{TARBALL}_cuda13-archive"
+VENV = "/opt/torch-venv"
+
+# Runs on the host: what the library itself says, independent of the module.
+CTYPES = (
+    "import ctypes, json, sys; lib = ctypes.CDLL(sys.argv[1]); "
+    "lib.cudnnGetVersion.restype = ctypes.c_size_t; lib.cudnnGetCudartVersion.restype = ctypes.c_size_t; "
+    "print(json.dumps([lib.cudnnGetVersion(), lib.cudnnGetCudartVersion()]))"
+)
+
+
+def short(version):
+    return ".".join(version.split(".")[:3])
+
+
+def run_facts(host, check):
+    result = host.ansible("gpufleet.nvidia.nvidia_facts", "gather_subset=cudnn", check=check)
+    assert "failed" not in result, result
+    return result["ansible_facts"]["nvidia"]
+
+
+@pytest.fixture(scope="module")
+def facts(host):
+    return run_facts(host, check=False)
+
+
+def copy_of(facts, source):
+    found = [c for c in facts["cudnn"] if c["source"] == source]
+    assert len(found) == 1, f"expected one {source} copy: {facts['cudnn']}"
+    return found[0]
+
+
+def test_both_copies_and_nothing_else(facts):
+    assert facts["probes"]["cudnn"]["state"] == "ok", facts["probes"]
+    assert sorted(c["source"] for c in facts["cudnn"]) == ["pip", "tarball"]
+
+
+def test_tarball_copy(facts):
+    copy = copy_of(facts, "tarball")
+    assert copy["path"] == TARBALL_PATH
+    assert copy["version"] == short(TARBALL)
+    assert copy["header_version"] == short(TARBALL)
+    assert (copy["cuda_major"], copy["cuda_major_from"]) == (13, "tarball")
+    assert copy["ctypes"]["state"] == "ok", copy["ctypes"]
+    assert copy["ctypes"]["version"] == short(TARBALL)
+    assert copy["ctypes"]["cudart_version_int"] // 1000 == 13
+    assert copy["mismatch"] is False
+    assert copy["resolved"] is False
+
+
+def test_pip_copy(facts):
+    copy = copy_of(facts, "pip")
+    assert copy["python_env"] == VENV
+    assert copy["path"].startswith(VENV + "/lib/python3")
+    assert copy["package"] == {"name": "nvidia-cudnn-cu13", "version": WHEEL, "held": False, "manager": "pip"}
+    assert copy["version"] == short(WHEEL)
+    assert (copy["cuda_major"], copy["cuda_major_from"]) == (13, "pip")
+    assert copy["ctypes"]["state"] == "ok", copy["ctypes"]
+    assert copy["ctypes"]["version"] == short(WHEEL)
+    assert copy["mismatch"] is False
+
+
+@pytest.mark.parametrize("source", ["tarball", "pip"])
+def test_versions_confirmed_by_an_independent_ctypes_load(host, facts, source):
+    copy = copy_of(facts, source)
+    lib = copy["library"].rsplit("/", 1)[0] + "/libcudnn.so.9"
+    version, cudart = json.loads(host.check_output(f"python3 -c '{CTYPES}' {lib}"))
+    assert (version, cudart) == (copy["ctypes"]["version_int"], copy["ctypes"]["cudart_version_int"])
+    major, minor, patch = (int(x) for x in copy["version"].split("."))
+    assert version == major * 10000 + minor * 100 + patch
+
+
+def test_no_copy_is_in_the_loader_cache(facts):
+    assert facts["cudnn_resolved"] == []
+
+
+def test_check_mode_reports_the_same(host, facts):
+    again = run_facts(host, check=True)
+    assert [(c["source"], c["path"], c["version"]) for c in again["cudnn"]] == [
+        (c["source"], c["path"], c["version"]) for c in facts["cudnn"]
+    ]
