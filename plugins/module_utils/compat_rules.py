@@ -18,7 +18,6 @@ import datetime
 from ansible_collections.gpufleet.nvidia.plugins.module_utils import kb_arch, kb_cuda, kb_cudnn, kb_driver
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpus import GpuSpecError, resolve_gpu
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import (
-    Version,
     VersionError,
     parse_version,
 )
@@ -315,23 +314,23 @@ def _rule_cuda_driver(f, cuda, *, dversion, branch, gpus, forward_compat):
         return
     rel_min = row[2] if row else None
     drv = _driver_text(dversion, branch)
+    def below(limit):
+        if dversion is not None:
+            return dversion < limit
+        return branch < limit.major
+
     if rel_min is None:
         hint = kb_cuda.UNKNOWN_MIN_BRANCH_HINT.get(str(cuda.truncate(2)))
-        note = f"; R{hint[0]} is its native branch ({hint[1]} confidence)" if hint else ""
-        if (dversion or Version((branch,))) >= floor and not (hint and branch >= hint[0]):
+        if hint and branch >= hint[0]:
+            return
+        if not below(floor):
+            note = f"; R{hint[0]} is its native branch ({hint[1]} confidence)" if hint else ""
             f.warn(
                 f"CUDA {cuda}: its minimum driver is not known to the knowledge base{note}; {drv} runs it "
                 f"through minor-version compatibility (CUDA {cuda.major} floor {floor}) with a limited "
                 "feature set"
             )
             return
-        if hint and branch >= hint[0]:
-            return
-
-    def below(limit):
-        if dversion is not None:
-            return dversion < limit
-        return branch < limit.major
 
     if rel_min is not None and not below(rel_min):
         return
