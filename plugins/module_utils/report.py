@@ -521,7 +521,7 @@ def _sample(name, labels, value):
 
 METRICS = (
     ("gpufleet_audit_host_up", "1 when the audit could read the host, 0 when it was unreachable or failed."),
-    ("gpufleet_gpu_count", "NVIDIA GPUs found on the host (0: no GPU)."),
+    ("gpufleet_gpus", "NVIDIA GPUs found on the host (0: no GPU)."),
     ("gpufleet_gpu_info", "One series per GPU: model, architecture, compute capability, PCI bus id."),
     ("gpufleet_driver_info", "The NVIDIA driver on the host (version none when not installed)."),
     ("gpufleet_cuda_toolkit_info", "One series per CUDA toolkit tree; default=true for /usr/local/cuda."),
@@ -543,7 +543,7 @@ def render_prometheus(report, timestamp=None):
         )
         if h["status"] != "ok":
             continue
-        series["gpufleet_gpu_count"].append(({"host": host}, h["gpu_count"] or 0))
+        series["gpufleet_gpus"].append(({"host": host}, h["gpu_count"] or 0))
         for g in h["gpus"]:
             series["gpufleet_gpu_info"].append(
                 (

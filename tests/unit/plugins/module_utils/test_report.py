@@ -418,7 +418,7 @@ def test_prometheus_metrics_parse(report):
     drift = {s["host"]: v for s, v in fam["gpufleet_drift"]}
     assert drift == {"gpu01": 0, "gpu10": 2, "login01": 0}
     assert len(fam["gpufleet_drift_info"]) == 2
-    assert {s["host"]: v for s, v in fam["gpufleet_gpu_count"]} == {"gpu01": 1, "gpu10": 2, "login01": 0}
+    assert {s["host"]: v for s, v in fam["gpufleet_gpus"]} == {"gpu01": 1, "gpu10": 2, "login01": 0}
     assert fam["gpufleet_audit_timestamp_seconds"] == [({}, 1764468000.0)]
 
 
