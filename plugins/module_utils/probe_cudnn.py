@@ -37,6 +37,7 @@ SKIP_PATHS = frozenset(
         "/var/lib/containers",
         "/usr/share",
         "/usr/src",
+        "/usr/lib/debug",
         "/usr/lib/modules",
         "/usr/lib/firmware",
         "/usr/lib/jvm",
@@ -54,6 +55,8 @@ SKIP_NAMES = frozenset(
         "node_modules",
         ".cache",
         ".npm",
+        ".m2",
+        ".gradle",
         ".cargo",
         ".rustup",
         "man",
@@ -110,6 +113,8 @@ LIB_NAME = re.compile(r"^libcudnn\.so(\.\d+)*$")
 HEADER_NAMES = ("cudnn_version.h", "cudnn.h")
 PIP_DIST = re.compile(r"^nvidia_cudnn_cu(\d+)-([^-]+)\.dist-info$", re.IGNORECASE)
 PIP_DIST_PLAIN = re.compile(r"^nvidia_cudnn-([^-]+)\.dist-info$", re.IGNORECASE)
+PYTHON_LIB = re.compile(r"^python\d+(\.\d+)?t?$")
+SITE_DIRS = ("site-packages", "dist-packages")
 PKG_NAME = re.compile(r"^libcudnn(\d+)(?:-(dev|devel|headers|static|samples|doc))?(?:-cuda-(\d+))?$")
 
 
@@ -237,11 +242,15 @@ def walk(root, search_paths, max_depth=6, deadline=None, skip=()):
             continue
         names = {e.name for e in entries}
         base = os.path.basename(inner)
-        if base in ("site-packages", "dist-packages"):
+        if base in SITE_DIRS:
             scan.site_packages.append(inner)
             continue  # handled by probe_pip: never walk a site-packages tree (can be huge)
         if "conda-meta" in names:
             scan.conda_envs.append(inner)
+        if PYTHON_LIB.match(base) and os.path.basename(os.path.dirname(inner)) in ("lib", "lib64"):
+            # a Python's lib dir: only its site-packages can hold cuDNN (the stdlib is thousands of dirs)
+            stack.extend((inner + "/" + n, depth + 1) for n in sorted(names, reverse=True) if n in SITE_DIRS)
+            continue
         children = []
         for entry in entries:
             name = entry.name

@@ -325,3 +325,20 @@ def test_real_libcudnn_loads_in_a_child(tmp_path):
     copy = probe(tmp_path, live=True)[0][0]
     assert copy["ctypes"]["state"] == "failed"
     assert "SIGABRT" in copy["ctypes"]["reason"]
+
+
+def test_python_stdlib_is_not_walked_but_its_site_packages_are(tmp_path, monkeypatch):
+    fakeroot.pip_wheel(tmp_path, "/opt/py", "9.14.0.64", python="python3.12")
+    for i in range(5):
+        fakeroot.write(tmp_path, f"/opt/py/lib/python3.12/stdlibmod{i}/sub/x.py", "")
+    listed = []
+    real_scandir = probe_common.scandir
+
+    def scandir(path):
+        listed.append(path)
+        return real_scandir(path)
+
+    monkeypatch.setattr(probe_cudnn, "scandir", scandir)
+    copies = probe(tmp_path)[0]
+    assert [c["source"] for c in copies] == ["pip"]
+    assert not [p for p in listed if "stdlibmod" in p]
