@@ -1,0 +1,187 @@
+"""nvidia_compat as Ansible runs it: args in, JSON out (detection, failures, check mode, bad input)."""
+
+import json
+from pathlib import Path
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_compat
+
+FIXTURE = Path(__file__).resolve().parents[3] / "data/compat/h200-ubuntu2404"
+
+
+def run(capsys, monkeypatch, root, **args):
+    monkeypatch.setattr(nvidia_compat, "HOST_ROOT", str(root))
+    with patch_module_args(args), pytest.raises(SystemExit):
+        nvidia_compat.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def warnings_of(result):
+    return [w["event"]["msg"] if isinstance(w, dict) else w for w in result.get("warnings", [])]
+
+
+@pytest.fixture
+def h200_root(tmp_path):
+    """A fake root with the real H200's sysfs attributes, /proc driver version and Ubuntu 24.04."""
+    dev = tmp_path / "sys/bus/pci/devices/0000:00:06.0"
+    dev.mkdir(parents=True)
+    for line in (FIXTURE / "sys-bus-pci-0000_00_06.0-attrs.txt").read_text(encoding="ascii").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            (dev / key).write_text(value + "\n")
+    proc = tmp_path / "proc/driver/nvidia"
+    proc.mkdir(parents=True)
+    (proc / "version").write_text((FIXTURE / "proc-driver-nvidia-version.txt").read_text(encoding="ascii"))
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/os-release").write_text('NAME="Ubuntu"\nID=ubuntu\nVERSION_ID="24.04"\n')
+    return tmp_path
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_h200_detected_cuda_13_cudnn_9_14(capsys, monkeypatch, h200_root, check_mode):
+    result = run(
+        capsys,
+        monkeypatch,
+        h200_root,
+        cuda_version="13.0",
+        cudnn_version="9.14.0",
+        _ansible_check_mode=check_mode,
+    )
+    assert result.get("failed") is not True
+    assert result["changed"] is False
+    assert result["compatible"] is True
+    assert result["errors"] == []
+    assert warnings_of(result) == []
+    (gpu,) = result["gpus"]
+    assert (gpu["name"], gpu["architecture"], gpu["compute_capability"]) == ("NVIDIA H200", "Hopper", "9.0")
+    assert gpu["kernel_module_support"] == "either"
+    assert result["recommended"]["driver_branch"] == "580"
+
+
+def test_h200_cuda_13_2_warns(capsys, monkeypatch, h200_root):
+    result = run(capsys, monkeypatch, h200_root, cuda_version="13.2")
+    assert result["compatible"] is True
+    (warning,) = warnings_of(result)
+    assert "its own minimum is 595.45.04" in warning
+
+
+def test_h200_cuda_12_8(capsys, monkeypatch, h200_root):
+    assert run(capsys, monkeypatch, h200_root, cuda_version="12.8")["compatible"] is True
+
+
+def test_volta_plan_fails_with_the_sentence(capsys, monkeypatch, h200_root):
+    result = run(
+        capsys,
+        monkeypatch,
+        h200_root,
+        gpus=[{"pci_device_id": "0x1DB5"}],
+        driver_branch="580",
+        cuda_version="13.0",
+    )
+    assert result["failed"] is True
+    assert result["changed"] is False
+    assert result["msg"] == (
+        "Tesla V100-SXM2-32GB (Volta, sm_70) is not supported by CUDA 13.0; the last CUDA for Volta is 12.9: "
+        "set cuda_version <= 12.9"
+    )
+    assert result["errors"] == [result["msg"]]
+    assert result["recommended"]["cuda_max"] == "12.9"
+
+
+def test_several_errors_are_numbered(capsys, monkeypatch, h200_root):
+    result = run(
+        capsys,
+        monkeypatch,
+        h200_root,
+        gpus=[{"pci_device_id": "0x1DB5"}],
+        driver_branch="590",
+        kernel_module="open",
+        cuda_version="13.0",
+    )
+    assert result["failed"] is True
+    assert len(result["errors"]) == 3
+    assert result["msg"].startswith("(1) ")
+    assert all(f"({i}) {e}" in result["msg"] for i, e in enumerate(result["errors"], 1))
+
+
+def test_report_only(capsys, monkeypatch, h200_root):
+    result = run(
+        capsys,
+        monkeypatch,
+        h200_root,
+        gpus=[{"compute_capability": "7.0"}],
+        cuda_version="13.0",
+        fail_on_incompatible=False,
+    )
+    assert result.get("failed") is not True
+    assert result["compatible"] is False
+    # CUDA 13 on Volta, and the loaded (open) driver of the host cannot drive a Volta GPU
+    assert len(result["errors"]) == 2
+    assert "needs the proprietary kernel module" in result["errors"][1]
+
+
+def test_loaded_driver_is_the_default(capsys, monkeypatch, h200_root):
+    result = run(
+        capsys, monkeypatch, h200_root, cuda_version="13.0", cudnn_version="9.10.2", cudnn_cuda_major="12"
+    )
+    assert result["failed"] is True
+    assert result["msg"].startswith("cudnn_cuda_major: '12' contradicts cuda_version 13.0")
+
+
+def test_loaded_open_driver_and_os_are_used(capsys, monkeypatch, h200_root):
+    (h200_root / "etc/os-release").write_text("ID=ubuntu\nVERSION_ID=20.04\n")
+    result = run(capsys, monkeypatch, h200_root, cuda_version="13.0", fail_on_incompatible=False)
+    assert any("does not support ubuntu 20.04" in e for e in result["errors"])
+    result = run(
+        capsys,
+        monkeypatch,
+        h200_root,
+        cuda_version="13.0",
+        os={"distribution": "ubuntu", "version": "24.04"},
+        gpus=[{"pci_device_id": "0x2901"}],
+    )
+    assert result["compatible"] is True  # the loaded driver's open module drives a B200
+
+
+def test_no_gpu_no_driver(capsys, monkeypatch, tmp_path):
+    result = run(capsys, monkeypatch, tmp_path, cuda_version="13.0")
+    assert result["compatible"] is True
+    assert result["gpus"] == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            {"cuda_version": "12.99"},
+            "cuda_version: CUDA 12.99 does not exist; known CUDA 12 releases: 12.0, ",
+        ),
+        (
+            {"cuda_version": "twelve"},
+            "cuda_version: 'twelve' is not a valid version with 2 to 4 numeric components",
+        ),
+        ({"cuda_version": ""}, None),
+        (
+            {"driver_version": "575.57.08", "driver_branch": "580"},
+            "driver_branch: '580' contradicts driver_version",
+        ),
+        ({"gpus": [{"pci_device_id": "nope"}]}, "gpus[0].pci_device_id: 'nope' is not a PCI id"),
+        ({"kernel_module": "nouveau"}, "value of kernel_module must be one of: auto, open, proprietary"),
+    ],
+)
+def test_bad_input_fails_with_one_sentence(capsys, monkeypatch, tmp_path, args, message):
+    result = run(capsys, monkeypatch, tmp_path, fail_on_incompatible=False, **args)
+    if message is None:
+        assert result.get("failed") is not True
+        return
+    assert result["failed"] is True
+    assert message in result["msg"]
+    assert "Traceback" not in json.dumps(result)
+
+
+def test_read_os_release_fallbacks(tmp_path):
+    assert nvidia_compat.read_os_release(str(tmp_path)) is None
+    (tmp_path / "usr/lib").mkdir(parents=True)
+    (tmp_path / "usr/lib/os-release").write_text("ID='debian'\nVERSION_ID='12'\n# comment\n")
+    assert nvidia_compat.read_os_release(str(tmp_path)) == {"distribution": "debian", "version": "12"}
