@@ -49,6 +49,8 @@ def cuda_driver_floor(cuda_version):
 def _gpu_item(value):
     if isinstance(value, dict):
         return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {"pci_device_id": value}
     text = str(value).strip()
     if text.lower().startswith("sm_") or (text.count(".") == 1 and text.replace(".", "").isdigit()):
         return {"compute_capability": text}
