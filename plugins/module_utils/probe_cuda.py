@@ -82,9 +82,9 @@ def _package_for(packages, major_minor):
     suffix = major_minor.replace(".", "-")
     for name in (
         f"cuda-toolkit-{suffix}",
+        f"cuda-toolkit-{suffix}-config-common",
         f"cuda-cudart-{suffix}",
         f"cuda-nvcc-{suffix}",
-        f"cuda-toolkit-{suffix}-config-common",
         f"cuda-libraries-{suffix}",
     ):
         package = packages.get(name)

@@ -1,5 +1,6 @@
 """probe_facts.gather: the whole `nvidia` fact (docs/facts.md) on the real H200 rebuilt as a tree."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,24 @@ def test_unreadable_dpkg_database(tmp_path, monkeypatch):
     assert "Permission denied" in facts["probes"]["cudnn"]["reason"]
     # the package copy is then seen as unowned files: still listed
     assert "9.14.0" in [c["version"] for c in facts["cudnn"]]
+
+
+def _shape(value):
+    """Keys of every dict, recursively (lists: the shape of their first element)."""
+    if isinstance(value, dict):
+        return {k: _shape(v) for k, v in value.items() if k not in {"_comment", "reasons"}}
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return [_shape(value[0])]
+    return None
+
+
+def test_same_shape_as_the_audit_fixture_of_the_h200(h200_live):
+    """The audit builds fleet reports from tests/data/audit/h200.json: the module returns that very shape."""
+    audit = json.loads((DOC.parents[1] / "tests" / "data" / "audit" / "h200.json").read_text())
+    facts = probe_facts.gather(str(h200_live), live=True)
+    assert _shape(facts) == _shape(audit)
+    for key in ("gpus", "driver", "cudnn_resolved"):
+        assert _shape(facts[key]) == _shape(audit[key])
+    assert [(c["source"], c["version"], c["cuda_major"], c["held"]) for c in facts["cudnn"]] == [
+        (c["source"], c["version"], c["cuda_major"], c["held"]) for c in audit["cudnn"]
+    ]
