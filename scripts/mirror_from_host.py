@@ -1,0 +1,352 @@
+#!/usr/bin/env python3
+"""Build the NVIDIA redist mirror from what this host already has installed (no network).
+
+For GPU machines that cannot download anything (the H200 of docs/gpu.md): NVIDIA's own Debian/Ubuntu
+packages of a CUDA toolkit (cuda-*-13-0 under /usr/local/cuda-13.0) and of cuDNN (libcudnn9-cuda-13,
+-dev, -headers) are repackaged into NVIDIA's redist layout, the same one `python -m lab mirror build`
+makes from wheels (lab/mirror.py: component names, archive names, manifest schema, xz settings):
+
+  <out>/cuda/redist/redistrib_<release>.json + <comp>/linux-x86_64/<comp>-linux-x86_64-<ver>-archive.tar.xz
+  <out>/cudnn/redist/redistrib_<X.Y.Z>.json
+      + cudnn/linux-x86_64/cudnn-linux-x86_64-<ver>_cuda<M>-archive.tar.xz
+
+What belongs to each component is read from dpkg's own file lists (/var/lib/dpkg/info/<pkg>.list),
+versions from /var/lib/dpkg/status. Usage:
+
+  scripts/mirror_from_host.py [--out .lab/mirror] [--cuda 13.0] [--cudnn-major 13] [--root /]
+"""
+
+import argparse
+import io
+import json
+import os
+import posixpath
+import re
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lab import mirror as labmirror  # noqa: E402  (after sys.path: the checkout's lab package)
+
+PLATFORM = labmirror.PLATFORM
+TARGET_PREFIX = "targets/x86_64-linux/"
+# redist component -> NVIDIA's apt packages holding it ({v} = "13-0"); the first one gives the version.
+CUDA_COMPONENTS = {
+    "cuda_nvcc": ("cuda-nvcc-{v}", "cuda-crt-{v}", "libnvvm-{v}"),
+    "cuda_crt": ("cuda-crt-{v}",),
+    "libnvvm": ("libnvvm-{v}",),
+    "cuda_cudart": ("cuda-cudart-{v}", "cuda-cudart-dev-{v}", "cuda-driver-dev-{v}", "cuda-culibos-dev-{v}"),
+    "cuda_nvrtc": ("cuda-nvrtc-{v}", "cuda-nvrtc-dev-{v}"),
+    "cuda_cccl": ("cuda-cccl-{v}",),
+}
+CUDNN_PACKAGES = ("libcudnn9-cuda-{m}", "libcudnn9-dev-cuda-{m}", "libcudnn9-headers-cuda-{m}")
+
+
+class MirrorError(Exception):
+    pass
+
+
+def host_path(root, path):
+    return path if root == "/" else os.path.join(root, path.lstrip("/"))
+
+
+def dpkg_status(root):
+    """{package: version} of installed packages."""
+    path = host_path(root, "/var/lib/dpkg/status")
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise MirrorError(f"cannot read {path} ({exc.strerror}): is this a Debian/Ubuntu host?") from exc
+    out = {}
+    for block in text.split("\n\n"):
+        fields = dict(re.findall(r"^([A-Za-z-]+):[ \t]*(.*)$", block, re.M))
+        if fields.get("Package") and "installed" in fields.get("Status", "").split():
+            out[fields["Package"]] = fields.get("Version", "")
+    return out
+
+
+def dpkg_files(root, package):
+    info = host_path(root, "/var/lib/dpkg/info")
+    for name in (f"{package}.list", f"{package}:amd64.list"):
+        path = os.path.join(info, name)
+        if os.path.exists(path):
+            return [
+                line for line in Path(path).read_text(encoding="utf-8").splitlines() if line and line != "/."
+            ]
+    raise MirrorError(f"no dpkg file list for {package} under {info}")
+
+
+def upstream(version):
+    """13.0.88-1 -> 13.0.88; 9.14.0.64-1 -> 9.14.0.64."""
+    return version.split(":")[-1].rsplit("-", 1)[0]
+
+
+def resolve(root, path, hops=40):
+    """Follow symlinks of an absolute path inside root; the resolved absolute path."""
+    for _ in range(hops):
+        full = host_path(root, path)
+        if not os.path.islink(full):
+            return path
+        target = os.readlink(full)
+        path = posixpath.normpath(
+            target if target.startswith("/") else posixpath.join(posixpath.dirname(path), target)
+        )
+    raise MirrorError(f"symlink loop at {path}")
+
+
+class Members:
+    """What goes into one archive: {archive path: ('file', host path) | ('link', target)}."""
+
+    def __init__(self):
+        self.items = {}
+
+    def add_file(self, rel, host):
+        self.items[rel] = ("file", host)
+
+    def add_link(self, rel, target):
+        self.items[rel] = ("link", target)
+
+
+def cuda_members(root, home, packages, version):
+    """Files of the packages under the toolkit home, flattened like NVIDIA's redist archives."""
+    members = Members()
+    prefix = home.rstrip("/") + "/"
+    for package in packages:
+        for path in dpkg_files(root, package):
+            if not path.startswith(prefix):
+                continue
+            rel = path[len(prefix) :]
+            rel = rel[len(TARGET_PREFIX) :] if rel.startswith(TARGET_PREFIX) else rel
+            full = host_path(root, path)
+            if os.path.isdir(full) and not os.path.islink(full):
+                continue
+            if os.path.islink(full):
+                target = os.readlink(full)
+                if not target.startswith("/") and "/" not in target:
+                    members.add_link(rel, target)
+                    continue
+                full = host_path(root, resolve(root, path))
+            if os.path.isfile(full):
+                members.add_file(rel, full)
+    if not members.items:
+        raise MirrorError(f"packages {', '.join(packages)} hold no files under {home}")
+    return members
+
+
+def cudnn_members(root, packages, version):
+    members = Members()
+    full_so = labmirror.short(version)  # libcudnn.so.9.14.0
+    major = version.split(".")[0]
+    for package in packages:
+        for path in dpkg_files(root, package):
+            name = posixpath.basename(path)
+            full = host_path(root, path)
+            if os.path.isdir(full) and not os.path.islink(full):
+                continue
+            if name.endswith(".h") and name.startswith("cudnn"):
+                canonical = re.sub(r"_v\d+\.h$", ".h", name)
+                real = host_path(root, resolve(root, path))
+                if os.path.isfile(real):
+                    members.add_file(f"include/{canonical}", real)
+            match = re.match(r"^(libcudnn\w*\.so)(\.[\d.]+)?$", name)
+            if match and os.path.isfile(host_path(root, resolve(root, path))):
+                stem = match.group(1)
+                if match.group(2) == f".{full_so}":
+                    members.add_file(f"lib/{stem}.{full_so}", host_path(root, resolve(root, path)))
+                members.add_link(f"lib/{stem}.{major}", f"{stem}.{full_so}")
+                members.add_link(f"lib/{stem}", f"{stem}.{major}")
+    libs = [r for r, (kind, _) in members.items.items() if kind == "file" and r.startswith("lib/")]
+    if not libs or "include/cudnn_version.h" not in members.items:
+        raise MirrorError(
+            f"packages {', '.join(packages)} hold no libcudnn*.so.{full_so} or no cudnn_version.h"
+        )
+    # links whose real file is missing would dangle: drop them
+    for rel, (kind, target) in list(members.items.items()):
+        if kind == "link" and f"lib/{target}" not in members.items:
+            del members.items[rel]
+    return members
+
+
+def _fill_tar(tar, members, top, license_bytes, mtime):
+    seen = set()
+    for rel in sorted(members.items):
+        kind, value = members.items[rel]
+        parts = [top, *rel.split("/")[:-1]]
+        for i in range(1, len(parts) + 1):
+            name = "/".join(parts[:i])
+            if name not in seen:
+                seen.add(name)
+                ti = tarfile.TarInfo(name)
+                ti.type, ti.mode, ti.mtime, ti.uname, ti.gname = tarfile.DIRTYPE, 0o755, mtime, "root", "root"
+                tar.addfile(ti)
+        ti = tarfile.TarInfo(f"{top}/{rel}")
+        ti.mtime, ti.uname, ti.gname = mtime, "root", "root"
+        if kind == "link":
+            ti.type, ti.linkname, ti.mode = tarfile.SYMTYPE, value, 0o777
+            tar.addfile(ti)
+            continue
+        st = os.stat(value)
+        ti.size, ti.mode = st.st_size, (st.st_mode & 0o777) | 0o644
+        with open(value, "rb") as src:
+            tar.addfile(ti, src)
+    ti = tarfile.TarInfo(f"{top}/LICENSE")
+    ti.mtime, ti.mode, ti.size, ti.uname, ti.gname = mtime, 0o644, len(license_bytes), "root", "root"
+    tar.addfile(ti, io.BytesIO(license_bytes))
+
+
+def write_archive(members, top, license_bytes, out_path, mtime):
+    """The .tar.xz, compressed the way lab/mirror.py does (stored xz by default, or `xz` options)."""
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_name(out_path.name + ".part")
+    opts = list(labmirror.XZ_OPTS)
+    with open(tmp, "wb") as out:
+        if opts == ["store"]:
+            xz = labmirror.StoredXZWriter(out)
+            with tarfile.open(fileobj=xz, mode="w|", format=tarfile.PAX_FORMAT, bufsize=1 << 20) as tar:
+                _fill_tar(tar, members, top, license_bytes, mtime)
+            xz.close()
+        else:
+            proc = subprocess.Popen(["xz", *opts, "-c"], stdin=subprocess.PIPE, stdout=out)  # noqa: S603
+            try:
+                with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+                    _fill_tar(tar, members, top, license_bytes, mtime)
+            finally:
+                proc.stdin.close()
+                rc = proc.wait()
+            if rc != 0:
+                raise MirrorError(f"xz {' '.join(opts)} failed ({rc}) writing {out_path}: check disk space")
+    size, sha256, md5 = labmirror.hash_file(tmp)
+    os.replace(tmp, out_path)
+    return {"relative_path": None, "sha256": sha256, "md5": md5, "size": str(size)}
+
+
+def license_of(root, package):
+    path = host_path(root, f"/usr/share/doc/{package}/copyright")
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return f"See NVIDIA's license for {package}.\n".encode()
+
+
+def build_cuda(root, out, cuda, status, log):
+    major, minor = cuda.split(".")[:2]
+    home = f"/usr/local/cuda-{major}.{minor}"
+    tag = f"{major}-{minor}"
+    release = cuda
+    try:
+        info = json.loads(Path(host_path(root, f"{home}/version.json")).read_text(encoding="utf-8"))
+        release = info["cuda"]["version"]
+    except (OSError, ValueError, KeyError):
+        log(f"mirror: no {home}/version.json; naming the release {cuda}")
+    redist = out / "cuda" / "redist"
+    doc = {"release_date": time.strftime("%Y-%m-%d"), "release_label": release, "release_product": "cuda"}
+    mtime = int(time.time())
+    for comp, pkgs in CUDA_COMPONENTS.items():
+        packages = [p.format(v=tag) for p in pkgs]
+        present = [p for p in packages if p in status]
+        if packages[0] not in status:
+            raise MirrorError(f"package {packages[0]} is not installed: cannot build {comp} for CUDA {cuda}")
+        version = upstream(status[packages[0]])
+        name = f"{comp}-{PLATFORM}-{version}-archive"
+        rel = f"{comp}/{PLATFORM}/{name}.tar.xz"
+        start = time.monotonic()
+        entry = write_archive(
+            cuda_members(root, home, present, version),
+            name,
+            license_of(root, packages[0]),
+            redist / rel,
+            mtime,
+        )
+        entry["relative_path"] = rel
+        (redist / comp).mkdir(parents=True, exist_ok=True)
+        (redist / comp / "LICENSE.txt").write_bytes(license_of(root, packages[0]))
+        title = labmirror.CUDA_RELEASES.get(release, {}).get(comp, (comp, version))[0]
+        doc[comp] = {
+            "name": title,
+            "license": "CUDA Toolkit",
+            "license_path": f"{comp}/LICENSE.txt",
+            "version": version,
+            PLATFORM: entry,
+        }
+        log(
+            f"mirror: {rel} from {', '.join(present)} "
+            f"({int(entry['size']) / 1e6:.0f} MB, {time.monotonic() - start:.0f}s)"
+        )
+    path = redist / f"redistrib_{release}.json"
+    labmirror.write_json(path, doc)
+    return path
+
+
+def build_cudnn(root, out, cuda_major, status, log):
+    packages = [p.format(m=cuda_major) for p in CUDNN_PACKAGES]
+    missing = [p for p in packages if p not in status]
+    if missing:
+        raise MirrorError(f"cuDNN packages not installed: {', '.join(missing)}")
+    version = upstream(status[packages[0]])
+    if not labmirror.VERSION4.match(version):
+        raise MirrorError(f"{packages[0]} version {status[packages[0]]!r} is not like 9.14.0.64-1")
+    redist = out / "cudnn" / "redist"
+    name = f"cudnn-{PLATFORM}-{version}_cuda{cuda_major}-archive"
+    rel = f"cudnn/{PLATFORM}/{name}.tar.xz"
+    start = time.monotonic()
+    entry = write_archive(
+        cudnn_members(root, packages, version),
+        name,
+        license_of(root, packages[0]),
+        redist / rel,
+        int(time.time()),
+    )
+    entry["relative_path"] = rel
+    (redist / "cudnn").mkdir(parents=True, exist_ok=True)
+    (redist / "cudnn" / "LICENSE.txt").write_bytes(license_of(root, packages[0]))
+    log(f"mirror: {rel} ({int(entry['size']) / 1e6:.0f} MB, {time.monotonic() - start:.0f}s)")
+    path = redist / f"redistrib_{labmirror.short(version)}.json"
+    labmirror.write_json(
+        path, labmirror.cudnn_manifest(version, {str(cuda_major): entry}, time.strftime("%Y-%m-%d"))
+    )
+    return path
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="mirror_from_host.py", description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--root", default="/", help="installed system to read (default /)")
+    parser.add_argument(
+        "--out", default=str(labmirror.mirror_dir()), help="mirror folder (default .lab/mirror)"
+    )
+    parser.add_argument(
+        "--cuda", default="13.0", help="toolkit X.Y installed as /usr/local/cuda-X.Y (default 13.0)"
+    )
+    parser.add_argument(
+        "--cudnn-major", default=None, help="CUDA major of the cuDNN packages (default: --cuda's)"
+    )
+    parser.add_argument("--skip-cuda", action="store_true")
+    parser.add_argument("--skip-cudnn", action="store_true")
+    args = parser.parse_args(argv)
+    if not re.match(r"^\d+\.\d+$", args.cuda):
+        print(f"mirror_from_host: --cuda {args.cuda!r} must be X.Y, e.g. 13.0", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    try:
+        status = dpkg_status(args.root)
+        made = []
+        if not args.skip_cuda:
+            made.append(build_cuda(args.root, out, args.cuda, status, print))
+        if not args.skip_cudnn:
+            made.append(
+                build_cudnn(args.root, out, args.cudnn_major or args.cuda.split(".")[0], status, print)
+            )
+    except MirrorError as exc:
+        print(f"mirror_from_host: error: {exc}", file=sys.stderr)
+        return 2
+    for path in made:
+        print(f"mirror_from_host: wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
