@@ -215,6 +215,7 @@ def walk(root, search_paths, max_depth=6, deadline=None, skip=()):
     stack = []
     for path in search_paths:
         inner = "/" + path.strip("/") if path.strip("/") else "/"
+        inner, _ = root.realpath(inner)  # a search path that is a link is followed, inside the root
         stack.append((inner, 0))
     stack.reverse()
     while stack:

@@ -212,6 +212,10 @@ def gather(
             facts["cudnn_resolved"] = resolved
             facts["warnings"].extend(w for w in warnings if "deadline" in w)
             problems = [*packages.reasons]
+            unlisted = [w for w in warnings if w.startswith("cannot list")]
+            if unlisted:
+                more = f" (and {len(unlisted) - 5} more)" if len(unlisted) > 5 else ""
+                problems.append("; ".join(unlisted[:5]) + more)
             if shared.get("ld_reason"):
                 problems.append("loader cache: {}".format(shared["ld_reason"]))
             if truncated:

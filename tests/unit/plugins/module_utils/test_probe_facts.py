@@ -204,3 +204,27 @@ def test_same_shape_as_the_audit_fixture_of_the_h200(h200_live):
     assert [(c["source"], c["version"], c["cuda_major"], c["held"]) for c in facts["cudnn"]] == [
         (c["source"], c["version"], c["cuda_major"], c["held"]) for c in audit["cudnn"]
     ]
+
+
+def test_unreadable_directory_makes_the_cudnn_probe_partial(tmp_path, monkeypatch):
+    fakeroot.tarball(tmp_path, "/srv/cudnn", "9.3.0")
+    (tmp_path / "home/bob").mkdir(parents=True)
+    real_scandir = probe_common.scandir
+
+    def scandir(path):
+        if path.endswith("/home/bob"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_scandir(path)
+
+    monkeypatch.setattr(probe_facts.probe_cudnn, "scandir", scandir)
+    facts = probe_facts.gather(str(tmp_path))
+    assert facts["probes"]["cudnn"]["state"] == "partial"
+    assert facts["probes"]["cudnn"]["reason"].startswith("cannot list /home/bob: Permission denied")
+    assert [c["version"] for c in facts["cudnn"]] == ["9.3.0"]
+
+
+def test_search_path_that_is_a_link_stays_inside_the_root(tmp_path):
+    fakeroot.tarball(tmp_path, "/data/sdk/cudnn", "9.5.0")
+    fakeroot.link(tmp_path, "/workspace", "/data/sdk")  # absolute: must resolve under the root
+    facts = probe_facts.gather(str(tmp_path), cudnn_search_paths=["/workspace"])
+    assert [(c["path"], c["version"]) for c in facts["cudnn"]] == [("/data/sdk/cudnn", "9.5.0")]
