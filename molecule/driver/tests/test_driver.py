@@ -1,0 +1,76 @@
+"""driver scenario: what nvidia_driver left on a Debian container (distro source, no kernel module)."""
+
+import json
+
+PACKAGES = [
+    "nvidia-smi",
+    "libcuda1",
+    "libnvidia-ml1",
+    "nvidia-kernel-support",
+    "firmware-nvidia-gsp",
+    "nvidia-persistenced",
+]
+
+
+def test_nonfree_source(host):
+    src = host.file("/etc/apt/sources.list.d/gpufleet-debian-nonfree.sources")
+    assert src.is_file
+    assert "Components: main contrib non-free non-free-firmware" in src.content_string
+    assert "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" in src.content_string
+
+
+def test_userspace_packages_installed(host):
+    for name in PACKAGES:
+        assert host.package(name).is_installed, name
+
+
+def test_no_kernel_module_packages_in_a_container(host):
+    for name in ["nvidia-kernel-dkms", "nvidia-open-kernel-dkms", "dkms"]:
+        assert not host.package(name).is_installed, name
+
+
+def test_packages_held(host):
+    held = host.check_output("apt-mark showhold").split()
+    for name in PACKAGES:
+        assert name in held, name
+
+
+def test_nouveau_blacklisted(host):
+    conf = host.file("/etc/modprobe.d/blacklist-nouveau-gpufleet.conf")
+    assert conf.is_file
+    assert conf.mode == 0o644
+    assert "blacklist nouveau" in conf.content_string
+    assert "options nouveau modeset=0" in conf.content_string
+
+
+def test_modprobe_options(host):
+    conf = host.file("/etc/modprobe.d/nvidia-gpufleet.conf")
+    assert conf.is_file
+    assert "options nvidia NVreg_PreserveVideoMemoryAllocations=1" in conf.content_string
+
+
+def test_persistenced_enabled(host):
+    assert host.service("nvidia-persistenced").is_enabled
+
+
+def test_nvidia_smi_present_but_no_driver(host):
+    assert host.file("/usr/bin/nvidia-smi").exists
+    assert not host.file("/proc/driver/nvidia/version").exists
+
+
+def test_state_module_reports_container_and_reboot_decision(host):
+    """The role's own module, run on the instance: container detected, no reboot, the reason given."""
+    result = host.ansible(
+        "gpufleet.nvidia.nvidia_driver_state",
+        "branch={} source=distro distribution=Debian distribution_version={}".format(
+            "535" if host.system_info.release.startswith("12") else "550",
+            host.system_info.release.split(".")[0],
+        ),
+        check=True,
+    )
+    assert result["state"]["container"] is True
+    assert result["state"]["host_managed"] is False
+    assert result["plan"]["build_kernel_module"] is False
+    assert result["reboot"]["reboot"] is False
+    assert "container" in result["reboot"]["reason"]
+    assert result["transition"]["kind"] == "none", json.dumps(result["transition"])
