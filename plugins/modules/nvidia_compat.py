@@ -152,14 +152,23 @@ errors:
     - "Tesla V100-SXM2-32GB (Volta, sm_70) is not supported by CUDA 13.0; the last CUDA for Volta
       (compute capability 7.0) is 12.9: set cuda_version <= 12.9"
 warnings:
-  description: Things that work with limits, facts of medium or low confidence, versions not known yet.
-  returned: always
+  description:
+    - Things that work with limits, facts of medium or low confidence, versions not known yet.
+    - Emitted as Ansible warnings (shown to the user). Ansible owns this key and drops it from the items of a
+      loop, so the same list is also returned as RV(compat_warnings).
+  returned: when there are warnings (outside loops)
   type: list
   elements: str
   sample:
     - "CUDA 13.2 runs on driver 580.159.04 only through minor-version compatibility: its own minimum is
       595.45.04 (R595); features such as PTX JIT of code from the newer toolkit need the newer driver: set
       driver_branch >= 595 for full support"
+compat_warnings:
+  description: The same list as RV(warnings), kept in registered results of loops too.
+  returned: always
+  type: list
+  elements: str
+  sample: []
 recommended:
   description: What to choose for these GPUs (and the CUDA version asked for). Values are strings or null.
   returned: always
@@ -300,10 +309,12 @@ def run_module():
         )
     except CompatInputError as err:
         module.fail_json(msg=str(err), changed=False)
-    # Ansible owns the "warnings" key of a result: module.warn() fills it (and shows each one to the user).
+    # Ansible owns the "warnings" key of a result: module.warn() fills it and shows each one to the user,
+    # but Ansible drops it from loop items; compat_warnings keeps the same list for registered results.
     warnings = result.pop("warnings")
     for warning in warnings:
         module.warn(warning)
+    result["compat_warnings"] = warnings
     if not result["compatible"] and params["fail_on_incompatible"]:
         errors = result["errors"]
         msg = errors[0] if len(errors) == 1 else " ".join(f"({i}) {e}" for i, e in enumerate(errors, 1))
