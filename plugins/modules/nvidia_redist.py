@@ -1,0 +1,356 @@
+#!/usr/bin/python
+# Copyright: gpufleet contributors
+# Apache-2.0
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nvidia_redist
+short_description: Install NVIDIA redist archives (CUDA, cuDNN) into a versioned prefix, verified, atomically
+version_added: "0.1.0"
+description:
+  - Reads NVIDIA's C(redistrib_<release>.json) manifest from NVIDIA's servers, a mirror with the same
+    layout, or a local directory, selects the archives of the requested components for the platform
+    (and CUDA major for multi-variant components such as cuDNN), downloads each one with its sha256
+    checked against the manifest, and unpacks them all into a staging directory next to O(dest) that
+    is renamed onto O(dest) only when complete. An interrupted run leaves the previous install in place.
+  - Optionally points a symlink O(link) at O(dest) atomically and prunes older trees beyond O(keep).
+  - O(state=downloaded) only fetches and verifies the archives into O(download_dir), laid out like the
+    mirror, so that the directory can serve as O(base_url) for other hosts (controller cache).
+  - O(state=planned) only reads the manifest and reports the artifacts and whether O(dest) already holds them.
+options:
+  state:
+    description:
+      - V(present) installs, V(downloaded) only fetches into O(download_dir), V(planned) changes nothing.
+    type: str
+    choices: [present, downloaded, planned]
+    default: present
+  product:
+    description: The redist product directory.
+    type: str
+    choices: [cuda, cudnn]
+    required: true
+  release:
+    description: The manifest release, C(X.Y.Z) (C(redistrib_X.Y.Z.json)).
+    type: str
+    required: true
+  base_url:
+    description:
+      - Where C(<product>/redist/) lives.
+      - NVIDIA's servers, a site mirror (same layout) or a local directory (an absolute path).
+    type: str
+    default: https://developer.download.nvidia.com/compute
+  components:
+    description: Manifest component names to install (merged into one tree).
+    type: list
+    elements: str
+    required: true
+  optional_components:
+    description: Components of O(components) that may be absent from the manifest.
+    type: list
+    elements: str
+    default: []
+  cuda_variant:
+    description: CUDA major for components built per CUDA major (cuDNN), e.g. C(13).
+    type: str
+  version:
+    description: When set, the version every selected component must have (e.g. cuDNN C(9.14.0.64)).
+    type: str
+  platform:
+    description:
+      - Redist platform; default from the target's machine (x86_64 -> linux-x86_64, aarch64 -> linux-sbsa).
+    type: str
+    choices: [linux-x86_64, linux-sbsa, linux-aarch64]
+  dest:
+    description: The versioned install prefix (required for O(state=present)).
+    type: path
+  link:
+    description: A symlink switched atomically to O(dest) after a successful install.
+    type: path
+  keep:
+    description:
+      - How many older trees (matching O(prune_pattern), next to O(dest)) to keep besides O(dest).
+      - Older ones are removed. Rollback means installing a kept version again (no download).
+    type: int
+  prune_pattern:
+    description: Regular expression for tree names next to O(dest) that O(keep) applies to.
+    type: str
+  lib64_link:
+    description: Add C(lib64 -> lib) in the tree (CUDA toolkit layout).
+    type: bool
+    default: false
+  download_dir:
+    description: Where archives are downloaded (mirror layout below it).
+    type: path
+    default: /var/cache/gpufleet/redist
+  keep_downloads:
+    description: Keep downloaded archives after a successful install (always kept for O(state=downloaded)).
+    type: bool
+    default: false
+  timeout:
+    description: Network timeout in seconds per request.
+    type: int
+    default: 60
+author: gpufleet contributors
+notes:
+  - Check mode is supported; it reads the manifest but changes nothing.
+"""
+
+EXAMPLES = r"""
+- name: CUDA 13.0 compiler toolkit from NVIDIA's redist
+  gpufleet.nvidia.nvidia_redist:
+    product: cuda
+    release: "13.0.2"
+    components: [cuda_nvcc, cuda_crt, libnvvm, cuda_cudart, cuda_cccl, cuda_nvrtc]
+    dest: /usr/local/cuda-13.0
+    lib64_link: true
+
+- name: cuDNN 9.14 for CUDA 13 from a site mirror, switch the current link, keep two old trees
+  gpufleet.nvidia.nvidia_redist:
+    product: cudnn
+    release: "9.14.0"
+    base_url: http://mirror.example.org/nvidia
+    components: [cudnn]
+    cuda_variant: "13"
+    dest: /opt/nvidia/cudnn/9.14.0.64-cuda13
+    link: /opt/nvidia/cudnn/current-cuda13
+    keep: 2
+    prune_pattern: '^[0-9.]+-cuda13$'
+"""
+
+RETURN = r"""
+artifacts:
+  description: The selected artifacts.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - component: cudnn
+      version: 9.14.0.64
+      relative_path: cudnn/linux-x86_64/cudnn-linux-x86_64-9.14.0.64_cuda13-archive.tar.xz
+      sha256: 0123...
+      size: 912345678
+      url: https://developer.download.nvidia.com/compute/cudnn/redist/cudnn/linux-x86_64/...
+manifest_url:
+  description: The manifest read.
+  returned: always
+  type: str
+release_label:
+  description: The manifest's release_label.
+  returned: always
+  type: str
+installed:
+  description: Whether O(dest) held exactly these artifacts before this run.
+  returned: when dest is set
+  type: bool
+dest:
+  description: The install prefix.
+  returned: when dest is set
+  type: str
+previous_link_target:
+  description: Where O(link) pointed before (empty when absent).
+  returned: when link is set
+  type: str
+pruned:
+  description: Trees removed (or that would be removed in check mode) by O(keep).
+  returned: always
+  type: list
+  elements: str
+downloaded:
+  description: Archives fetched from the network in this run.
+  returned: always
+  type: list
+  elements: str
+files:
+  description:
+    - Paths relative to O(download_dir) of the manifest and archives.
+    - For copying a controller cache to hosts.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import contextlib
+import os
+import shutil
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.nvidia.plugins.module_utils import redist
+
+_MACHINE_PLATFORM = {"x86_64": "linux-x86_64", "aarch64": "linux-sbsa", "arm64": "linux-sbsa"}
+
+
+def run(module):
+    p = module.params
+    platform = p["platform"] or _MACHINE_PLATFORM.get(os.uname().machine)
+    if not platform:
+        module.fail_json(msg=f"platform: no redist platform for machine {os.uname().machine}; set platform")
+    base = p["base_url"]
+    product = p["product"]
+    murl = redist.manifest_url(base, product, p["release"])
+    result = {
+        "changed": False,
+        "manifest_url": murl,
+        "pruned": [],
+        "downloaded": [],
+        "artifacts": [],
+        "files": [],
+    }
+    raw = redist.fetch_bytes(murl, timeout=p["timeout"])
+    manifest = redist.parse_manifest(raw, murl)
+    result["release_label"] = str(manifest.get("release_label") or p["release"])
+    arts = redist.select_artifacts(
+        manifest,
+        p["components"],
+        platform=platform,
+        cuda_variant=p["cuda_variant"],
+        optional=p["optional_components"],
+        source=murl,
+    )
+    for art in arts:
+        art["url"] = redist.artifact_url(base, product, art["relative_path"])
+        if p["version"] and art["version"] != p["version"]:
+            raise redist.RedistError(
+                "{} in {} is version {}, not the requested {}".format(
+                    art["component"], murl, art["version"], p["version"]
+                )
+            )
+    result["artifacts"] = arts
+    rel_root = f"{product}/redist"
+    result["files"] = ["{}/redistrib_{}.json".format(rel_root, p["release"])] + [
+        "{}/{}".format(rel_root, a["relative_path"]) for a in arts
+    ]
+    local = lambda a: os.path.join(p["download_dir"], rel_root, a["relative_path"])  # noqa: E731
+
+    if p["state"] == "downloaded":
+        missing = [a for a in arts if not _cached(local(a), a["sha256"])]
+        mpath = os.path.join(p["download_dir"], rel_root, "redistrib_{}.json".format(p["release"]))
+        manifest_stale = not os.path.isfile(mpath) or _read(mpath) != raw
+        result["changed"] = bool(missing) or manifest_stale
+        if module.check_mode or not result["changed"]:
+            return result
+        for art in missing:
+            redist.fetch_verified(
+                art["url"], local(art), art["sha256"], size=art["size"], timeout=p["timeout"]
+            )
+            result["downloaded"].append(art["url"])
+        if manifest_stale:
+            _atomic_write(module, mpath, raw)
+        return result
+
+    dest = p["dest"]
+    if not dest:
+        if p["state"] == "present":
+            module.fail_json(msg="dest is required with state=present", **result)
+        return result
+    dest = dest.rstrip("/")
+    result["dest"] = dest
+    installed = redist.is_installed(dest, arts)
+    result["installed"] = installed
+    link_target = None
+    if p["link"]:
+        link_target = os.readlink(p["link"]) if os.path.islink(p["link"]) else ""
+        result["previous_link_target"] = link_target
+    if p["state"] == "planned":
+        return result
+
+    stale = _stale(dest)
+    if not installed or stale:
+        result["changed"] = True
+        if not module.check_mode:
+            redist.cleanup_stale(dest)
+    if not installed and not module.check_mode:
+        paths = []
+        for art in arts:
+            if redist.is_local(art["url"]):  # a controller cache copied to this host, or a local mirror
+                path = redist.verify_local(art["url"], art["sha256"], art["size"])
+            else:
+                path = local(art)
+                if redist.fetch_verified(
+                    art["url"], path, art["sha256"], size=art["size"], timeout=p["timeout"]
+                ):
+                    result["downloaded"].append(art["url"])
+            paths.append(path)
+        redist.install_tree(dest, paths, arts, lib64_link=p["lib64_link"])
+        if not p["keep_downloads"] and not redist.is_local(base):
+            for path in paths:
+                _remove(path)
+    if p["link"] and link_target != dest:
+        result["changed"] = True
+        if not module.check_mode:
+            redist.switch_link(p["link"], dest)
+    if p["keep"] is not None and p["prune_pattern"]:
+        # dest is (or becomes) the link target; the previous target counts as one of the kept old trees
+        victims = redist.prune_plan(os.path.dirname(dest), p["prune_pattern"], p["keep"], [dest])
+        result["pruned"] = victims
+        if victims:
+            result["changed"] = True
+            if not module.check_mode:
+                for path in victims:
+                    shutil.rmtree(path)
+    return result
+
+
+def _cached(path, sha256):
+    return os.path.isfile(path) and redist.sha256_file(path) == sha256
+
+
+def _read(path):
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _stale(dest):
+    parent, base = os.path.split(dest)
+    if not os.path.isdir(parent):
+        return []
+    tags = (base + redist.STAGING_TAG, base + redist.RETIRED_TAG)
+    return [n for n in os.listdir(parent) if n.startswith(tags)]
+
+
+def _remove(path):
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _atomic_write(module, path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+    module.atomic_move(tmp, path)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "state": {"type": "str", "choices": ["present", "downloaded", "planned"], "default": "present"},
+            "product": {"type": "str", "choices": ["cuda", "cudnn"], "required": True},
+            "release": {"type": "str", "required": True},
+            "base_url": {"type": "str", "default": redist.NVIDIA_BASE_URL},
+            "components": {"type": "list", "elements": "str", "required": True},
+            "optional_components": {"type": "list", "elements": "str", "default": []},
+            "cuda_variant": {"type": "str"},
+            "version": {"type": "str"},
+            "platform": {"type": "str", "choices": list(redist.PLATFORMS)},
+            "dest": {"type": "path"},
+            "link": {"type": "path"},
+            "keep": {"type": "int"},
+            "prune_pattern": {"type": "str"},
+            "lib64_link": {"type": "bool", "default": False},
+            "download_dir": {"type": "path", "default": "/var/cache/gpufleet/redist"},
+            "keep_downloads": {"type": "bool", "default": False},
+            "timeout": {"type": "int", "default": 60},
+        },
+        supports_check_mode=True,
+    )
+    os.environ["LC_ALL"] = "C"
+    try:
+        result = run(module)
+    except redist.RedistError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
