@@ -5,6 +5,8 @@ uses, an NVIDIA redist mirror built from NVIDIA's PyPI wheels, a mirror server o
 internal docker network, and SSH-reachable systemd hosts. Stdlib + docker SDK only.
 """
 
+import contextlib
+import fcntl
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,3 +22,16 @@ class LabError(Exception):
     def __init__(self, message, code=1):
         super().__init__(message)
         self.code = code
+
+
+@contextlib.contextmanager
+def locked(log=print):
+    """One lab-changing command at a time on this checkout (several users may share it)."""
+    STATE.mkdir(parents=True, exist_ok=True)
+    with open(STATE / "lab.lock", "w", encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            log("lab: another lab command is running; waiting for it")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        yield

@@ -3,7 +3,10 @@
 import argparse
 import sys
 
-from lab import LabError
+from lab import LabError, locked
+
+# commands that change the lab take the lab lock (one at a time per checkout)
+LOCKED = {"images", "mirror", "up", "hosts", "down"}
 
 
 def _client():
@@ -113,16 +116,18 @@ def build_parser():
     p.set_defaults(func=cmd_docker)
 
     p = sub.add_parser("images", help="build the Debian base images (only missing or changed ones)")
-    p.add_argument("names", nargs="*", metavar="NAME", help="debian12 debian12-systemd debian13 debian13-systemd")
+    p.add_argument(
+        "names", nargs="*", metavar="NAME", help="debian12 debian12-systemd debian13 debian13-systemd"
+    )
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
     p.set_defaults(func=cmd_images)
 
     p = sub.add_parser("mirror", help="the NVIDIA redist mirror")
     msub = p.add_subparsers(dest="mirror_command", required=True, metavar="ACTION")
-    b = msub.add_parser("build", help="build .lab/mirror from NVIDIA's wheels (only what is missing or changed)")
+    b = msub.add_parser("build", help="build .lab/mirror from NVIDIA's wheels (only what is missing/changed)")
     _add_mirror_options(b)
     b.set_defaults(func=cmd_mirror_build)
-    msub.add_parser("serve", help="serve .lab/mirror as http://gpufleet-mirror/ on gpufleet-lab").set_defaults(
+    msub.add_parser("serve", help="serve .lab/mirror at http://gpufleet-mirror/").set_defaults(
         func=cmd_mirror_serve
     )
 
@@ -150,7 +155,11 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        args.func(args)
+        if args.command in LOCKED:
+            with locked():
+                args.func(args)
+        else:
+            args.func(args)
     except LabError as exc:
         print(f"lab: error: {exc}", file=sys.stderr)
         return exc.code

@@ -102,5 +102,6 @@ def client():
         cli = docker.from_env(timeout=300)
         cli.ping()
     except Exception as exc:  # docker raises several unrelated types here
-        raise LabError(f"docker engine not reachable ({exc.__class__.__name__}): run `python -m lab docker`", 2) from exc
+        name = exc.__class__.__name__
+        raise LabError(f"docker engine not reachable ({name}): run `python -m lab docker`", 2) from exc
     return cli

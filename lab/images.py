@@ -53,7 +53,8 @@ SYSTEMD_HOOKS = (
     'rm -f "$1"/etc/ssh/ssh_host_*_key*',
     # sshd host keys are generated at boot (one set per container)
     'mkdir -p "$1/etc/systemd/system/ssh.service.d"',
-    'printf "[Service]\\nExecStartPre=\\nExecStartPre=/usr/bin/ssh-keygen -A\\nExecStartPre=/usr/sbin/sshd -t\\n" '
+    'printf "[Service]\\nExecStartPre=\\nExecStartPre=/usr/bin/ssh-keygen -A\\n'
+    'ExecStartPre=/usr/sbin/sshd -t\\n" '
     '> "$1/etc/systemd/system/ssh.service.d/hostkeys.conf"',
 )
 # (docker import refuses STOPSIGNAL: runners pass stop_signal SIGRTMIN+3 themselves)
@@ -197,7 +198,8 @@ def _build_one(recipe, mirror, digest, log):
     build_dir.mkdir(parents=True, exist_ok=True)
     tarball = build_dir / f"{recipe.name}.tar"
     logfile = build_dir / f"{recipe.name}.log"
-    log(f"images: building {recipe.tag} ({recipe.suite}, recipe {digest[:12]}; log {logfile.relative_to(ROOT)})")
+    where = logfile.relative_to(ROOT)
+    log(f"images: building {recipe.tag} ({recipe.suite}, recipe {digest[:12]}; log {where})")
     start = time.monotonic()
     with open(logfile, "w", encoding="utf-8") as out:
         res = subprocess.run(  # noqa: S603
@@ -207,6 +209,7 @@ def _build_one(recipe, mirror, digest, log):
         tail = _tail(logfile)
         raise LabError(f"mmdebstrap failed for {recipe.tag} ({tail}): see {logfile}")
     changes = [*recipe.changes, f"LABEL gpufleet.recipe={digest}", f"LABEL gpufleet.suite={recipe.suite}"]
+    previous = _image_id(recipe.tag)
     cmd = ["docker", "import"]
     for change in changes:
         cmd += ["--change", change]
@@ -216,9 +219,22 @@ def _build_one(recipe, mirror, digest, log):
         raise LabError(f"docker import failed for {recipe.tag}: {res.stderr.strip()}")
     size = os.path.getsize(tarball)
     os.unlink(tarball)
+    if previous and previous != _image_id(recipe.tag):
+        # the replaced image is now untagged: drop it unless a container still uses it
+        subprocess.run(["docker", "image", "rm", previous], capture_output=True, check=False)  # noqa: S603
     took = time.monotonic() - start
     log(f"images: built {recipe.tag} in {took:.0f}s ({size / 1e6:.0f} MB)")
     return f"built in {took:.0f}s"
+
+
+def _image_id(tag):
+    res = subprocess.run(  # noqa: S603
+        ["docker", "image", "inspect", "--format", "{{.Id}}", tag],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return res.stdout.strip() if res.returncode == 0 else ""
 
 
 def _tail(path):

@@ -13,24 +13,28 @@ only when its stamp (wheel names/sizes + recipe format) changed or the file is g
 """
 
 import hashlib
+import io
 import json
 import os
 import re
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab import STATE, LabError
+from lab.xzstore import StoredXZWriter
 
 FORMAT = 1  # bump when the archive recipe changes: every archive is rebuilt
 PLATFORM = "linux-x86_64"
-# xz preset: -1 keeps the ~1 GB cuDNN trees fast to pack while staying near -6 in size
-# (measured numbers in docs/lab.md). Override with GPUFLEET_XZ="-T0 -6" for a smaller mirror.
-XZ_OPTS = os.environ.get("GPUFLEET_XZ", "-T0 -1").split()
+# "store": valid .xz with stored (uncompressed) LZMA2 chunks, written and unpacked at memory
+# speed (the cuDNN trees shrink only ~20 % under LZMA at a few MB/s per core; numbers in
+# docs/lab.md). GPUFLEET_XZ="-T0 -0" (any `xz` options) compresses instead.
+XZ_OPTS = os.environ.get("GPUFLEET_XZ", "store").split()
 
 DEFAULT_CUDNN = ("9.28.0.42", "9.14.0.64")
 CUDNN_VARIANTS = ("12", "13")
@@ -135,13 +139,14 @@ def fetch_wheel(dist, version, log=print):
 
 def validate_cudnn_version(version):
     if not VERSION4.match(version):
-        raise LabError(f"cuDNN version {version!r} must have 4 parts like 9.14.0.64 (as on the package index)")
+        raise LabError(f"cuDNN version {version!r}: give 4 parts like 9.14.0.64 (as on the package index)")
     return version
 
 
 def validate_cuda_release(release):
     if release not in CUDA_RELEASES:
-        raise LabError(f"CUDA release {release!r} is not known to the lab: choose from {', '.join(CUDA_RELEASES)}")
+        known = ", ".join(CUDA_RELEASES)
+        raise LabError(f"CUDA release {release!r} is not known to the lab: choose from {known}")
     return release
 
 
@@ -217,48 +222,81 @@ def _mode(info):
     return mode | 0o644
 
 
+class _HashingFile:
+    """Writes through to a file, hashing (sha256, md5) and counting on the way."""
+
+    def __init__(self, fileobj):
+        self._out = fileobj
+        self.sha256 = hashlib.sha256()
+        self.md5 = hashlib.md5()  # noqa: S324 - NVIDIA's manifests carry md5
+        self.size = 0
+
+    def write(self, data):
+        self._out.write(data)
+        self.sha256.update(data)
+        self.md5.update(data)
+        self.size += len(data)
+        return len(data)
+
+
+def _fill_tar(tar, archive, members, zips, mtime):
+    dirs = set()
+    for rel, (kind, target, info, comp) in members:
+        _add_dirs(tar, archive.top, rel, dirs, mtime)
+        ti = tarfile.TarInfo(f"{archive.top}/{rel}")
+        ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname = mtime, 0, 0, "root", "root"
+        if kind == "link":
+            ti.type, ti.linkname, ti.mode = tarfile.SYMTYPE, target, 0o777
+            tar.addfile(ti)
+            continue
+        ti.size, ti.mode = info.file_size, _mode(info)
+        if rel.startswith(("bin/", "nvvm/bin/")):
+            ti.mode |= 0o755
+        with zips[comp].open(info) as src:
+            tar.addfile(ti, src)
+    lic = _license_bytes(zips[archive.license_from])
+    ti = tarfile.TarInfo(f"{archive.top}/LICENSE")
+    ti.mtime, ti.mode, ti.size, ti.uname, ti.gname = mtime, 0o644, len(lic), "root", "root"
+    tar.addfile(ti, io.BytesIO(lic))
+
+
 def write_archive(archive, out_path, mtime):
-    """Stream the archive into `xz`; returns (size, sha256, md5)."""
+    """Write the .tar.xz (stored xz, or `xz` with GPUFLEET_XZ options); returns (size, sha256, md5)."""
     members = plan_members(archive)
     tmp = out_path.with_name(out_path.name + ".part")
     tmp.parent.mkdir(parents=True, exist_ok=True)
     zips = {comp: zipfile.ZipFile(path) for comp, path in archive.sources.items()}
     try:
-        with open(tmp, "wb") as out:
-            proc = subprocess.Popen(["xz", *XZ_OPTS, "-c"], stdin=subprocess.PIPE, stdout=out)  # noqa: S603
-            try:
-                with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-                    dirs = set()
-                    for rel, (kind, target, info, comp) in members:
-                        _add_dirs(tar, archive.top, rel, dirs, mtime)
-                        ti = tarfile.TarInfo(f"{archive.top}/{rel}")
-                        ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname = mtime, 0, 0, "root", "root"
-                        if kind == "link":
-                            ti.type, ti.linkname, ti.mode = tarfile.SYMTYPE, target, 0o777
-                            tar.addfile(ti)
-                            continue
-                        ti.size, ti.mode = info.file_size, _mode(info)
-                        if rel.startswith(("bin/", "nvvm/bin/")):
-                            ti.mode |= 0o755
-                        with zips[comp].open(info) as src:
-                            tar.addfile(ti, src)
-                    lic = _license_bytes(zips[archive.license_from])
-                    ti = tarfile.TarInfo(f"{archive.top}/LICENSE")
-                    ti.mtime, ti.mode, ti.size, ti.uname, ti.gname = mtime, 0o644, len(lic), "root", "root"
-                    import io  # noqa: PLC0415
-
-                    tar.addfile(ti, io.BytesIO(lic))
-            finally:
-                proc.stdin.close()
-                rc = proc.wait()
-        if rc != 0:
-            raise LabError(f"xz failed ({rc}) writing {out_path}: check disk space")
+        with open(tmp, "wb") as raw:
+            out = _HashingFile(raw)
+            if XZ_OPTS == ["store"]:
+                xz = StoredXZWriter(out)
+                with tarfile.open(fileobj=xz, mode="w|", format=tarfile.PAX_FORMAT, bufsize=1 << 20) as tar:
+                    _fill_tar(tar, archive, members, zips, mtime)
+                xz.close()
+            else:
+                proc = subprocess.Popen(["xz", *XZ_OPTS, "-c"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # noqa: S603
+                pump = threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True)
+                pump.start()
+                try:
+                    with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+                        _fill_tar(tar, archive, members, zips, mtime)
+                finally:
+                    proc.stdin.close()
+                    rc = proc.wait()
+                    pump.join()
+                if rc != 0:
+                    raise LabError(f"xz {' '.join(XZ_OPTS)} failed ({rc}) on {out_path}: check disk space")
     finally:
         for zf in zips.values():
             zf.close()
-    size, sha256, md5 = hash_file(tmp)
     os.replace(tmp, out_path)
-    return size, sha256, md5
+    return out.size, out.sha256.hexdigest(), out.md5.hexdigest()
+
+
+def _pump(src, dst):
+    for block in iter(lambda: src.read(1 << 20), b""):
+        dst.write(block)
 
 
 def _add_dirs(tar, top, rel, seen, mtime):
@@ -312,7 +350,8 @@ def build_archive(redist_dir, archive, log):
             saved = json.loads(stamp.read_text(encoding="utf-8"))
         except ValueError:
             saved = {}
-        if saved.get("inputs") == inputs and saved.get("entry", {}).get("size") == str(out_path.stat().st_size):
+        same_size = saved.get("entry", {}).get("size") == str(out_path.stat().st_size)
+        if saved.get("inputs") == inputs and same_size:
             log(f"mirror: {archive.relative_path} up to date")
             return saved["entry"]
     _, mtime = wheel_date(archive.sources[archive.license_from])

@@ -39,7 +39,8 @@ def show(out=print):
         if server is None:
             out("server:  not running (run `python -m lab mirror serve`)")
         else:
-            out(f"server:  {MIRROR_CONTAINER} {server.status}, {MIRROR_URL} on {NETWORK} ({container_ip(server)})")
+            ip = container_ip(server)
+            out(f"server:  {MIRROR_CONTAINER} {server.status}, {MIRROR_URL} on {NETWORK} ({ip})")
         found = lab_hosts(client)
         out(f"hosts:   {len(found)}" + (f" (inventory {INVENTORY})" if INVENTORY.exists() else ""))
         for container in found:
