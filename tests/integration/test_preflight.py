@@ -57,7 +57,7 @@ def test_module_failure_reaches_the_user_unchanged(tmp_path):
 
 def test_preflight_fails_a_volta_cuda_13_plan(tmp_path):
     plan = {
-        "gpufleet_gpus": [{"pci_device_id": "0x1DB5"}],
+        "nvidia_driver_gpus": [{"pci_device_id": "0x1DB5"}],
         "gpufleet_os": UBUNTU,
         "nvidia_driver_branch": "580",
         "cuda_toolkit_versions": ["13.0"],
@@ -72,7 +72,7 @@ def test_preflight_fails_a_volta_cuda_13_plan(tmp_path):
 
 def test_preflight_passes_an_h200_cuda_13_cudnn_9_14_plan(tmp_path):
     plan = {
-        "gpufleet_gpus": [H200],
+        "nvidia_driver_gpus": [H200],
         "gpufleet_os": UBUNTU,
         "nvidia_driver_branch": "580",
         "nvidia_driver_kernel_module": "auto",
@@ -90,7 +90,7 @@ def test_preflight_passes_an_h200_cuda_13_cudnn_9_14_plan(tmp_path):
 
 def test_preflight_checks_every_cuda_version_and_cudnn_with_its_major(tmp_path):
     plan = {
-        "gpufleet_gpus": [H200],
+        "nvidia_driver_gpus": [H200],
         "gpufleet_os": UBUNTU,
         "nvidia_driver_branch": "580",
         "cuda_toolkit_versions": ["12.8", "13.2"],
@@ -104,6 +104,6 @@ def test_preflight_checks_every_cuda_version_and_cudnn_with_its_major(tmp_path):
 
 
 def test_preflight_without_any_plan(tmp_path):
-    rc, out = ansible_playbook(tmp_path, PREFLIGHT, {"gpufleet_gpus": [], "gpufleet_os": UBUNTU})
+    rc, out = ansible_playbook(tmp_path, PREFLIGHT, {"nvidia_driver_gpus": [], "gpufleet_os": UBUNTU})
     assert rc == 0, out
     assert "OK: GPUs none" in out

@@ -64,6 +64,7 @@ def test_h200_cuda_13_2_warns(capsys, monkeypatch, h200_root):
     assert result["compatible"] is True
     (warning,) = warnings_of(result)
     assert "its own minimum is 595.45.04" in warning
+    assert result["compat_warnings"] == [warning]
 
 
 def test_h200_cuda_12_8(capsys, monkeypatch, h200_root):
