@@ -431,7 +431,10 @@ def decide(params, state):
             )
         except dp.DriverPlanError as exc:
             errors.append(str(exc))
-        if plan is not None:
+        if plan is not None and state["host_managed"]:
+            # Nothing is installed on a host-managed driver: the plan is informative only.
+            transition = {"kind": "none", "unhold": [], "remove": [], "from_branches": []}
+        elif plan is not None:
             warnings += plan["warnings"]
             transition = dp.transition(
                 plan, state["packages"], state["installed_branches"], state["held_packages"]

@@ -94,6 +94,8 @@ def test_h200_580_is_accepted_and_never_rebooted(h200):
     state = mod.probe(FakeModule(), str(h200))
     result = mod.decide(params(h200), state)
     assert result["errors"] == []
+    assert result["warnings"] == []
+    assert result["transition"]["kind"] == "none"
     assert result["flavor"] == "open"
     assert result["reboot"]["reboot"] is False
     assert "host-managed" in result["reboot"]["reason"]

@@ -1,0 +1,84 @@
+"""roles/nvidia_driver through playbooks/driver.yml on a fake H200 tree: host-managed, changed=0, 570 refused.
+
+The fake tree copies what the project's H200 shows: /proc/driver/nvidia/version of the open 580.159.04
+module, /.dockerenv, the driver libraries on a read-only /usr/local/nvidia mount, no package owning NVML.
+The role's probe reads it through the internal variable __nvidia_driver_probe_root (check mode, localhost).
+"""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+H200_VERSION = (
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \n"
+    "GCC version:  gcc version 15.3.0 (GCC) \n"
+)
+
+
+def fake_h200(tmp_path):
+    files = {
+        "proc/driver/nvidia/version": H200_VERSION,
+        "sys/module/nvidia/version": "580.159.04\n",
+        "proc/sys/kernel/osrelease": "6.18.44-fc-v595\n",
+        ".dockerenv": "",
+        "usr/local/nvidia/lib64/libnvidia-ml.so.1": "",
+        "proc/self/mounts": "overlay / overlay rw 0 0\nnvidia /usr/local/nvidia virtiofs ro,relatime 0 0\n",
+    }
+    for rel, text in files.items():
+        path = tmp_path / "h200" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path / "h200"
+
+
+def run_driver_playbook(tree, branch):
+    env = dict(os.environ)
+    env.update(
+        {
+            "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+            "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
+            "ANSIBLE_NOCOLOR": "true",
+            "ANSIBLE_FACT_CACHING": "memory",
+            "LC_ALL": "C.UTF-8",
+        }
+    )
+    cmd = [
+        str(Path(sys.executable).parent / "ansible-playbook"),
+        "-i",
+        str(ROOT / "inventory" / "localhost.yml"),
+        "--check",
+        "-e",
+        "driver_hosts=localhost",
+        "-e",
+        "ansible_become=false",
+        "-e",
+        f"nvidia_driver_branch={branch}",
+        "-e",
+        '{"nvidia_driver_gpus": [{"name": "NVIDIA H200"}]}',
+        "-e",
+        f"__nvidia_driver_probe_root={tree}",
+        str(ROOT / "playbooks" / "driver.yml"),
+    ]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return proc.returncode, " ".join((proc.stdout + proc.stderr).split())
+
+
+def test_host_managed_580_is_verified_and_nothing_changes(tmp_path):
+    rc, out = run_driver_playbook(fake_h200(tmp_path), "580")
+    assert rc == 0, out[-3000:]
+    assert (
+        "host-managed NVIDIA driver 580.159.04 (open kernel module) matches nvidia_driver_branch 580" in out
+    )
+    assert re.search(r"localhost\s*:\s*ok=\d+\s+changed=0\s+unreachable=0\s+failed=0", out), out[-2000:]
+    assert "Install |" not in out
+
+
+def test_host_managed_570_is_refused(tmp_path):
+    rc, out = run_driver_playbook(fake_h200(tmp_path), "570")
+    assert rc != 0
+    assert "nvidia_driver_branch: '570' was requested but this host's driver is host-managed" in out
+    assert "runs 580.159.04 (branch 580)" in out
+    assert "Install |" not in out
