@@ -31,9 +31,19 @@ options:
     choices: [cuda, cudnn]
     required: true
   release:
-    description: The manifest release, C(X.Y.Z) (C(redistrib_X.Y.Z.json)).
+    description:
+      - The release. CUDA C(X.Y.Z) (C(redistrib_X.Y.Z.json)) or C(X.Y) (newest known update, see O(releases)).
+      - cuDNN C(X.Y.Z) or the full C(X.Y.Z.B) (then every component must have that version).
     type: str
     required: true
+  releases:
+    description: CUDA C(X.Y) -> C(X.Y.Z) overrides of the built-in table of redist releases.
+    type: dict
+    default: {}
+  label:
+    description: The variable name to put in front of error messages (e.g. C(cudnn_version)).
+    type: str
+    default: ""
   base_url:
     description:
       - Where C(<product>/redist/) lives.
@@ -135,6 +145,10 @@ manifest_url:
   description: The manifest read.
   returned: always
   type: str
+release:
+  description: The manifest release used (X.Y.Z).
+  returned: always
+  type: str
 release_label:
   description: The manifest's release_label.
   returned: always
@@ -187,7 +201,13 @@ def run(module):
         module.fail_json(msg=f"platform: no redist platform for machine {os.uname().machine}; set platform")
     base = p["base_url"]
     product = p["product"]
-    murl = redist.manifest_url(base, product, p["release"])
+    label = p["label"] or "release"
+    if product == "cuda":
+        release, version = redist.cuda_release(p["release"], p["releases"], var=label), p["version"]
+    else:
+        release, full = redist.cudnn_release(p["release"], var=label)
+        version = p["version"] or full
+    murl = redist.manifest_url(base, product, release)
     result = {
         "changed": False,
         "manifest_url": murl,
@@ -196,9 +216,13 @@ def run(module):
         "artifacts": [],
         "files": [],
     }
-    raw = redist.fetch_bytes(murl, timeout=p["timeout"])
+    try:
+        raw = redist.fetch_bytes(murl, timeout=p["timeout"])
+    except redist.RedistError as exc:
+        raise redist.RedistError(f"{label}: {p['release']}: no redist manifest for it ({exc})") from None
+    result["release"] = release
     manifest = redist.parse_manifest(raw, murl)
-    result["release_label"] = str(manifest.get("release_label") or p["release"])
+    result["release_label"] = str(manifest.get("release_label") or release)
     arts = redist.select_artifacts(
         manifest,
         p["components"],
@@ -206,14 +230,14 @@ def run(module):
         cuda_variant=p["cuda_variant"],
         optional=p["optional_components"],
         source=murl,
+        var=label if p["label"] else None,
     )
     for art in arts:
         art["url"] = redist.artifact_url(base, product, art["relative_path"])
-        if p["version"] and art["version"] != p["version"]:
+        if version and art["version"] != version:
             raise redist.RedistError(
-                "{} in {} is version {}, not the requested {}".format(
-                    art["component"], murl, art["version"], p["version"]
-                )
+                f"{label}: {art['component']} in {murl} is version {art['version']}, "
+                f"not the requested {version}"
             )
     result["artifacts"] = arts
     rel_root = f"{product}/redist"
@@ -327,6 +351,8 @@ def main():
             "state": {"type": "str", "choices": ["present", "downloaded", "planned"], "default": "present"},
             "product": {"type": "str", "choices": ["cuda", "cudnn"], "required": True},
             "release": {"type": "str", "required": True},
+            "releases": {"type": "dict", "default": {}},
+            "label": {"type": "str", "default": ""},
             "base_url": {"type": "str", "default": redist.NVIDIA_BASE_URL},
             "components": {"type": "list", "elements": "str", "required": True},
             "optional_components": {"type": "list", "elements": "str", "default": []},

@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[4]
 DEFAULTS = {
     "state": "present",
     "base_url": None,
+    "releases": {},
+    "label": "",
     "optional_components": [],
     "cuda_variant": None,
     "version": None,

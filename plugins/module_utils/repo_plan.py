@@ -1,0 +1,343 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""NVIDIA's CUDA network repository and distro packages: what to configure and install, per OS.
+
+Stdlib only, Python >= 3.9. Pure decisions from data; the ``nvidia_repo`` module and the roles execute.
+Every row carries its source. Facts read 2026-11-30 (see the project's reference notes).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
+
+NVIDIA_REPO_BASE_URL = "https://developer.download.nvidia.com/compute/cuda/repos"
+
+# OS -> repository directory. Rocky and AlmaLinux (and Oracle Linux) use the rhelN directory.
+# Source: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html (R580 guide,
+# x86_64 table: RHEL/Rocky/Oracle 8-10 -> rhel8..rhel10, Ubuntu 22.04/24.04 -> ubuntu2204/2404,
+# Debian 12/13 -> debian12/13) and the R610 guide (AlmaLinux 8-10 -> rhel8..rhel10).
+RHEL_LIKE = ("RedHat", "Rocky", "AlmaLinux", "OracleLinux", "CentOS")
+REPO_DIRS = {
+    ("Ubuntu", "22"): "ubuntu2204",
+    ("Ubuntu", "24"): "ubuntu2404",
+    ("Debian", "12"): "debian12",
+    ("Debian", "13"): "debian13",
+    ("RHEL", "8"): "rhel8",
+    ("RHEL", "9"): "rhel9",
+    ("RHEL", "10"): "rhel10",
+}
+SUPPORTED = "Ubuntu 22.04, Ubuntu 24.04, Debian 12, Debian 13, RHEL/Rocky/AlmaLinux/Oracle 8, 9, 10"
+
+# Repository signing keys per directory: key file name in the repo and the full OpenPGP fingerprint.
+# 3bf863cc: NVIDIA's 2022 CUDA key for the Ubuntu/Debian repos (cuda-keyring 1.1; the apt error
+# "NO_PUBKEY A4B469963BF863CC" names its long id). Source: repository listings
+# https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/3bf863cc.pub and NVIDIA's
+# 2022 key-rotation notice; full fingerprint confidence: high.
+# 8793F200: debian13 key; fingerprint 02182E60104FCDC26EAE1B8597A5D4CB8793F200 from public provisioning
+# code that pins it (confidence: medium). D42D0685 (rhel8/9) and CDF6BA43 (rhel10): key file names from
+# the repositories' .repo files; their full fingerprints were not readable here, so the role refuses
+# until <role>_repo_key_fingerprint gives one (never trust an unpinned key).
+KEYS = {
+    "ubuntu2204": ("3bf863cc.pub", "EB693B3035CD5710E231E123A4B469963BF863CC"),
+    "ubuntu2404": ("3bf863cc.pub", "EB693B3035CD5710E231E123A4B469963BF863CC"),
+    "debian12": ("3bf863cc.pub", "EB693B3035CD5710E231E123A4B469963BF863CC"),
+    "debian13": ("8793F200.pub", "02182E60104FCDC26EAE1B8597A5D4CB8793F200"),
+    "rhel8": ("D42D0685.pub", ""),
+    "rhel9": ("D42D0685.pub", ""),
+    "rhel10": ("CDF6BA43.pub", ""),
+}
+
+# Distro archive CUDA toolkits (package nvidia-cuda-toolkit; Debian: non-free, Ubuntu: multiverse).
+# Sources: https://packages.debian.org/bookworm/nvidia-cuda-toolkit (11.8.89~11.8.0-5~deb12u1),
+# https://packages.debian.org/trixie/nvidia-cuda-toolkit (12.4.131~12.4.1-2),
+# https://packages.ubuntu.com/jammy/nvidia-cuda-toolkit (11.5.1-1ubuntu1),
+# https://packages.ubuntu.com/noble/nvidia-cuda-toolkit (12.0.140~12.0.1-4build4). Confidence: medium.
+DISTRO_CUDA = {
+    "debian12": ("11.8", "non-free"),
+    "debian13": ("12.4", "non-free"),
+    "ubuntu2204": ("11.5", "multiverse"),
+    "ubuntu2404": ("12.0", "multiverse"),
+}
+
+# cuDNN 8.9.x packages carry the CUDA they were built with: libcudnn8=<ver>-1+cuda<X.Y>.
+# Source: NVIDIA repo Packages indexes (e.g. ubuntu2204/x86_64: libcudnn8 8.9.7.29-1+cuda12.2 and
+# 8.9.7.29-1+cuda11.8). Other 8.x builds: a version wildcard (+cuda<major>.*) lets the package manager pick.
+CUDNN8_CUDA = {("8.9.7", 12): "12.2", ("8.9.7", 11): "11.8"}
+
+
+class RepoPlanError(ValueError):
+    """A clear one-line reason (names the variable and what is allowed)."""
+
+
+def repo_dir(distribution, version, var="ansible_facts.distribution"):
+    """The NVIDIA repository directory for an OS (Rocky/Alma/Oracle -> rhelN)."""
+    major = str(version or "").split(".")[0]
+    family = "RHEL" if distribution in RHEL_LIKE else distribution
+    key = (family, major)
+    if key not in REPO_DIRS:
+        raise RepoPlanError(
+            f"{var}: {distribution} {version} has no NVIDIA CUDA repository supported by gpufleet; "
+            f"supported: {SUPPORTED}"
+        )
+    return REPO_DIRS[key]
+
+
+def is_deb(rdir):
+    return rdir.startswith(("ubuntu", "debian"))
+
+
+def repo_url(rdir, arch="x86_64", base_url=""):
+    return "{}/{}/{}/".format((base_url or NVIDIA_REPO_BASE_URL).rstrip("/"), rdir, arch)
+
+
+def repo_arch(machine):
+    """Repository arch directory: x86_64 (also for amd64 hosts) or sbsa (arm64 servers)."""
+    return {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "sbsa", "arm64": "sbsa"}.get(machine, machine)
+
+
+def repo_config(distribution, version, machine="x86_64", base_url="", fingerprint=""):
+    """Everything the _nvidia_repo role writes: key URL, pinned fingerprint, keyring and repo file."""
+    rdir = repo_dir(distribution, version)
+    arch = repo_arch(machine)
+    url = repo_url(rdir, arch, base_url)
+    key_name, pinned = KEYS[rdir]
+    fpr = normalize_fingerprint(fingerprint or pinned)
+    if is_deb(rdir):
+        keyring = "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc"
+        path = "/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources"
+        content = render_deb822(url, keyring)
+    else:
+        keyring = "/etc/pki/rpm-gpg/RPM-GPG-KEY-gpufleet-nvidia-cuda"
+        path = "/etc/yum.repos.d/gpufleet-nvidia-cuda.repo"
+        content = render_dnf_repo(url, keyring)
+    return {
+        "repo_dir": rdir,
+        "arch": arch,
+        "url": url,
+        "key_url": url + key_name,
+        "key_fingerprint": fpr,
+        "keyring": keyring,
+        "path": path,
+        "content": content,
+        "manager": "apt" if is_deb(rdir) else "dnf",
+    }
+
+
+def render_deb822(url, keyring):
+    # NVIDIA's repositories are flat (Suites: /), as cuda-keyring's own source line "deb [...] <url> /".
+    return (
+        "# Managed by gpufleet (_nvidia_repo): NVIDIA CUDA repository\n"
+        "Types: deb\n"
+        f"URIs: {url}\n"
+        "Suites: /\n"
+        f"Signed-By: {keyring}\n"
+    )
+
+
+def render_dnf_repo(url, keyring):
+    return (
+        "# Managed by gpufleet (_nvidia_repo): NVIDIA CUDA repository\n"
+        "[gpufleet-nvidia-cuda]\n"
+        "name=NVIDIA CUDA\n"
+        f"baseurl={url}\n"
+        "enabled=1\n"
+        "gpgcheck=1\n"
+        f"gpgkey=file://{keyring}\n"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# OpenPGP key fingerprint (v4): SHA-1 over 0x99 | len16 | public-key packet body (RFC 4880 12.2)
+# ---------------------------------------------------------------------------------------------------
+def normalize_fingerprint(text):
+    fpr = re.sub(r"\s+", "", str(text or "")).upper()
+    if fpr and not re.match(r"^[0-9A-F]{40}\Z", fpr):
+        raise RepoPlanError(f"key fingerprint {text!r} is not 40 hex digits")
+    return fpr
+
+
+def dearmor(data):
+    """Binary OpenPGP data from an ASCII-armored block (or the bytes unchanged if already binary)."""
+    text = data.decode("ascii", "replace") if isinstance(data, (bytes, bytearray)) else data
+    if "-----BEGIN PGP" not in text:
+        return bytes(data) if isinstance(data, (bytes, bytearray)) else text.encode("latin-1")
+    body = text.split("-----BEGIN PGP", 1)[1].split("\n", 1)[1]
+    body = body.split("-----END PGP", 1)[0]
+    lines = body.strip().splitlines()
+    # skip armor headers (until the first empty line), drop the CRC line
+    if any(not line.strip() for line in lines):
+        lines = lines[[i for i, line in enumerate(lines) if not line.strip()][0] + 1 :]
+    lines = [line.strip() for line in lines if line.strip() and not line.startswith("=")]
+    try:
+        return base64.b64decode("".join(lines), validate=False)
+    except (ValueError, TypeError):
+        raise RepoPlanError("the key is not valid ASCII-armored OpenPGP data") from None
+
+
+def _packets(data):
+    i = 0
+    while i < len(data):
+        tag_byte = data[i]
+        if not tag_byte & 0x80:
+            raise RepoPlanError("the key is not OpenPGP data")
+        if tag_byte & 0x40:  # new format
+            tag = tag_byte & 0x3F
+            first = data[i + 1]
+            if first < 192:
+                length, hdr = first, 2
+            elif first < 224:
+                length, hdr = ((first - 192) << 8) + data[i + 2] + 192, 3
+            elif first == 255:
+                length, hdr = int.from_bytes(data[i + 2 : i + 6], "big"), 6
+            else:
+                raise RepoPlanError("partial-length packets are not expected in a key")
+        else:
+            tag = (tag_byte >> 2) & 0x0F
+            ltype = tag_byte & 0x03
+            size = {0: 1, 1: 2, 2: 4}.get(ltype)
+            if size is None:
+                raise RepoPlanError("indeterminate-length packets are not expected in a key")
+            length, hdr = int.from_bytes(data[i + 1 : i + 1 + size], "big"), 1 + size
+        body = data[i + hdr : i + hdr + length]
+        if len(body) != length:
+            raise RepoPlanError("the key data is truncated")
+        yield tag, body
+        i += hdr + length
+
+
+def key_fingerprints(data):
+    """Fingerprints of the primary keys (tag 6) and subkeys (tag 14) in an OpenPGP key file."""
+    out = []
+    for tag, body in _packets(dearmor(data)):
+        if tag in (6, 14) and body[:1] == b"\x04":
+            digest = hashlib.sha1(b"\x99" + len(body).to_bytes(2, "big") + body).hexdigest()
+            out.append(digest.upper())
+    if not out:
+        raise RepoPlanError("no OpenPGP v4 public key found in the key file")
+    return out
+
+
+def check_key(data, fingerprint, var):
+    """Raise unless the primary key of ``data`` has the pinned ``fingerprint``."""
+    if not fingerprint:
+        raise RepoPlanError(
+            f"{var}: no pinned fingerprint is known for this repository's key; set {var} to the fingerprint "
+            "NVIDIA publishes for it"
+        )
+    found = key_fingerprints(data)
+    if normalize_fingerprint(fingerprint) != found[0]:
+        raise RepoPlanError(
+            f"the repository key's fingerprint is {found[0]}, not the pinned "
+            f"{normalize_fingerprint(fingerprint)} ({var}); refusing it"
+        )
+    return found[0]
+
+
+# ---------------------------------------------------------------------------------------------------
+# packages
+# ---------------------------------------------------------------------------------------------------
+def _version(value, var, minimum=1):
+    try:
+        parsed = parse_version(value, var)
+    except VersionError as exc:
+        raise RepoPlanError(str(exc)) from None
+    if len(parsed.parts) < minimum:
+        raise RepoPlanError(f"{var}: {value!r} needs at least {minimum} components")
+    return parsed
+
+
+def cuda_toolkit_packages(versions, rdir, var="cuda_toolkit_versions"):
+    """NVIDIA repo package specs: cuda-toolkit-13-0 (X.Y) or cuda-toolkit-13-0=13.0.2-1 / -13.0.2 (X.Y.Z)."""
+    out = []
+    for value in versions:
+        parsed = _version(value, var, 2)
+        name = f"cuda-toolkit-{parsed.major}-{parsed.minor}"
+        if len(parsed.parts) >= 3:
+            ver = f"{parsed.major}.{parsed.minor}.{parsed.patch}"
+            name += ("={}-1" if is_deb(rdir) else "-{}").format(ver)
+        out.append(name)
+    return out
+
+
+def cudnn_packages(version, cuda_major, rdir, dev=True, var="cudnn_version"):
+    """Package specs (pinned to the version) for cuDNN 9 (per CUDA major) or 8.9 (per CUDA X.Y)."""
+    parsed = _version(version, var, 3)
+    try:
+        major = int(str(cuda_major))
+    except ValueError:
+        raise RepoPlanError(
+            f"cudnn_cuda_major: {cuda_major!r} is not a CUDA major such as 12 or 13"
+        ) from None
+    deb = is_deb(rdir)
+    full = len(parsed.parts) == 4
+    if parsed.major >= 9:
+        suffix = f"cuda-{major}"
+        names = [f"libcudnn{parsed.major}-{suffix}"]
+        if dev:
+            names += (
+                [
+                    f"libcudnn{parsed.major}-dev-{suffix}",
+                    f"libcudnn{parsed.major}-headers-{suffix}",
+                ]
+                if deb
+                else [f"libcudnn{parsed.major}-devel-{suffix}"]
+            )
+        ver = str(parsed) + ("-1" if full else "*")
+        return [("{}={}" if deb else "{}-{}").format(n, ver) for n in names]
+    if parsed.major == 8:
+        names = ["libcudnn8"] + ((["libcudnn8-dev"] if deb else ["libcudnn8-devel"]) if dev else [])
+        base = ".".join(str(p) for p in parsed.parts[:3])
+        cuda = CUDNN8_CUDA.get((base, major))
+        tail = cuda if cuda else f"{major}.*"
+        ver = str(parsed) if full else str(parsed) + ".*"
+        if deb:
+            return [f"{n}={ver}-1+cuda{tail}" for n in names]
+        return [f"{n}-{ver}-1.cuda{tail}" for n in names]
+    raise RepoPlanError(f"{var}: cuDNN {version} is not packaged by gpufleet (8.x and 9.x are)")
+
+
+def package_names(specs, rdir):
+    """Bare names from specs (for holds / versionlock): deb ``name=ver``, rpm ``name-ver`` (ver starts a digit
+    right after the CUDA major suffix, so split on the last ``-`` followed by the version's first digits)."""
+    if is_deb(rdir):
+        return [s.split("=", 1)[0] for s in specs]
+    out = []
+    for spec in specs:
+        match = re.match(
+            r"^(.*?-cuda-[0-9]+|libcudnn8(?:-devel)?|cuda-toolkit-[0-9]+-[0-9]+)(?:-[0-9].*)?$", spec
+        )
+        out.append(match.group(1) if match else spec)
+    return out
+
+
+def distro_cuda_plan(distribution, version, requested, var="cuda_toolkit_versions"):
+    """Distro nvidia-cuda-toolkit: one version per OS release; refuse anything else."""
+    rdir = repo_dir(distribution, version)
+    if rdir not in DISTRO_CUDA:
+        raise RepoPlanError(
+            f"cuda_toolkit_source: distro has no CUDA toolkit package on {distribution} {version}; "
+            "use nvidia_repo or redist"
+        )
+    have, component = DISTRO_CUDA[rdir]
+    wanted = [str(_version(v, var, 2).truncate(2)) for v in requested]
+    if wanted != [have]:
+        raise RepoPlanError(
+            "{}: {} {} packages CUDA {} only (nvidia-cuda-toolkit, {}); got {}".format(
+                var, distribution, version, have, component, ", ".join(wanted)
+            )
+        )
+    return {"packages": ["nvidia-cuda-toolkit"], "version": have, "component": component, "prefix": "/usr"}
+
+
+def distro_cudnn_plan(distribution, version):
+    """No distro ships the cuDNN library itself (Debian/Ubuntu nvidia-cudnn only downloads it)."""
+    raise RepoPlanError(
+        f"cudnn_source: distro is not possible on {distribution} {version}: the archive has no cuDNN library "
+        "package, only the "
+        "'nvidia-cudnn' downloader (which fetches from NVIDIA unverified); use cudnn_source nvidia_repo or "
+        "redist"
+    )

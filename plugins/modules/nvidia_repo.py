@@ -1,0 +1,143 @@
+#!/usr/bin/python
+# Copyright: gpufleet contributors
+# Apache-2.0
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nvidia_repo
+short_description: NVIDIA's CUDA repository with a fingerprint-pinned key (deb822 or dnf .repo)
+version_added: "0.1.0"
+description:
+  - Plans the repository for the target's OS (ubuntu2204, ubuntu2404, debian12, debian13, rhel8, rhel9,
+    rhel10; Rocky, AlmaLinux and Oracle Linux map to rhelN), downloads the repository key, checks its OpenPGP
+    fingerprint against the pinned one, and writes the key and the repository file atomically.
+  - O(state=planned) returns the plan and package specs and changes nothing.
+  - Used by the internal role C(gpufleet.nvidia._nvidia_repo); no apt_key, no cuda-keyring package.
+options:
+  state:
+    description: V(present) writes the key and repository file; V(planned) only reports.
+    type: str
+    choices: [present, planned]
+    default: present
+  distribution:
+    description: C(ansible_facts['distribution']), e.g. Ubuntu, Debian, RedHat, Rocky, AlmaLinux.
+    type: str
+    required: true
+  distribution_version:
+    description: C(ansible_facts['distribution_version']).
+    type: str
+    required: true
+  machine:
+    description: C(ansible_facts['machine']).
+    type: str
+    default: x86_64
+  base_url:
+    description: A site mirror of NVIDIA's CUDA repositories (empty = NVIDIA's own).
+    type: str
+    default: ""
+  key_fingerprint:
+    description: Override of the pinned key fingerprint (40 hex digits); empty = gpufleet's pinned one.
+    type: str
+    default: ""
+  timeout:
+    description: Network timeout in seconds.
+    type: int
+    default: 30
+author: gpufleet contributors
+notes:
+  - Check mode is supported; the key is fetched and checked, nothing is written.
+"""
+
+EXAMPLES = r"""
+- name: NVIDIA CUDA repository
+  gpufleet.nvidia.nvidia_repo:
+    distribution: "{{ ansible_facts['distribution'] }}"
+    distribution_version: "{{ ansible_facts['distribution_version'] }}"
+    machine: "{{ ansible_facts['machine'] }}"
+"""
+
+RETURN = r"""
+repo:
+  description: The plan (repo_dir, url, key_url, key_fingerprint, keyring, path, content, manager).
+  returned: always
+  type: dict
+fingerprint:
+  description: The fingerprint found in the downloaded key.
+  returned: when state=present
+  type: str
+"""
+
+import os
+from urllib.error import URLError
+from urllib.request import Request, urlopen
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.nvidia.plugins.module_utils import repo_plan
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _write(module, path, data, mode):
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    tmp = f"{path}.gpufleet-tmp-{os.getpid()}"
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+    os.chmod(tmp, mode)
+    module.atomic_move(tmp, path)
+
+
+def run(module):
+    p = module.params
+    plan = repo_plan.repo_config(
+        p["distribution"], p["distribution_version"], p["machine"], p["base_url"], p["key_fingerprint"]
+    )
+    result = {"changed": False, "repo": plan}
+    if p["state"] == "planned":
+        return result
+    url = plan["key_url"]
+    try:
+        with urlopen(Request(url, headers={"User-Agent": "gpufleet"}), timeout=p["timeout"]) as resp:
+            key = resp.read()
+    except (URLError, OSError) as exc:
+        raise repo_plan.RepoPlanError(
+            f"cannot fetch the repository key {url}: {getattr(exc, 'reason', exc)}"
+        ) from None
+    result["fingerprint"] = repo_plan.check_key(key, plan["key_fingerprint"], "_nvidia_repo_key_fingerprint")
+    content = plan["content"].encode()
+    for path, data in ((plan["keyring"], key), (plan["path"], content)):
+        if _read(path) != data:
+            result["changed"] = True
+            if not module.check_mode:
+                _write(module, path, data, 0o644)
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "state": {"type": "str", "choices": ["present", "planned"], "default": "present"},
+            "distribution": {"type": "str", "required": True},
+            "distribution_version": {"type": "str", "required": True},
+            "machine": {"type": "str", "default": "x86_64"},
+            "base_url": {"type": "str", "default": ""},
+            "key_fingerprint": {"type": "str", "default": ""},
+            "timeout": {"type": "int", "default": 30},
+        },
+        supports_check_mode=True,
+    )
+    try:
+        result = run(module)
+    except repo_plan.RepoPlanError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
