@@ -314,6 +314,7 @@ def _rule_cuda_driver(f, cuda, *, dversion, branch, gpus, forward_compat):
         return
     rel_min = row[2] if row else None
     drv = _driver_text(dversion, branch)
+
     def below(limit):
         if dversion is not None:
             return dversion < limit

@@ -253,3 +253,14 @@ def test_lookup_subsystem_without_vendor():
     assert gpus.lookup_device(0x2342, None, 0x1809)["name"] == "NVIDIA GH200 480GB"
     assert gpus.lookup_device(0x2342, 0x1234, 0x1809)["name"] == "NVIDIA GH200 120GB"  # base entry
     assert gpus.lookup_device(0xFFFF) is None
+
+
+def test_h200_nvidia_smi_agrees():
+    """What nvidia-smi reported on the real H200 is what the knowledge base resolves its PCI ids to."""
+    header, row = (FIXTURE / "nvidia-smi-query-gpu.csv").read_text(encoding="ascii").splitlines()[:2]
+    fields = dict(zip([h.strip() for h in header.split(",")], [v.strip() for v in row.split(",")]))
+    gpu, _w = resolve_gpu(
+        {"pci_device_id": fields["pci.device_id"], "pci_subsystem_id": fields["pci.sub_device_id"]}
+    )
+    assert (gpu["name"], gpu["compute_capability"]) == (fields["name"], fields["compute_cap"])
+    assert (gpu["architecture"], gpu["kernel_module_support"]) == ("Hopper", "either")

@@ -18,7 +18,14 @@ def run(capsys, monkeypatch, root, **args):
 
 
 def warnings_of(result):
-    return [w["event"]["msg"] if isinstance(w, dict) else w for w in result.get("warnings", [])]
+    """compat_warnings; Ansible's own "warnings" key (module.warn) carries the same sentences when present.
+
+    (In-process, once controller code such as ansible.errors is imported, Ansible may route module warnings
+    elsewhere: tests/integration/test_preflight.py checks what the user sees.)
+    """
+    shown = [w["event"]["msg"] if isinstance(w, dict) else w for w in result.get("warnings", [])]
+    assert shown in ([], result["compat_warnings"])
+    return result["compat_warnings"]
 
 
 @pytest.fixture
@@ -64,7 +71,6 @@ def test_h200_cuda_13_2_warns(capsys, monkeypatch, h200_root):
     assert result["compatible"] is True
     (warning,) = warnings_of(result)
     assert "its own minimum is 595.45.04" in warning
-    assert result["compat_warnings"] == [warning]
 
 
 def test_h200_cuda_12_8(capsys, monkeypatch, h200_root):
