@@ -21,10 +21,21 @@ def cmd_docker(args):
     engine.ensure()
 
 
+def check_images(args):
+    from lab import images  # noqa: PLC0415
+
+    images.resolve(args.names)
+
+
+def check_hosts_up(args):
+    from lab import hosts  # noqa: PLC0415
+
+    hosts.validate(args.count, args.image, args.prefix)
+
+
 def cmd_images(args):
     from lab import images  # noqa: PLC0415
 
-    images.resolve(args.names)  # unknown names fail before docker is touched
     images.build(_client(), args.names, force=args.force)
 
 
@@ -73,7 +84,6 @@ def cmd_up(args):
 def cmd_hosts_up(args):
     from lab import hosts  # noqa: PLC0415
 
-    hosts.validate(args.count, args.image, args.prefix)
     hosts.up(_client(), args.count, args.image, args.prefix)
 
 
@@ -120,20 +130,20 @@ def build_parser():
         "names", nargs="*", metavar="NAME", help="debian12 debian12-systemd debian13 debian13-systemd"
     )
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
-    p.set_defaults(func=cmd_images)
+    p.set_defaults(func=cmd_images, check=check_images)
 
     p = sub.add_parser("mirror", help="the NVIDIA redist mirror")
     msub = p.add_subparsers(dest="mirror_command", required=True, metavar="ACTION")
     b = msub.add_parser("build", help="build .lab/mirror from NVIDIA's wheels (only what is missing/changed)")
     _add_mirror_options(b)
-    b.set_defaults(func=cmd_mirror_build)
+    b.set_defaults(func=cmd_mirror_build, check=_mirror_args)
     msub.add_parser("serve", help="serve .lab/mirror at http://gpufleet-mirror/").set_defaults(
         func=cmd_mirror_serve
     )
 
     p = sub.add_parser("up", help="docker + images + mirror build + mirror serve")
     _add_mirror_options(p)
-    p.set_defaults(func=cmd_up)
+    p.set_defaults(func=cmd_up, check=_mirror_args)
 
     p = sub.add_parser("hosts", help="lab hosts: systemd containers with sshd")
     hsub = p.add_subparsers(dest="hosts_command", required=True, metavar="ACTION")
@@ -141,7 +151,7 @@ def build_parser():
     h.add_argument("--count", type=int, default=3)
     h.add_argument("--image", default="gpufleet/debian12-systemd")
     h.add_argument("--prefix", default="gpufleet-host")
-    h.set_defaults(func=cmd_hosts_up)
+    h.set_defaults(func=cmd_hosts_up, check=check_hosts_up)
     h = hsub.add_parser("down", help="remove the lab hosts")
     h.add_argument("--prefix", default=None)
     h.set_defaults(func=cmd_hosts_down)
@@ -155,6 +165,9 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        check = getattr(args, "check", None)
+        if check:
+            check(args)  # bad input fails here, before the lock and before any change
         if args.command in LOCKED:
             with locked():
                 args.func(args)

@@ -1,24 +1,30 @@
 """smoke: the lab host is converged, reaches the mirror, and cannot reach the internet."""
 
 import json
+import shlex
 
 MIRROR = "http://gpufleet-mirror"
-CUDA_MANIFEST = f"{MIRROR}/cuda/redist/redistrib_13.0.2.json"
 
-# Runs on the host: download the CUDA manifest and its smallest archive, check sha256 and size.
-FETCH_AND_CHECK = r"""
+# Runs on the host: fetch the CUDA manifest and its smallest archive; report sha256 and size.
+FETCH_AND_HASH = """
 import hashlib, json, sys, urllib.request
-base = sys.argv[1]
-doc = json.load(urllib.request.urlopen(base + "/cuda/redist/redistrib_13.0.2.json", timeout=10))
+base = sys.argv[1] + "/cuda/redist/"
+doc = json.load(urllib.request.urlopen(base + "redistrib_13.0.2.json", timeout=10))
 entries = [v["linux-x86_64"] for v in doc.values() if isinstance(v, dict) and "linux-x86_64" in v]
 entry = min(entries, key=lambda e: int(e["size"]))
-data = urllib.request.urlopen(base + "/cuda/redist/" + entry["relative_path"], timeout=30).read()
-print(json.dumps({"path": entry["relative_path"], "want": entry["sha256"], "got": hashlib.sha256(data).hexdigest(),
-                  "size": int(entry["size"]), "len": len(data)}))
+data = urllib.request.urlopen(base + entry["relative_path"], timeout=30).read()
+got = hashlib.sha256(data).hexdigest()
+print(json.dumps({"entry": entry, "got": got, "len": len(data)}))
 """
 
-# Runs on the host: a TCP connection to a public address must fail (and within the timeout).
-NO_INTERNET = r"""
+# Runs on the host: list a directory of the mirror.
+LIST = """
+import sys, urllib.request
+print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())
+"""
+
+# Runs on the host: a TCP connection to a public address must fail, within its timeout.
+NO_INTERNET = """
 import json, socket, time
 start = time.monotonic()
 try:
@@ -30,6 +36,11 @@ print(json.dumps({"result": result, "seconds": time.monotonic() - start}))
 """
 
 
+def py(host, script, *args):
+    cmd = " ".join(["python3", "-c", shlex.quote(script), *map(shlex.quote, args)])
+    return host.check_output(cmd)
+
+
 def test_converged(host):
     marker = host.file("/etc/gpufleet-smoke")
     assert marker.is_file
@@ -37,27 +48,26 @@ def test_converged(host):
     assert "converged by molecule smoke" in marker.content_string
 
 
-def test_systemd_is_pid_1(host):
+def test_systemd_is_pid_1_and_booted(host):
     assert host.file("/proc/1/comm").content_string.strip() == "systemd"
+    state = host.run("timeout 60 systemctl is-system-running --wait").stdout.strip()
+    assert state in ("running", "degraded")
 
 
 def test_mirror_manifest_and_archive_checksum(host):
-    out = host.check_output(f"python3 -c '{FETCH_AND_CHECK}' {MIRROR}")
-    res = json.loads(out)
-    assert res["path"].endswith("-archive.tar.xz")
-    assert res["len"] == res["size"]
-    assert res["got"] == res["want"]
+    res = json.loads(py(host, FETCH_AND_HASH, MIRROR))
+    assert res["entry"]["relative_path"].endswith("-archive.tar.xz")
+    assert res["len"] == int(res["entry"]["size"])
+    assert res["got"] == res["entry"]["sha256"]
 
 
 def test_mirror_serves_cudnn_manifests(host):
-    out = host.check_output(
-        "python3 -c 'import sys, urllib.request; "
-        'print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())\' ' + f"{MIRROR}/cudnn/redist/"
-    )
-    assert "redistrib_9." in out
+    listing = py(host, LIST, f"{MIRROR}/cudnn/redist/")
+    assert "redistrib_9.14.0.json" in listing
+    assert "redistrib_9.28.0.json" in listing
 
 
 def test_no_route_to_the_internet(host):
-    res = json.loads(host.check_output(f"python3 -c '{NO_INTERNET}'"))
+    res = json.loads(py(host, NO_INTERNET))
     assert res["result"] != "connected"
     assert res["seconds"] < 10

@@ -1,0 +1,71 @@
+"""Bad input to the lab CLI: one line on stderr that says what to do, no traceback."""
+
+import pytest
+
+from lab import cli, engine
+
+
+def _run(capsys, argv):
+    code = cli.main(argv)
+    captured = capsys.readouterr()
+    return code, captured.err.strip()
+
+
+def test_unknown_image(capsys):
+    code, err = _run(capsys, ["images", "centos7"])
+    assert code == 1
+    assert err.count("\n") == 0
+    assert err.startswith("lab: error: unknown image 'centos7': choose from debian12")
+
+
+def test_bad_cudnn_version(capsys):
+    code, err = _run(capsys, ["mirror", "build", "--cudnn", "9.14"])
+    assert code == 1
+    assert err.count("\n") == 0
+    assert "'9.14'" in err
+
+
+def test_bad_variant(capsys):
+    code, err = _run(capsys, ["mirror", "build", "--variants", "11"])
+    assert code == 1
+    assert "--variants" in err
+
+
+def test_bad_host_count(capsys):
+    code, err = _run(capsys, ["hosts", "up", "--count", "0"])
+    assert code == 1
+    assert "--count 0" in err
+
+
+@pytest.mark.parametrize(
+    "euid,release,needle",
+    [
+        (1000, {"ID": "debian"}, "sudo python3 -m lab docker"),
+        (1000, {"ID": "ubuntu", "ID_LIKE": "debian"}, "sudo python3 -m lab docker"),
+        (0, {"ID": "fedora"}, "install Docker Engine"),
+    ],
+)
+def test_docker_missing_and_not_allowed(capsys, monkeypatch, euid, release, needle):
+    monkeypatch.setattr(engine, "docker_answers", lambda: False)
+    monkeypatch.setattr(engine.os, "geteuid", lambda: euid)
+    monkeypatch.setattr(engine, "os_release", lambda: release)
+    code, err = _run(capsys, ["docker"])
+    assert code == 2
+    assert err.count("\n") == 0
+    assert needle in err
+
+
+def test_root_on_debian_may_install():
+    assert engine.what_to_do(0, {"ID": "debian"}) is None
+    assert engine.what_to_do(0, {"ID": "linuxmint", "ID_LIKE": "ubuntu debian"}) is None
+
+
+def test_os_release_parsing(tmp_path):
+    path = tmp_path / "os-release"
+    path.write_text('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n')
+    assert engine.os_release(str(path)) == {
+        "PRETTY_NAME": "Debian GNU/Linux 12 (bookworm)",
+        "ID": "debian",
+        "VERSION_ID": "12",
+    }
+    assert engine.os_release(str(tmp_path / "missing")) == {}

@@ -1,0 +1,131 @@
+import json
+import subprocess
+import tarfile
+import zipfile
+
+import pytest
+
+from lab import LabError, mirror
+
+LICENSE = b"NVIDIA license text\n"
+
+
+def _wheel(path, files):
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in files.items():
+            info = zipfile.ZipInfo(name, date_time=(2025, 10, 8, 20, 11, 0))
+            info.external_attr = (0o755 if "/bin/" in name else 0o644) << 16
+            zf.writestr(info, data)
+        zf.writestr("nvidia_x-1.dist-info/licenses/License.txt", LICENSE)
+    return path
+
+
+@pytest.fixture
+def lab_state(tmp_path, monkeypatch):
+    monkeypatch.setattr(mirror, "STATE", tmp_path / "state")
+    monkeypatch.setenv("GPUFLEET_CACHE", str(tmp_path / "cache"))
+    return tmp_path
+
+
+@pytest.fixture
+def cudnn_wheel(lab_state):
+    wheels = lab_state / "cache" / "wheels"
+    wheels.mkdir(parents=True)
+    return _wheel(
+        wheels / "nvidia_cudnn_cu13-9.14.0.64-py3-none-manylinux_2_27_x86_64.whl",
+        {
+            "nvidia/cudnn/include/cudnn_version.h": b"#define CUDNN_MAJOR 9\n",
+            "nvidia/cudnn/lib/libcudnn.so.9": b"\x7fELF shim",
+            "nvidia/cudnn/lib/libcudnn_ops.so.9": b"\x7fELF ops",
+            "nvidia/__init__.py": b"",
+        },
+    )
+
+
+def test_short_version():
+    assert mirror.short("9.14.0.64") == "9.14.0"
+
+
+@pytest.mark.parametrize("bad", ["9.14.0", "9.14", "latest", "9.14.0.64.1", ""])
+def test_cudnn_version_must_have_four_parts(bad):
+    with pytest.raises(LabError) as err:
+        mirror.validate_cudnn_version(bad)
+    assert "4 parts" in str(err.value)
+
+
+def test_unknown_cuda_release():
+    with pytest.raises(LabError) as err:
+        mirror.validate_cuda_release("12.9.1")
+    assert "13.0.2" in str(err.value)
+
+
+def test_cuda_release_table_matches_wheels():
+    comps = mirror.CUDA_RELEASES["13.0.2"]
+    assert {"cuda_nvcc", "cuda_cudart", "cuda_nvrtc", "cuda_cccl", "cuda_crt", "libnvvm"} == set(comps)
+    assert set(mirror.WHEEL_OF) == set(comps) == set(mirror.CUDA_MAPS)
+    nvcc_sources = {src for src, _, _ in mirror.CUDA_MAPS["cuda_nvcc"]}
+    assert {"cuda_nvcc", "cuda_crt", "libnvvm"} == nvcc_sources
+
+
+def test_version_not_on_index_is_one_line(lab_state, monkeypatch):
+    def fake_run(cmd, **kw):
+        assert cmd[1:4] == ["-m", "pip", "download"]
+        return subprocess.CompletedProcess(cmd, 1, "", "ERROR: No matching distribution found for x==9.99\n")
+
+    monkeypatch.setattr(mirror.subprocess, "run", fake_run)
+    with pytest.raises(LabError) as err:
+        mirror.fetch_wheel("nvidia-cudnn-cu13", "9.99.0.1", log=lambda m: None)
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert "nvidia-cudnn-cu13==9.99.0.1 is not on the package index" in msg
+    assert "pip index versions nvidia-cudnn-cu13" in msg
+
+
+def test_cached_wheel_is_not_downloaded(cudnn_wheel, monkeypatch):
+    monkeypatch.setattr(mirror.subprocess, "run", pytest.fail)
+    assert mirror.fetch_wheel("nvidia-cudnn-cu13", "9.14.0.64") == cudnn_wheel
+
+
+def test_plan_gives_nvidia_names_and_links(cudnn_wheel):
+    plan = dict(mirror.plan_members(mirror.cudnn_archive("9.14.0.64", "13", cudnn_wheel)))
+    assert plan["lib/libcudnn.so.9.14.0"][0] == "file"
+    assert plan["lib/libcudnn.so.9"][:2] == ("link", "libcudnn.so.9.14.0")
+    assert plan["lib/libcudnn.so"][:2] == ("link", "libcudnn.so.9")
+    assert plan["lib/libcudnn_ops.so"][:2] == ("link", "libcudnn_ops.so.9")
+    assert "include/cudnn_version.h" in plan
+    assert not any(k.startswith("nvidia") or "__init__" in k for k in plan)
+
+
+def test_archive_roundtrip_and_rebuild_only_when_changed(cudnn_wheel, lab_state, tmp_path):
+    redist = tmp_path / "mirror" / "cudnn" / "redist"
+    archive = mirror.cudnn_archive("9.14.0.64", "13", cudnn_wheel)
+    logs = []
+    entry = mirror.build_archive(redist, archive, logs.append)
+    path = redist / entry["relative_path"]
+    assert entry["relative_path"] == "cudnn/linux-x86_64/cudnn-linux-x86_64-9.14.0.64_cuda13-archive.tar.xz"
+    assert (int(entry["size"]), entry["sha256"], entry["md5"]) == mirror.hash_file(path)
+    with tarfile.open(path, "r:xz") as tar:
+        names = tar.getnames()
+        top = "cudnn-linux-x86_64-9.14.0.64_cuda13-archive"
+        assert {n.split("/")[0] for n in names} == {top}
+        assert tar.extractfile(f"{top}/LICENSE").read() == LICENSE
+        assert tar.getmember(f"{top}/lib/libcudnn.so.9").linkname == "libcudnn.so.9.14.0"
+        assert tar.extractfile(f"{top}/lib/libcudnn.so.9.14.0").read() == b"\x7fELF shim"
+    again = mirror.build_archive(redist, archive, logs.append)
+    assert again == entry
+    assert logs[-1].endswith("up to date")
+    path.unlink()
+    assert mirror.build_archive(redist, archive, logs.append) == entry  # same bytes: reproducible
+
+
+def test_cudnn_manifest_schema():
+    entry = {"relative_path": "cudnn/linux-x86_64/x.tar.xz", "sha256": "a" * 64, "md5": "b" * 32, "size": "1"}
+    doc = mirror.cudnn_manifest("9.14.0.64", {"12": entry, "13": entry}, "2025-10-08")
+    assert doc["release_label"] == "9.14.0"
+    assert doc["release_product"] == "cudnn"
+    comp = doc["cudnn"]
+    assert comp["version"] == "9.14.0.64"
+    assert comp["cuda_variant"] == ["12", "13"]
+    assert set(comp["linux-x86_64"]) == {"cuda12", "cuda13"}
+    assert {"name", "license", "license_path"} <= set(comp)
+    json.dumps(doc)
