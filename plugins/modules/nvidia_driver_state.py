@@ -209,17 +209,23 @@ def _read(path):
         return None
 
 
-def probe(module, root):
-    """Everything the plan needs to know about the host (reads; never fails)."""
+def probe(module, root, runner=None):
+    """Everything the plan needs to know about the host (reads; never fails).
+
+    ``runner(argv) -> (rc, stdout, stderr)`` replaces command execution (tests); by default commands run
+    with LC_ALL=C, and not at all when ``root`` is not "/".
+    """
     env = {"LC_ALL": "C", "LANG": "C"}
 
-    def run(args):
+    def default_run(args):
         if root != "/":
             return 1, "", ""
         binary = module.get_bin_path(args[0])
         if binary is None:
             return 127, "", ""
         return module.run_command([binary, *args[1:]], environ_update=env)
+
+    run = runner or default_run
 
     state = {}
     proc = dp.parse_proc_version(_read(_p(root, "/proc/driver/nvidia/version")))
@@ -247,6 +253,7 @@ def probe(module, root):
             "linux-modules-nvidia-*",
             "libcuda1",
             "firmware-nvidia-gsp",
+            "datacenter-gpu-manager*",
         ]
     )
     if rc in (0, 1) and out:
@@ -267,6 +274,8 @@ def probe(module, root):
                 "nvidia-*",
                 "kmod-nvidia*",
                 "cuda-drivers*",
+                "libnvidia-*",
+                "datacenter-gpu-manager*",
             ]
         )
         if rc == 0:

@@ -200,3 +200,65 @@ def test_readonly_mount_picks_longest_ro_mount():
     assert mod._readonly_mount(mounts, ["/usr/local/nvidia/lib64/libnvidia-ml.so.1"]) == "/usr/local/nvidia"
     assert mod._readonly_mount(mounts, ["/opt/x/libnvidia-ml.so.1"]) is None
     assert mod._readonly_mount("", ["/x"]) is None
+
+
+DPKG_OUT = (
+    "nvidia-open-570\t570.172.08-1\thi \n"
+    "nvidia-kernel-open-dkms\t570.172.08-1\thi \n"
+    "nvidia-driver-pinning-590\t\tun \n"
+    "libnvidia-compute-570\t570.172.08-1\tii \n"
+    "nvidia-fabricmanager-570\t570.172.08-1\trc \n"
+)
+
+
+def fake_runner(outputs):
+    def run(argv):
+        return outputs.get(argv[0], (1, "", ""))
+
+    return run
+
+
+def test_packages_holds_and_branches_from_dpkg(tmp_path):
+    write(tmp_path, "/proc/sys/kernel/osrelease", "6.8.0-45-generic\n")
+    runner = fake_runner({"dpkg-query": (0, DPKG_OUT, ""), "modinfo": (1, "", "")})
+    state = mod.probe(FakeModule(), str(tmp_path), runner=runner)
+    assert state["packages"] == {
+        "nvidia-open-570": "570.172.08-1",
+        "nvidia-kernel-open-dkms": "570.172.08-1",
+        "libnvidia-compute-570": "570.172.08-1",
+    }
+    assert state["held_packages"] == ["nvidia-kernel-open-dkms", "nvidia-open-570"]
+    assert state["installed_branches"] == ["570"]
+    result = mod.decide(params(tmp_path), state)
+    assert result["transition"]["kind"] == "branch_change"
+    assert result["transition"]["unhold"] == ["nvidia-kernel-open-dkms", "nvidia-open-570"]
+
+
+def test_installed_module_from_modinfo(tmp_path):
+    write(tmp_path, "/proc/sys/kernel/osrelease", "6.8.0-45-generic\n")
+
+    def run(argv):
+        if argv[:3] == ["modinfo", "-F", "version"]:
+            return 0, "580.95.05\n", ""
+        if argv[:3] == ["modinfo", "-F", "license"]:
+            return 0, "Dual MIT/GPL\n", ""
+        return 1, "", ""
+
+    state = mod.probe(FakeModule(), str(tmp_path), runner=run)
+    assert state["installed_version"] == "580.95.05"
+    assert state["installed_flavor"] == "open"
+    result = mod.decide(params(tmp_path), state)
+    assert result["reboot"]["needed"] is True
+    assert result["reboot"]["reboot"] is True
+    assert "no NVIDIA module is loaded" in result["reboot"]["reason"]
+    controller = mod.decide(params(tmp_path, is_controller=True), state)
+    assert controller["reboot"]["reboot"] is False
+    assert "controller" in controller["reboot"]["reason"]
+
+
+def test_rpm_fallback(tmp_path):
+    rpm_out = "kmod-nvidia-open-dkms\t580.95.05-1.el9\nnvidia-driver\t580.95.05-1.el9\n"
+    runner = fake_runner({"dpkg-query": (127, "", ""), "rpm": (0, rpm_out, "")})
+    state = mod.probe(FakeModule(), str(tmp_path), runner=runner)
+    assert state["packages"]["kmod-nvidia-open-dkms"] == "580.95.05-1.el9"
+    assert state["installed_branches"] == ["580"]
