@@ -131,7 +131,7 @@ def up(client, count, image=DEFAULT_IMAGE, prefix=DEFAULT_PREFIX, log=print):
         bad = [n for n, ok in zip(wanted, pool.map(lambda n: wait_ssh(ips[n], key), wanted)) if not ok]
     if bad:
         raise LabError(f"no SSH to {', '.join(bad)} within 60s: see `docker logs {bad[0]}`")
-    write_inventory(ips, key)
+    refresh_inventory(client, key)
     log(f"hosts: {count} up and reachable over SSH in {time.monotonic() - start:.0f}s; inventory {INVENTORY}")
     return ips
 
@@ -154,15 +154,28 @@ def wait_ssh(ip, key, timeout=60):
     return False
 
 
-def inventory_text(ips, key):
+def group_name(prefix):
+    return prefix.replace("-", "_")
+
+
+def inventory_text(groups, key):
+    """The inventory of every lab host: group lab_hosts, one child group per prefix.
+
+    groups: {prefix: {name: ip}}.
+    """
     lines = [
         "# Written by `python -m lab hosts up`: the lab hosts (containers on the internal lab network).",
         "all:",
         "  children:",
         "    lab_hosts:",
-        "      hosts:",
+        "      children:",
     ]
-    lines += [f"        {name}:\n          ansible_host: {ip}" for name, ip in sorted(ips.items())]
+    for prefix in sorted(groups):
+        lines += [f"        {group_name(prefix)}:", "          hosts:"]
+        lines += [
+            f"            {name}:\n              ansible_host: {ip}"
+            for name, ip in sorted(groups[prefix].items())
+        ]
     lines += [
         "      vars:",
         "        ansible_user: root",
@@ -175,10 +188,24 @@ def inventory_text(ips, key):
     return "\n".join(lines) + "\n"
 
 
-def write_inventory(ips, key):
+def refresh_inventory(client, key=KEY):
+    """Rewrite .lab/inventory.yml from the lab hosts that exist now (all prefixes)."""
+    groups = {}
+    for container in lab_hosts(client):
+        prefix = container.labels.get("gpufleet.prefix", DEFAULT_PREFIX)
+        groups.setdefault(prefix, {})[container.name] = container_ip(container)
+    if not groups:
+        if INVENTORY.exists():
+            INVENTORY.unlink()
+        return None
+    write_inventory(groups, key)
+    return INVENTORY
+
+
+def write_inventory(groups, key):
     INVENTORY.parent.mkdir(parents=True, exist_ok=True)
     tmp = INVENTORY.with_name(INVENTORY.name + ".part")
-    tmp.write_text(inventory_text(ips, key), encoding="utf-8")
+    tmp.write_text(inventory_text(groups, key), encoding="utf-8")
     os.replace(tmp, INVENTORY)
 
 
@@ -186,7 +213,6 @@ def down(client, prefix=None, log=print):
     found = lab_hosts(client, prefix)
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(lambda c: c.remove(force=True), found))
-    if INVENTORY.exists() and not lab_hosts(client):
-        INVENTORY.unlink()
+    refresh_inventory(client)
     log(f"hosts: removed {len(found)}")
     return len(found)

@@ -11,9 +11,15 @@ def test_names_are_padded_and_sorted():
 
 
 def test_inventory():
-    doc = yaml.safe_load(inventory_text({"h-02": "10.0.0.3", "h-01": "10.0.0.2"}, "/k/id"))
+    groups = {"h": {"h-02": "10.0.0.3", "h-01": "10.0.0.2"}, "gpufleet-demo": {"gpufleet-demo-1": "10.0.0.9"}}
+    doc = yaml.safe_load(inventory_text(groups, "/k/id"))
     group = doc["all"]["children"]["lab_hosts"]
-    assert group["hosts"] == {"h-01": {"ansible_host": "10.0.0.2"}, "h-02": {"ansible_host": "10.0.0.3"}}
+    children = group["children"]
+    assert children["h"]["hosts"] == {
+        "h-01": {"ansible_host": "10.0.0.2"},
+        "h-02": {"ansible_host": "10.0.0.3"},
+    }
+    assert children["gpufleet_demo"]["hosts"] == {"gpufleet-demo-1": {"ansible_host": "10.0.0.9"}}
     assert group["vars"]["ansible_user"] == "root"
     assert group["vars"]["ansible_ssh_private_key_file"] == "/k/id"
     assert group["vars"]["ansible_python_interpreter"] == "/usr/bin/python3"
