@@ -69,6 +69,9 @@ def test_nvidia_facts_reports_the_gpu(host, gpus, tmp_path):
         facts = _facts_local(tmp_path)
     else:
         pytest.skip(f"nvidia_facts runs through the ansible or local backend only, not {backend}")
+    print({k: facts["driver"].get(k) for k in ("version", "branch", "kernel_module")}, facts.get("host"))
+    for seen in facts["gpus"]:
+        print({k: seen.get(k) for k in ("index", "name", "architecture", "compute_capability", "memory_mib")})
     assert facts["gpu_count"] == len(gpus), facts["gpus"]
     by_index = {g["index"]: g for g in facts["gpus"]}
     for gpu in gpus:
@@ -93,6 +96,7 @@ def saxpy_run(host, gpus, nvcc, workdir):
 
 def test_cuda_kernel_built_for_the_gpu_runs_and_is_right(host, gpus, nvcc, saxpy_run):
     exe, res = saxpy_run
+    print(res.stdout)
     assert res.rc == 0, f"saxpy rc={res.rc}: {res.stdout}{res.stderr}"
     data = parse_result(res.stdout.strip().splitlines()[-1])
     assert data["status"] == "ok", res.stdout
@@ -122,6 +126,7 @@ def cudnn_run(host, gpus, nvcc, cudnn_paths, workdir):
     )
     must(sh(host, cmd), "nvcc cudnn_conv.cu")
     res = sh(host, f"CUDA_VISIBLE_DEVICES=0 {exe}")
+    print(f"cuDNN from {inc} + {lib}/{libname}: {res.stdout}")
     assert res.rc == 0, f"cudnn_conv rc={res.rc} (cuDNN from {inc} + {lib}): {res.stdout}{res.stderr}"
     return parse_result(res.stdout.strip().splitlines()[-1]), cudnn_paths
 
