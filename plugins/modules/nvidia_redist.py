@@ -51,10 +51,12 @@ options:
     type: str
     default: https://developer.download.nvidia.com/compute
   components:
-    description: Manifest component names to install (merged into one tree).
+    description:
+      - Manifest component names to install (merged into one tree).
+      - Empty - C(cudnn) for cuDNN; for CUDA nvcc with headers and runtime (TOOLKIT_COMPONENTS per major).
     type: list
     elements: str
-    required: true
+    default: []
   optional_components:
     description: Components of O(components) that may be absent from the manifest.
     type: list
@@ -72,7 +74,9 @@ options:
     type: str
     choices: [linux-x86_64, linux-sbsa, linux-aarch64]
   dest:
-    description: The versioned install prefix (required for O(state=present)).
+    description:
+      - The versioned install prefix (required for O(state=present)).
+      - C({version}) and C({cuda_variant}) are replaced by the first component's version and O(cuda_variant).
     type: path
   link:
     description: A symlink switched atomically to O(dest) after a successful install.
@@ -208,6 +212,11 @@ def run(module):
         release, full = redist.cudnn_release(p["release"], var=label)
         version = p["version"] or full
     murl = redist.manifest_url(base, product, release)
+    names = p["components"] or (
+        ["cudnn"] if product == "cudnn" else redist.TOOLKIT_COMPONENTS.get(int(release.split(".")[0]), [])
+    )
+    if not names:
+        raise redist.RedistError(f"{label}: no default components for CUDA {release}; set the components")
     result = {
         "changed": False,
         "manifest_url": murl,
@@ -225,7 +234,7 @@ def run(module):
     result["release_label"] = str(manifest.get("release_label") or release)
     arts = redist.select_artifacts(
         manifest,
-        p["components"],
+        names,
         platform=platform,
         cuda_variant=p["cuda_variant"],
         optional=p["optional_components"],
@@ -263,6 +272,9 @@ def run(module):
         return result
 
     dest = p["dest"]
+    if dest and arts:
+        dest = dest.replace("{version}", arts[0]["version"])
+        dest = dest.replace("{cuda_variant}", p["cuda_variant"] or "")
     if not dest:
         if p["state"] == "present":
             module.fail_json(msg="dest is required with state=present", **result)
@@ -354,7 +366,7 @@ def main():
             "releases": {"type": "dict", "default": {}},
             "label": {"type": "str", "default": ""},
             "base_url": {"type": "str", "default": redist.NVIDIA_BASE_URL},
-            "components": {"type": "list", "elements": "str", "required": True},
+            "components": {"type": "list", "elements": "str", "default": []},
             "optional_components": {"type": "list", "elements": "str", "default": []},
             "cuda_variant": {"type": "str"},
             "version": {"type": "str"},

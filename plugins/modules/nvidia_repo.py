@@ -44,6 +44,31 @@ options:
     description: Network timeout in seconds.
     type: int
     default: 30
+  packages_for:
+    description:
+      - Also plan the packages of V(cudnn) or V(cuda_toolkit) for O(source) and report which are missing on
+        the target (dpkg-query / rpm). V(none) plans only the repository.
+    type: str
+    choices: [none, cudnn, cuda_toolkit]
+    default: none
+  source:
+    description: V(nvidia_repo) (NVIDIA's packages) or V(distro) (the distribution's archive).
+    type: str
+    choices: [nvidia_repo, distro]
+    default: nvidia_repo
+  versions:
+    description: Requested versions (cuda_toolkit - the toolkit versions; cudnn - one cuDNN version).
+    type: list
+    elements: str
+    default: []
+  cuda_major:
+    description: cudnn - the CUDA major of the build.
+    type: str
+    default: ""
+  dev:
+    description: cudnn - also the development packages.
+    type: bool
+    default: true
 author: gpufleet contributors
 notes:
   - Check mode is supported; the key is fetched and checked, nothing is written.
@@ -66,6 +91,12 @@ fingerprint:
   description: The fingerprint found in the downloaded key.
   returned: when state=present
   type: str
+packages:
+  description:
+    - specs (pinned package specs), names (bare names), hold (names to hold), installed (name -> version on
+      the target), missing (specs not installed at the requested version).
+  returned: when packages_for is not none
+  type: dict
 """
 
 import os
@@ -93,12 +124,57 @@ def _write(module, path, data, mode):
     module.atomic_move(tmp, path)
 
 
+def installed_versions(module, manager, names):
+    """name -> installed version (deb: Version; rpm: version-release) for the names that are installed."""
+    if manager == "apt":
+        cmd = ["dpkg-query", "-W", "-f=${Package}\t${Version}\t${db:Status-Status}\n"] + names
+    else:
+        cmd = ["rpm", "-q", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}\tinstalled\n"] + names
+    _rc, out, _err = module.run_command(cmd, environ_update={"LC_ALL": "C"})
+    found = {}
+    for line in out.splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[2] == "installed":
+            found[fields[0]] = fields[1]
+    return found
+
+
+def package_plan(module, plan):
+    p = module.params
+    rdir = plan["repo_dir"]
+    if p["packages_for"] == "cudnn":
+        if p["source"] == "distro":
+            repo_plan.distro_cudnn_plan(p["distribution"], p["distribution_version"])
+        if len(p["versions"]) != 1:
+            raise repo_plan.RepoPlanError("cudnn_version: exactly one version per package plan")
+        specs = repo_plan.cudnn_packages(p["versions"][0], p["cuda_major"], rdir, dev=p["dev"])
+        names = repo_plan.package_names(specs, rdir)
+        hold = names[:1]  # the library; -dev/-headers depend on its exact version
+    elif p["source"] == "distro":
+        distro = repo_plan.distro_cuda_plan(p["distribution"], p["distribution_version"], p["versions"])
+        specs = names = hold = distro["packages"]
+    else:
+        specs = repo_plan.cuda_toolkit_packages(p["versions"], rdir)
+        names = repo_plan.package_names(specs, rdir)
+        hold = []
+    installed = installed_versions(module, plan["manager"], names)
+    missing = []
+    for spec, name in zip(specs, names):
+        want = spec[len(name) + 1 :].rstrip("*")
+        have = installed.get(name)
+        if have is None or (want and not have.startswith(want.split("*")[0])):
+            missing.append(spec)
+    return {"specs": specs, "names": names, "hold": hold, "installed": installed, "missing": missing}
+
+
 def run(module):
     p = module.params
     plan = repo_plan.repo_config(
         p["distribution"], p["distribution_version"], p["machine"], p["base_url"], p["key_fingerprint"]
     )
     result = {"changed": False, "repo": plan}
+    if p["packages_for"] != "none":
+        result["packages"] = package_plan(module, plan)
     if p["state"] == "planned":
         return result
     url = plan["key_url"]
@@ -129,6 +205,11 @@ def main():
             "base_url": {"type": "str", "default": ""},
             "key_fingerprint": {"type": "str", "default": ""},
             "timeout": {"type": "int", "default": 30},
+            "packages_for": {"type": "str", "choices": ["none", "cudnn", "cuda_toolkit"], "default": "none"},
+            "source": {"type": "str", "choices": ["nvidia_repo", "distro"], "default": "nvidia_repo"},
+            "versions": {"type": "list", "elements": "str", "default": []},
+            "cuda_major": {"type": "str", "default": ""},
+            "dev": {"type": "bool", "default": True},
         },
         supports_check_mode=True,
     )

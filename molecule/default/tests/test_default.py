@@ -1,0 +1,93 @@
+"""default: CUDA 13.0, cuDNN 9.14 for CUDA 13 (main) and CUDA 12 (side by side) from the lab's mirror."""
+
+import json
+
+import pytest
+
+CUDNN = "/opt/nvidia/cudnn"
+
+CUDNN_VERSION = """
+import ctypes, json, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.cudnnGetVersion.restype = ctypes.c_size_t
+path = [l.split()[-1] for l in open('/proc/self/maps') if 'libcudnn.so' in l][0]
+print(json.dumps({'version': lib.cudnnGetVersion(), 'path': path}))
+"""
+
+KERNEL = r"""
+__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }
+int main() { return 0; }
+"""
+
+
+def test_toolkit_tree_and_marker(host):
+    nvcc = host.file("/usr/local/cuda-13.0/bin/nvcc")
+    assert nvcc.exists
+    assert nvcc.mode & 0o111
+    marker = json.loads(host.file("/usr/local/cuda-13.0/.gpufleet-redist.json").content_string)
+    assert {a["component"] for a in marker["artifacts"]} >= {
+        "cuda_nvcc",
+        "cuda_cudart",
+        "cuda_crt",
+        "libnvvm",
+    }
+    assert host.file("/usr/local/cuda-13.0/lib64").linked_to == "/usr/local/cuda-13.0/lib"
+    assert host.file("/usr/local/cuda-13.0/include/cuda_runtime.h").exists
+    assert not host.run("ls -d /usr/local/cuda-13.0.gpufleet-*").stdout
+
+
+@pytest.mark.parametrize("name", ["cuda", "cuda-13"])
+def test_alternatives(host, name):
+    out = host.check_output(f"update-alternatives --query {name}")
+    assert "Value: /usr/local/cuda-13.0" in out
+    assert host.file(f"/usr/local/{name}").linked_to == "/usr/local/cuda-13.0"
+
+
+def test_profile_and_ld_conf(host):
+    assert "/usr/local/cuda/bin" in host.file("/etc/profile.d/gpufleet-cuda.sh").content_string
+    assert host.check_output("bash -lc 'command -v nvcc'") == "/usr/local/cuda/bin/nvcc"
+    assert "/usr/local/cuda/lib64" in host.file("/etc/ld.so.conf.d/gpufleet-cuda.conf").content_string
+    assert "/usr/local/cuda/lib64/libcudart.so.13" in host.check_output("ldconfig -p")
+
+
+def test_nvcc_compiles_an_sm90_cubin_and_links_cudart(host):
+    host.check_output(f"mkdir -p /tmp/tv && printf '%s' {KERNEL!r} > /tmp/tv/k.cu")
+    host.check_output("/usr/local/cuda-13.0/bin/nvcc -arch=sm_90 -cubin -o /tmp/tv/k.cubin /tmp/tv/k.cu")
+    assert host.check_output("od -An -c -N4 /tmp/tv/k.cubin").replace(" ", "") == "177ELF"
+    # the ELF e_flags of an sm_90 cubin carry the SM number (0x5a = 90) in their low byte
+    flags = host.check_output("od -An -tx1 -j48 -N1 /tmp/tv/k.cubin").strip()
+    assert flags == "5a", flags
+    host.check_output("/usr/local/cuda-13.0/bin/nvcc -arch=sm_90 -cudart shared -o /tmp/tv/k /tmp/tv/k.cu")
+    assert "/usr/local/cuda/lib64/libcudart.so.13" in host.check_output("ldd /tmp/tv/k")
+
+
+@pytest.mark.parametrize(("major", "full"), [("13", "9.14.0.64"), ("12", "9.14.0.64")])
+def test_cudnn_trees_side_by_side(host, major, full):
+    link = host.file(f"{CUDNN}/current-cuda{major}")
+    assert link.is_symlink
+    assert link.linked_to == f"{CUDNN}/{full}-cuda{major}"
+    assert host.file(f"{CUDNN}/{full}-cuda{major}/lib/libcudnn.so.9").exists
+    assert host.file(f"{CUDNN}/{full}-cuda{major}/include/cudnn_version.h").exists
+
+
+def test_ld_cache_resolves_the_cuda13_cudnn(host):
+    lines = [line for line in host.check_output("ldconfig -p").splitlines() if "libcudnn.so.9 " in line]
+    assert len(lines) == 1, lines
+    assert lines[0].split("=>")[1].strip() == f"{CUDNN}/current-cuda13/lib/libcudnn.so.9"
+
+
+@pytest.mark.parametrize(
+    ("lib", "where"),
+    [
+        ("libcudnn.so.9", "9.14.0.64-cuda13"),
+        (f"{CUDNN}/current-cuda12/lib/libcudnn.so.9", "9.14.0.64-cuda12"),
+    ],
+)
+def test_cudnn_get_version(host, lib, where):
+    out = json.loads(host.check_output(f"python3 -c {CUDNN_VERSION!r} {lib}"))
+    assert out["version"] == 91400
+    assert f"/{where}/lib/" in out["path"]
+
+
+def test_no_downloads_left_behind(host):
+    assert not host.run("find /var/cache/gpufleet/redist -name '*.tar.xz' -o -name '*.part'").stdout.strip()

@@ -1,0 +1,44 @@
+#!/bin/sh
+# gpufleet cuda_toolkit verify: the toolkit's nvcc compiles a kernel for ARCH (a cubin, checked to be ELF
+# for that arch) and links a program against the shared cudart, whose dependency must resolve. With a GPU
+# the program runs the kernel and checks its result. Exits non-zero with a reason on any failure.
+# usage: cuda_verify.sh CUDA_DIR ARCH
+set -eu
+cuda=$1; arch=$2
+work=$(mktemp -d /tmp/gpufleet-cuda-verify.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cat > "$work/k.cu" <<'CU'
+#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void axpy(float a, const float *x, float *y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+int main() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) { printf("no-gpu\n"); return 0; }
+  const int n = 1024; float hx[n], hy[n];
+  for (int i = 0; i < n; ++i) { hx[i] = (float)i; hy[i] = 1.0f; }
+  float *dx, *dy;
+  if (cudaMalloc(&dx, n * sizeof(float)) != cudaSuccess || cudaMalloc(&dy, n * sizeof(float)) != cudaSuccess) return 2;
+  cudaMemcpy(dx, hx, n * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(dy, hy, n * sizeof(float), cudaMemcpyHostToDevice);
+  axpy<<<(n + 255) / 256, 256>>>(2.0f, dx, dy, n);
+  if (cudaMemcpy(hy, dy, n * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) return 3;
+  for (int i = 0; i < n; ++i) if (hy[i] != 2.0f * i + 1.0f) { printf("wrong result at %d\n", i); return 4; }
+  printf("gpu-ok\n");
+  return 0;
+}
+CU
+"$cuda/bin/nvcc" -arch="$arch" -cubin -o "$work/k.cubin" "$work/k.cu" 2>"$work/err" || { echo "nvcc -cubin for $arch failed: $(tail -3 "$work/err")"; exit 1; }
+magic=$(od -An -c -N4 "$work/k.cubin" | tr -d ' ')
+[ "$magic" = "177ELF" ] || { echo "k.cubin is not an ELF cubin"; exit 1; }
+"$cuda/bin/nvcc" -arch="$arch" -cudart shared -o "$work/k" "$work/k.cu" 2>"$work/err" || { echo "nvcc link against cudart failed: $(tail -3 "$work/err")"; exit 1; }
+cudart=$(LD_LIBRARY_PATH="$cuda/lib64" ldd "$work/k" | awk '/libcudart/ {print $3}')
+[ -n "$cudart" ] && [ -e "$cudart" ] || { echo "the program does not resolve libcudart"; exit 1; }
+out=no-gpu
+if [ -e /dev/nvidia0 ] && command -v nvidia-smi >/dev/null 2>&1; then
+  out=$(LD_LIBRARY_PATH="$cuda/lib64" "$work/k") || { echo "the kernel run failed: $out"; exit 1; }
+  [ "$out" = gpu-ok ] || { echo "the kernel run failed: $out"; exit 1; }
+fi
+echo "{\"cuda\": \"$cuda\", \"arch\": \"$arch\", \"cubin\": \"ELF\", \"cudart\": \"$cudart\", \"run\": \"$out\"}"
