@@ -336,10 +336,13 @@ def _rule_cuda_driver(f, cuda, *, dversion, branch, gpus, forward_compat):
     if rel_min is not None and not below(rel_min):
         return
     if not below(floor):
+        advice = (
+            f"driver_version >= {rel_min}" if branch == rel_min.major else f"driver_branch >= {rel_min.major}"
+        )
         f.warn(
             f"CUDA {cuda} runs on {drv} only through minor-version compatibility: its own minimum is "
             f"{rel_min} (R{rel_min.major}); features such as PTX JIT of code from the newer toolkit need the "
-            f"newer driver: set driver_branch >= {rel_min.major} for full support"
+            f"newer driver: set {advice} for full support"
         )
         return
     native = branch_native_cuda(branch)
@@ -691,12 +694,12 @@ def recommend(gpus, cuda=None, branch=None, today=None):
         rng = cc_cuda_range(g.get("compute_capability"))
         if rng and rng[1] is not None and rng[1] < cuda_max:
             cuda_max = rng[1]
-    if known and any(cc_cuda_range(g.get("compute_capability")) is None for g in known):
-        pass
     ccs = [_v(g["compute_capability"]) for g in known if g.get("compute_capability")]
     cudnn_max = newest_cudnn_for_cc(min(ccs)) if ccs else kb_cudnn.NEWEST_KNOWN
-    if cudnn_max and cuda_max.major < 12:
-        cudnn_max = min(_v(cudnn_max), _v("9.10.2")).__str__()
+    # GPUs limited to an older CUDA major: the newest cuDNN still built for that major
+    last_for_major = {major: last for major, _first, last, _conf in kb_cudnn.VARIANTS if last}
+    if cudnn_max and cuda_max.major in last_for_major:
+        cudnn_max = str(min(_v(cudnn_max), _v(last_for_major[cuda_max.major])))
     return {
         "driver_branch": str(chosen) if chosen is not None else None,
         "kernel_module": resolve_kernel_module("auto", chosen if chosen is not None else branch, gpus),

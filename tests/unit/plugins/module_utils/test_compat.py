@@ -708,3 +708,11 @@ def test_resolved_gpus_accepted_again():
         gpus=[{"pci_device_id": g["pci_device_id"], "pci_subsystem_id": g["pci_subsystem_id"]} for g in first]
     )
     assert again["gpus"] == first
+
+
+def test_minor_version_advice_within_the_branch():
+    result = run(gpus=[H200], cuda_version="13.0.2", driver_version="580.82.07")
+    (warning,) = minor_warnings(result)
+    assert warning.endswith("set driver_version >= 580.95.05 for full support")
+    result = run(gpus=[H200], cuda_version="13.2", driver_version="580.82.07")
+    assert minor_warnings(result)[0].endswith("set driver_branch >= 595 for full support")
