@@ -11,6 +11,8 @@ Rules decided here from the host's own observations (no knowledge base needed):
 - ``cudnn_header_library_mismatch``: a copy whose header and library disagree (error);
 - ``cudnn_env_differs_from_system``: a pip/conda cuDNN whose version differs from the system cuDNN for the
   same CUDA major (warning: the classic "Loaded runtime CuDNN library: X but source was compiled with: Y");
+- ``cudnn_several_system_copies``: several system copies provide the same libcudnn.so.N (warning: programs get
+  whichever the loader finds first);
 - ``cudnn_loader_resolves``: which copy the dynamic loader picks for each libcudnn soname (info);
 - ``cudnn_needs_newer_driver`` / ``cuda_needs_newer_driver``: a cuDNN build or CUDA toolkit for a CUDA major
   above the one the driver reports (cuDriverGetVersion) (error); a toolkit of the same major but a newer
@@ -92,6 +94,22 @@ def local_findings(entry):
                         "but source was compiled with ...'",
                     )
                 )
+    by_major = {}
+    for c in system:
+        if isinstance(c.get("major"), int):
+            by_major.setdefault(c["major"], []).append(c)
+    for major, same in sorted(by_major.items()):
+        if len(same) > 1:
+            picked = [c for c in same if c.get("resolved")]
+            pick = f"the loader picks {_copy_label(picked[0])}" if picked else "the loader picks none of them"
+            out.append(
+                finding(
+                    "warning",
+                    "cudnn_several_system_copies",
+                    f"{len(same)} system cuDNN copies provide libcudnn.so.{major} "
+                    f"({', '.join(_copy_label(c) for c in same)}); {pick}",
+                )
+            )
     for r in entry.get("cudnn_resolved") or []:
         out.append(
             finding(
@@ -147,18 +165,28 @@ def driver_api_findings(entry):
     return out
 
 
+# The knowledge base's module: compat_rules.py (named compat.py in early versions; that name shadowed
+# ansible.module_utils.compat wherever plugins/module_utils is an adjacent module_utils path).
+COMPAT_MODULES = (
+    "ansible_collections.gpufleet.nvidia.plugins.module_utils.compat_rules",
+    "ansible_collections.gpufleet.nvidia.plugins.module_utils.compat",
+)
+
+
 def _compat_module():
-    try:
-        compat = importlib.import_module("ansible_collections.gpufleet.nvidia.plugins.module_utils.compat")
-    except Exception as exc:  # any import problem: report it, never crash the audit
-        return None, f"{type(exc).__name__}: {exc}"
-    return compat, None
+    why = "no compatibility module"
+    for name in COMPAT_MODULES:
+        try:
+            return importlib.import_module(name), None
+        except Exception as exc:  # any import problem: report it, never crash the audit
+            why = f"{type(exc).__name__}: {exc}"
+    return None, why
 
 
 def compat_findings(entry, compat=None):
     """Findings from the compatibility knowledge base (GPUs the stack cannot serve, minimum drivers).
 
-    ``compat``: the compat module (tests inject one); default: import module_utils/compat.py. The adapter
+    ``compat``: the compat module (tests inject one); default: module_utils/compat_rules.py. The adapter
     calls ``compat.audit_findings(entry)`` when present (the audit's contract: a normalized host entry in,
     a list of finding dicts or of (severity, message) pairs out), else ``compat.check(...)`` with keyword
     arguments built from the host. Any exception becomes an ``info`` finding: the audit never crashes on

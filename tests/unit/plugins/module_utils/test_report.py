@@ -560,3 +560,16 @@ def test_check_report_dir(tmp_path):
 def test_render_unknown_format(report):
     with pytest.raises(ValueError, match="format"):
         rp.render(report, "xml")
+
+
+def test_several_system_copies_of_one_soname():
+    f = facts("oldtrain")
+    r = rp.build_report([{"name": "a", "status": "ok", "facts": f}], compat=NO_COMPAT)
+    (w,) = [x for x in r["hosts"][0]["findings"] if x["code"] == "cudnn_several_system_copies"]
+    assert w["severity"] == "warning"
+    assert w["message"].startswith("2 system cuDNN copies provide libcudnn.so.9 ")
+    assert "the loader picks cuDNN 9.10.2 (tarball at /usr/local/cuda-12.8)" in w["message"]
+
+
+def test_real_compat_rules_are_found():
+    assert rf._compat_module()[0] is not None
