@@ -100,7 +100,7 @@ def repo_arch(machine):
 
 
 def repo_config(distribution, version, machine="x86_64", base_url="", fingerprint=""):
-    """Everything the _nvidia_repo role writes: key URL, pinned fingerprint, keyring and repo file."""
+    """Everything the nvidia_repo role writes: key URL, pinned fingerprint, keyring and repo file."""
     rdir = repo_dir(distribution, version)
     arch = repo_arch(machine)
     url = repo_url(rdir, arch, base_url)
@@ -130,7 +130,7 @@ def repo_config(distribution, version, machine="x86_64", base_url="", fingerprin
 def render_deb822(url, keyring):
     # NVIDIA's repositories are flat (Suites: /), as cuda-keyring's own source line "deb [...] <url> /".
     return (
-        "# Managed by gpufleet (_nvidia_repo): NVIDIA CUDA repository\n"
+        "# Managed by gpufleet (nvidia_repo): NVIDIA CUDA repository\n"
         "Types: deb\n"
         f"URIs: {url}\n"
         "Suites: /\n"
@@ -140,7 +140,7 @@ def render_deb822(url, keyring):
 
 def render_dnf_repo(url, keyring):
     return (
-        "# Managed by gpufleet (_nvidia_repo): NVIDIA CUDA repository\n"
+        "# Managed by gpufleet (nvidia_repo): NVIDIA CUDA repository\n"
         "[gpufleet-nvidia-cuda]\n"
         "name=NVIDIA CUDA\n"
         f"baseurl={url}\n"

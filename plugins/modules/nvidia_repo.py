@@ -13,7 +13,7 @@ description:
     rhel10; Rocky, AlmaLinux and Oracle Linux map to rhelN), downloads the repository key, checks its OpenPGP
     fingerprint against the pinned one, and writes the key and the repository file atomically.
   - O(state=planned) returns the plan and package specs and changes nothing.
-  - Used by the internal role C(gpufleet.nvidia._nvidia_repo); no apt_key, no cuda-keyring package.
+  - Used by the internal role C(gpufleet.nvidia.nvidia_repo); no apt_key, no cuda-keyring package.
 options:
   state:
     description: V(present) writes the key and repository file; V(planned) only reports.
@@ -185,7 +185,7 @@ def run(module):
         raise repo_plan.RepoPlanError(
             f"cannot fetch the repository key {url}: {getattr(exc, 'reason', exc)}"
         ) from None
-    result["fingerprint"] = repo_plan.check_key(key, plan["key_fingerprint"], "_nvidia_repo_key_fingerprint")
+    result["fingerprint"] = repo_plan.check_key(key, plan["key_fingerprint"], "<role>_repo_key_fingerprint")
     content = plan["content"].encode()
     for path, data in ((plan["keyring"], key), (plan["path"], content)):
         if _read(path) != data:

@@ -1,0 +1,109 @@
+"""roles cudnn, cuda_toolkit, nvidia_repo: bad input is refused in preflight, before any change.
+
+The message names the variable. Runs the preflight against this machine in check mode (it only reads).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+PLAYBOOK = """
+- name: preflight
+  hosts: localhost
+  gather_facts: true
+  tasks:
+    - name: role
+      ansible.builtin.include_role:
+        name: gpufleet.nvidia.{role}
+      vars: {vars}
+"""
+
+
+def run(tmp_path, role, role_vars, tags=None):
+    playbook = tmp_path / "preflight.yml"
+    playbook.write_text(PLAYBOOK.format(role=role, vars=json.dumps(role_vars)))
+    env = dict(os.environ)
+    env.update(
+        {
+            "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+            "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
+            "ANSIBLE_NOCOLOR": "true",
+            "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default",
+            "ANSIBLE_FACT_CACHING": "memory",
+            "LC_ALL": "C.UTF-8",
+        }
+    )
+    cmd = [
+        str(Path(sys.executable).parent / "ansible-playbook"),
+        "-i",
+        str(ROOT / "inventory" / "localhost.yml"),
+    ]
+    cmd += ["--check", str(playbook)]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return proc.returncode, " ".join((proc.stdout + proc.stderr).split())
+
+
+@pytest.mark.parametrize(
+    ("role_vars", "expected"),
+    [
+        ({"cudnn_version": "9.x"}, "cudnn_version=9.x (allowed: X.Y.Z or X.Y.Z.B"),
+        ({"cudnn_cuda_major": "thirteen"}, "cudnn_cuda_major=thirteen (allowed: a CUDA major"),
+        ({"cudnn_source": "pip"}, "cudnn_source=pip (allowed: nvidia_repo, redist, distro)"),
+        ({"cudnn_source": "distro", "cudnn_skip_compat_check": True}, "cudnn_source: distro is not possible"),
+        (
+            {
+                "cudnn_source": "nvidia_repo",
+                "cudnn_extra_variants": [{"version": "9.14.0", "cuda_major": "12"}],
+            },
+            "side-by-side builds (cudnn_extra_variants) need cudnn_source redist",
+        ),
+        (
+            {"cudnn_redist_base_url": "file:///nonexistent", "cudnn_skip_compat_check": True},
+            "cudnn_version: 9.14.0: no redist manifest for it",
+        ),
+    ],
+)
+def test_cudnn_bad_input(tmp_path, role_vars, expected):
+    rc, out = run(tmp_path, "cudnn", role_vars)
+    assert rc != 0, out
+    assert expected in out, out
+    assert "changed=0" in out, out
+
+
+def test_cudnn_skip_is_reported(tmp_path):
+    rc, out = run(
+        tmp_path, "cudnn", {"cudnn_skip_compat_check": True, "cudnn_redist_base_url": "/nonexistent"}
+    )
+    assert rc != 0
+    assert "the nvidia_compat preflight was SKIPPED (cudnn_skip_compat_check: true)" in out, out
+
+
+@pytest.mark.parametrize(
+    ("role_vars", "expected"),
+    [
+        ({"cuda_toolkit_versions": ["13.x"]}, "cuda_toolkit_versions=['13.x'] (allowed: a non-empty list"),
+        ({"cuda_toolkit_versions": ["13.0"], "cuda_toolkit_default": "12.9"}, "cuda_toolkit_default=12.9"),
+        (
+            {"cuda_toolkit_versions": ["11.2"], "cuda_toolkit_skip_compat_check": True},
+            "cuda_toolkit_versions: CUDA 11.2 has no known redist release; known: 12.4",
+        ),
+    ],
+)
+def test_cuda_toolkit_bad_input(tmp_path, role_vars, expected):
+    rc, out = run(tmp_path, "cuda_toolkit", role_vars)
+    assert rc != 0, out
+    assert expected in out, out
+    assert "changed=0" in out, out
+
+
+def test_nvidia_repo_refuses_to_run_on_its_own(tmp_path):
+    rc, out = run(tmp_path, "nvidia_repo", {})
+    assert rc != 0
+    assert (
+        "nvidia_repo is internal to gpufleet: include it from nvidia_driver, cuda_toolkit or cudnn" in out
+    ), out
