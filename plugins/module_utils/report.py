@@ -372,8 +372,9 @@ def component_rows(report):
             version=d["version"] if d.get("installed") is not False else "none",
             source=d["install_method"],
             active="loaded" if d.get("loaded") else "",
-            detail=f"branch {d['branch']}, {d['kernel_module']} module, "
-            f"CUDA {d.get('cuda_driver_version') or '?'}",
+            detail="no NVIDIA driver"
+            if d.get("installed") is False
+            else f"branch {d['branch']}, {d['kernel_module']} module, CUDA {d.get('cuda_driver_version') or '?'}",
             drift=_drift_for(h, "driver"),
         )
         for t in h["cuda"]["toolkits"]:
