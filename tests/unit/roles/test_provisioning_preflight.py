@@ -53,7 +53,10 @@ def run(tmp_path, role, role_vars, tags=None):
     [
         ({"cudnn_version": "9.x"}, "cudnn_version=9.x (allowed: X.Y.Z or X.Y.Z.B"),
         ({"cudnn_cuda_major": "thirteen"}, "cudnn_cuda_major=thirteen (allowed: a CUDA major"),
-        ({"cudnn_source": "pip"}, "cudnn_source=pip (allowed: nvidia_repo, redist, distro)"),
+        (
+            {"cudnn_source": "pip"},
+            "value of cudnn_source must be one of: nvidia_repo, redist, distro, got: pip",
+        ),
         ({"cudnn_source": "distro", "cudnn_skip_compat_check": True}, "cudnn_source: distro is not possible"),
         (
             {
@@ -61,6 +64,10 @@ def run(tmp_path, role, role_vars, tags=None):
                 "cudnn_extra_variants": [{"version": "9.14.0", "cuda_major": "12"}],
             },
             "side-by-side builds (cudnn_extra_variants) need cudnn_source redist",
+        ),
+        (
+            {"cudnn_version": "9.12.0", "cudnn_cuda_major": "11"},
+            "cuDNN 9.12.0 has no build for CUDA 11 (the last is 9.10.2)",
         ),
         (
             {"cudnn_redist_base_url": "file:///nonexistent", "cudnn_skip_compat_check": True},
@@ -88,6 +95,10 @@ def test_cudnn_skip_is_reported(tmp_path):
     [
         ({"cuda_toolkit_versions": ["13.x"]}, "cuda_toolkit_versions=['13.x'] (allowed: a non-empty list"),
         ({"cuda_toolkit_versions": ["13.0"], "cuda_toolkit_default": "12.9"}, "cuda_toolkit_default=12.9"),
+        (
+            {"cuda_toolkit_versions": ["13.0"], "cuda_toolkit_redist_base_url": "file:///nonexistent"},
+            "cuda_toolkit_versions: 13.0: no redist manifest for it (cannot read file:///nonexistent/cuda/redist/",
+        ),
         (
             {"cuda_toolkit_versions": ["11.2"], "cuda_toolkit_skip_compat_check": True},
             "cuda_toolkit_versions: CUDA 11.2 has no known redist release; known: 12.4",
