@@ -374,7 +374,8 @@ def component_rows(report):
             active="loaded" if d.get("loaded") else "",
             detail="no NVIDIA driver"
             if d.get("installed") is False
-            else f"branch {d['branch']}, {d['kernel_module']} module, CUDA {d.get('cuda_driver_version') or '?'}",
+            else f"branch {d['branch']}, {d['kernel_module']} module, "
+            f"CUDA {d.get('cuda_driver_version') or '?'}",
             drift=_drift_for(h, "driver"),
         )
         for t in h["cuda"]["toolkits"]:
