@@ -191,6 +191,8 @@ step_molecule() {
   py_env
   docker_answers || die "docker does not answer: run the docker step first"
   export GPUFLEET_MIRROR_DIR=$ROOT/.lab/mirror GPUFLEET_DEBS_DIR=$ROOT/.gpu/debs-gxx GPUFLEET_GPU_IMAGE=$IMAGE
+  # the docker bundle brings no AppArmor profile loader: never ask for docker-default
+  export GPUFLEET_GPU_SECURITY_OPTS=${GPUFLEET_GPU_SECURITY_OPTS:-apparmor=unconfined}
   [[ -d $GPUFLEET_DEBS_DIR ]] || die "no .gpu/debs-gxx: carry it (call 2)"
   say "molecule ${MOLECULE_CMD:-test} -s gpu"
   python3 scripts/gpu_env.py plan --cli | tee "$OUTDIR/gpu-plan.txt"

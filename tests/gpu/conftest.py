@@ -12,7 +12,7 @@ import os
 import shlex
 
 import pytest
-from gpuhelpers import CUDNN_PLACES, must, sh
+from gpuhelpers import CUDNN_PLACES, CUDNN_PREFIX, must, sh
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,13 @@ def nvcc(host):
 def cudnn_paths(host):
     """(include dir, lib dir, library file name) of the cuDNN to build against on the target."""
     home = os.environ.get("GPUFLEET_CUDNN_HOME")
-    places = ((f"{home}/include", f"{home}/lib"),) if home else CUDNN_PLACES
+    if home:
+        places = ((f"{home}/include", f"{home}/lib"),)
+    else:
+        trees = sh(
+            host, f"ls -d {CUDNN_PREFIX}/current-cuda* {CUDNN_PREFIX}/current 2>/dev/null"
+        ).stdout.split()
+        places = tuple((f"{t}/include", f"{t}/lib") for t in trees) + CUDNN_PLACES
     for inc, lib in places:
         if not host.file(f"{inc}/cudnn_version.h").exists:
             continue

@@ -9,10 +9,11 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parent / "src"
 PROJECT = Path(__file__).resolve().parents[2]
 
-# (include dir, lib dir) searched in this order on the target: the cudnn role's versioned prefix,
-# NVIDIA's Debian/Ubuntu packages (multiarch headers), then a tarball copied into the toolkit.
+# (include dir, lib dir) searched in this order on the target, after the cudnn role's switched trees
+# (<prefix>/current-cuda<M>, listed on the target by the cudnn_paths fixture): NVIDIA's Debian/Ubuntu
+# packages (multiarch headers), then a tarball copied into the toolkit.
+CUDNN_PREFIX = "/opt/nvidia/cudnn"
 CUDNN_PLACES = (
-    ("/opt/nvidia/cudnn/current/include", "/opt/nvidia/cudnn/current/lib"),
     ("/usr/include/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"),
     ("/usr/include", "/usr/lib/x86_64-linux-gnu"),
     ("/usr/include", "/usr/lib64"),
