@@ -233,16 +233,38 @@ def license_of(root, package):
         return f"See NVIDIA's license for {package}.\n".encode()
 
 
+def cuda_release(root, home, tag, status):
+    """X.Y.Z of the installed toolkit: version.json, else NVIDIA's meta packages, else the lab's table."""
+    try:
+        info = json.loads(Path(host_path(root, f"{home}/version.json")).read_text(encoding="utf-8"))
+        return info["cuda"]["version"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    for meta in (
+        "cuda-toolkit",
+        "cuda-compiler",
+        "cuda-minimal-build",
+        "cuda-libraries",
+        "cuda-command-line-tools",
+    ):
+        version = status.get(f"{meta}-{tag}")
+        if version and re.match(r"^\d+\.\d+\.\d+$", upstream(version)):
+            return upstream(version)
+    for release, comps in labmirror.CUDA_RELEASES.items():
+        wanted = {comp: ver for comp, (_title, ver) in comps.items()}
+        seen = {comp: upstream(status.get(CUDA_COMPONENTS[comp][0].format(v=tag), "")) for comp in wanted}
+        if seen == wanted:
+            return release
+    return home.rsplit("-", 1)[-1]
+
+
 def build_cuda(root, out, cuda, status, log):
     major, minor = cuda.split(".")[:2]
     home = f"/usr/local/cuda-{major}.{minor}"
     tag = f"{major}-{minor}"
-    release = cuda
-    try:
-        info = json.loads(Path(host_path(root, f"{home}/version.json")).read_text(encoding="utf-8"))
-        release = info["cuda"]["version"]
-    except (OSError, ValueError, KeyError):
-        log(f"mirror: no {home}/version.json; naming the release {cuda}")
+    release = cuda_release(root, home, tag, status)
+    if release == cuda:
+        log(f"mirror: release of CUDA {cuda} not found (version.json, meta packages); naming it {cuda}")
     redist = out / "cuda" / "redist"
     doc = {"release_date": time.strftime("%Y-%m-%d"), "release_label": release, "release_product": "cuda"}
     mtime = int(time.time())
