@@ -12,8 +12,9 @@
 # started with setsid survive between calls):
 #   call 1  carry [.gpu/wheels, .gpu/docker-bundle.tar.xz, .collections]
 #           scripts/h200_gpu_scenario.sh bare docker mirror
-#   call 2  carry [.gpu/debs-gxx]                  scripts/h200_gpu_scenario.sh status
-#   call 3  carry [.gpu/image-debian12.tar.xz]     scripts/h200_gpu_scenario.sh image molecule
+#   call 2  carry [.gpu/debs-gxx/part1]            scripts/h200_gpu_scenario.sh status
+#   call 3  carry [.gpu/image-debian12.tar.xz, .gpu/debs-gxx/part2]
+#           scripts/h200_gpu_scenario.sh image molecule
 # Logs go to $OUT (the device tool's folder) or /tmp/gpufleet-out.
 #
 # Steps: here | bare | docker | mirror | status | image | molecule [molecule subcommand, default test]
@@ -53,13 +54,16 @@ mib() { du -sm "$@" 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
 step_here() {
   command -v apt-get >/dev/null || die "here: needs apt-get (a Debian 12 machine)"
   command -v docker >/dev/null || die "here: needs docker with the image $IMAGE (python -m lab images)"
-  mkdir -p .gpu/debs-gxx .gpu/wheels
+  mkdir -p .gpu/debs-gxx/part1 .gpu/debs-gxx/part2 .gpu/wheels
   grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
   if [[ $(find .gpu/debs-gxx -name '*.deb' | wc -l) -lt 35 ]]; then
     say "downloading g++ packages"
     # shellcheck disable=SC2086
-    (cd .gpu/debs-gxx && apt-get download $GXX_DEBS) || die "apt-get download of the g++ packages failed"
+    (cd .gpu/debs-gxx/part1 && apt-get download $GXX_DEBS) || die "apt-get download of the g++ packages failed"
   fi
+  # two parts, so that no call carries more than about 55 MiB: cpp-12 travels with the image (call 3)
+  find .gpu/debs-gxx -maxdepth 1 -name '*.deb' -exec mv -t .gpu/debs-gxx/part1 {} +
+  find .gpu/debs-gxx/part1 -name 'cpp-12_*.deb' -exec mv -t .gpu/debs-gxx/part2 {} +
   if [[ ! -s .gpu/docker-bundle.tar.xz ]]; then
     say "building the docker bundle"
     local tmp
@@ -94,8 +98,8 @@ step_here() {
   tree=$(git ls-files -z | xargs -0 du -cm 2>/dev/null | tail -1 | cut -f1)
   say "carry sizes (MiB; a call carries at most 64 with the working tree of about ${tree}):"
   echo "  call 1: $(mib .gpu/wheels .gpu/docker-bundle.tar.xz .collections)"
-  echo "  call 2: $(mib .gpu/debs-gxx)"
-  echo "  call 3: $(mib .gpu/image-debian12.tar.xz)"
+  echo "  call 2: $(mib .gpu/debs-gxx/part1)"
+  echo "  call 3: $(mib .gpu/image-debian12.tar.xz .gpu/debs-gxx/part2)"
 }
 
 install_wheels() {
@@ -130,9 +134,10 @@ start_dockerd() {
   setsid env PATH="$DOCKER_PREFIX/bin:$PATH" LD_LIBRARY_PATH="$DOCKER_PREFIX/lib" \
     dockerd --iptables=false --ip6tables=false --bridge=none --data-root=/var/lib/gpufleet-docker \
     --exec-root=/run/gpufleet-docker --pidfile=/run/gpufleet-dockerd.pid "$@" >"$log" 2>&1 </dev/null &
+  DOCKERD_PID=$!
   for _ in $(seq 60); do
     docker_answers && return 0
-    kill -0 $! 2>/dev/null || break
+    kill -0 "$DOCKERD_PID" 2>/dev/null || break
     sleep 1
   done
   tail -20 "$log"
@@ -149,9 +154,10 @@ step_docker() {
     mkdir -p "$(dirname "$DOCKER_PREFIX")"
     xz -dc .gpu/docker-bundle.tar.xz | tar -C "$(dirname "$DOCKER_PREFIX")" -xf - || die "unpacking the docker bundle failed"
   fi
-  if ! start_dockerd default; then
-    [[ -f /run/gpufleet-dockerd.pid ]] && kill "$(cat /run/gpufleet-dockerd.pid)" 2>/dev/null
-    sleep 2
+  # overlay2 first; where the root file system refuses it (overlay on overlay), vfs: never devicemapper
+  if ! start_dockerd overlay2 --storage-driver=overlay2; then
+    kill "$DOCKERD_PID" 2>/dev/null
+    sleep 3
     start_dockerd vfs --storage-driver=vfs || die "dockerd does not start (logs in $OUTDIR)"
   fi
   PATH=$DOCKER_PREFIX/bin:$PATH docker info 2>&1 | tee "$OUTDIR/docker-info.txt" | head -30
@@ -193,7 +199,8 @@ step_molecule() {
   export GPUFLEET_MIRROR_DIR=$ROOT/.lab/mirror GPUFLEET_DEBS_DIR=$ROOT/.gpu/debs-gxx GPUFLEET_GPU_IMAGE=$IMAGE
   # the docker bundle brings no AppArmor profile loader: never ask for docker-default
   export GPUFLEET_GPU_SECURITY_OPTS=${GPUFLEET_GPU_SECURITY_OPTS:-apparmor=unconfined}
-  [[ -d $GPUFLEET_DEBS_DIR ]] || die "no .gpu/debs-gxx: carry it (call 2)"
+  [[ -d $GPUFLEET_DEBS_DIR/part1 ]] || die "no .gpu/debs-gxx/part1: carry it (call 2)"
+  [[ -d $GPUFLEET_DEBS_DIR/part2 ]] || die "no .gpu/debs-gxx/part2: carry it (call 3)"
   say "molecule ${MOLECULE_CMD:-test} -s gpu"
   python3 scripts/gpu_env.py plan --cli | tee "$OUTDIR/gpu-plan.txt"
   molecule "${MOLECULE_CMD:-test}" -s gpu 2>&1 | tee "$OUTDIR/molecule.log"
