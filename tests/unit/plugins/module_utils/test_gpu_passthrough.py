@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils import gpu_passthrough as gp
@@ -454,3 +456,66 @@ def test_gpu_seen_only_in_proc_counts_as_present(tmp_path):
     obs = gp.observe(str(tmp_path), _docker_info(("nvidia",)), None)
     assert gp.gpu_presence(obs) is None
     assert gp.choose_mode(obs) == "toolkit"
+
+
+# --------------------------------------------------------------------------- the CLI molecule/make use
+ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+)
+
+
+def _cli(*args, env=None):
+    full_env = dict(os.environ)
+    full_env.pop("GPUFLEET_GPU_MODE", None)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, os.path.join(ROOT, "scripts", "gpu_env.py"), *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_cli_no_gpu_exit_3_and_the_message(tmp_path):
+    res = _cli("check", "--root", str(tmp_path))
+    assert res.returncode == 3
+    assert res.stdout.strip() == gp.gpu_presence(gp.observe(str(tmp_path)))
+
+
+def test_cli_plan_json_writes_the_ld_conf_and_mounts_it(tmp_path):
+    _gpu_host(tmp_path / "root")
+    eph = tmp_path / "eph"
+    res = _cli(
+        "plan", "--json", "--ephemeral-dir", str(eph), env={"GPUFLEET_GPU_ROOT": str(tmp_path / "root")}
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    plan = json.loads(res.stdout)
+    assert plan["mode"] == "devices"
+    assert plan["summary"].startswith("GPU passthrough: mode devices (auto-detected)")
+    conf = eph / "gpufleet-nvidia-driver.conf"
+    assert conf.read_text(encoding="utf-8") == gp.ld_so_conf_content()
+    assert f"{conf}:{gp.LD_SO_CONF}:ro" in plan["docker"]["volumes"]
+
+
+def test_cli_bad_mode_exit_2(tmp_path):
+    _gpu_host(tmp_path)
+    res = _cli("check", "--root", str(tmp_path), env={"GPUFLEET_GPU_MODE": "gpus"})
+    assert res.returncode == 2
+    assert res.stdout.strip() == "GPUFLEET_GPU_MODE='gpus' is not one of auto, toolkit, cdi, devices"
+
+
+def test_make_test_wrapper_says_skipped_without_a_gpu(tmp_path):
+    env = dict(os.environ, GPUFLEET_GPU_ROOT=str(tmp_path))
+    env.pop("GPUFLEET_GPU_MODE", None)
+    res = subprocess.run(
+        [os.path.join(ROOT, "scripts", "molecule_gpu_or_skip.sh")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert res.returncode == 0
+    assert res.stdout.startswith("SKIPPED: molecule gpu: no NVIDIA GPU on this host (")
