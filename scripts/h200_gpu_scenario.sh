@@ -17,9 +17,11 @@
 #           scripts/h200_gpu_scenario.sh image molecule
 # Logs go to $OUT (the device tool's folder) or /tmp/gpufleet-out.
 #
-# Steps: here | bare | docker | mirror | status | image | molecule [molecule subcommand, default test]
+# Steps: here | bare | docker | mirror | status | image | molecule (= molecule test -s gpu) |
+#        molecule:<subcommand> (e.g. molecule:converge molecule:idempotence molecule:verify molecule:destroy,
+#        to spread the scenario over calls when one would run past the 10-minute limit)
 # Environment: GPUFLEET_EXPECT_CUDNN (default 9.14.0.64), GPUFLEET_EXPECT_GPU (default H200),
-# GPUFLEET_CUDA_VERSION (13.0), GPUFLEET_CUDNN_VERSION (9.14.0.64), MOLECULE_CMD (test).
+# GPUFLEET_CUDA_VERSION (13.0), GPUFLEET_CUDNN_VERSION (9.14.0.64).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -200,6 +202,7 @@ step_image() {
 }
 
 step_molecule() {
+  local cmd=${1:-${MOLECULE_CMD:-test}}
   install_wheels
   py_env
   docker_answers || die "docker does not answer: run the docker step first"
@@ -208,9 +211,9 @@ step_molecule() {
   export GPUFLEET_GPU_SECURITY_OPTS=${GPUFLEET_GPU_SECURITY_OPTS:-apparmor=unconfined}
   [[ -d $GPUFLEET_DEBS_DIR/part1 ]] || die "no .gpu/debs-gxx/part1: carry it (call 2)"
   [[ -d $GPUFLEET_DEBS_DIR/part2 ]] || die "no .gpu/debs-gxx/part2: carry it (call 3)"
-  say "molecule ${MOLECULE_CMD:-test} -s gpu"
+  say "molecule $cmd -s gpu"
   python3 scripts/gpu_env.py plan --cli | tee "$OUTDIR/gpu-plan.txt"
-  molecule "${MOLECULE_CMD:-test}" -s gpu 2>&1 | tee "$OUTDIR/molecule.log"
+  molecule "$cmd" -s gpu 2>&1 | tee "$OUTDIR/molecule-$cmd.log"
   return "${PIPESTATUS[0]}"
 }
 
@@ -219,6 +222,7 @@ rc=0
 for step in "$@"; do
   case $step in
     here | bare | docker | mirror | status | image | molecule) "step_$step" || rc=$? ;;
+    molecule:*) step_molecule "${step#molecule:}" || rc=$? ;;
     *) die "unknown step $step (here | bare | docker | mirror | status | image | molecule)" ;;
   esac
 done
