@@ -78,8 +78,21 @@ def ensure_collections() -> None:
         found = sorted(wheels.glob(f"{name}-{version}-py3-none-any.whl"))
         if not found:
             say(f"downloading {spec} (for its collections only)")
-            run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
-                 "--no-deps", "--only-binary=:all:", "-d", str(wheels), spec])
+            run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "-q",
+                    "--disable-pip-version-check",
+                    "--no-deps",
+                    "--only-binary=:all:",
+                    "-d",
+                    str(wheels),
+                    spec,
+                ]
+            )
             found = sorted(wheels.glob(f"{name}-{version}-py3-none-any.whl"))
         if not found:
             fail(f"pip did not produce the wheel for {spec} in {wheels}")
