@@ -74,3 +74,9 @@ def test_state_module_reports_container_and_reboot_decision(host):
     assert result["reboot"]["reboot"] is False
     assert "container" in result["reboot"]["reason"]
     assert result["transition"]["kind"] == "none", json.dumps(result["transition"])
+
+
+def test_upgrade_playbook_did_not_drain_an_unchanged_host(host):
+    """side_effect ran playbooks/driver-upgrade.yml: nothing to change, so no drain/undrain hook ran."""
+    assert not host.file("/var/tmp/gpufleet-drained").exists
+    assert not host.file("/var/tmp/gpufleet-undrained").exists
