@@ -19,6 +19,7 @@ def cmd_docker(args):
     from lab import engine  # noqa: PLC0415
 
     engine.ensure()
+    engine.ensure_inotify()
 
 
 def check_images(args):
@@ -74,6 +75,7 @@ def cmd_up(args):
 
     cudnn, cuda, variants = _mirror_args(args)
     engine.ensure()
+    engine.ensure_inotify()
     client = engine.client()
     images.build(client)
     mirror.build(cudnn, cuda, variants)

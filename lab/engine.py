@@ -105,3 +105,30 @@ def client():
         name = exc.__class__.__name__
         raise LabError(f"docker engine not reachable ({name}): run `python -m lab docker`", 2) from exc
     return cli
+
+
+# Every systemd container takes several inotify instances; the kernel default of 128 per
+# user stops booting at about 15 lab containers ("Failed to create inotify object").
+INOTIFY = "/proc/sys/fs/inotify/max_user_instances"
+INOTIFY_MIN = 1024
+
+
+def ensure_inotify(log=print, path=INOTIFY, minimum=INOTIFY_MIN):
+    """Raise fs.inotify.max_user_instances to `minimum` (root), or say how."""
+    try:
+        with open(path, encoding="ascii") as fh:
+            current = int(fh.read().strip())
+    except (OSError, ValueError):
+        return
+    if current >= minimum:
+        return
+    try:
+        with open(path, "w", encoding="ascii") as fh:
+            fh.write(str(minimum))
+    except OSError as exc:
+        raise LabError(
+            f"fs.inotify.max_user_instances is {current}, too low for many systemd containers: "
+            f"run `sudo sysctl fs.inotify.max_user_instances={minimum}`, then rerun",
+            code=2,
+        ) from exc
+    log(f"docker: raised fs.inotify.max_user_instances {current} -> {minimum} (systemd containers need it)")

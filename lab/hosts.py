@@ -9,7 +9,7 @@ import tarfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from lab import LABEL, NETWORK, STATE, LabError
+from lab import LABEL, NETWORK, STATE, LabError, engine
 from lab.images import SYSTEMD_RUN, resolve
 from lab.serve import MIRROR_URL, container_ip, ensure_network
 
@@ -86,6 +86,7 @@ def up(client, count, image=DEFAULT_IMAGE, prefix=DEFAULT_PREFIX, log=print):
         client.images.get(recipe.tag)
     except docker.errors.ImageNotFound as exc:
         raise LabError(f"image {recipe.tag} missing: run `python -m lab images {recipe.name}` first") from exc
+    engine.ensure_inotify(log)
     ensure_network(client, log)
     key = ensure_key(log)
     pub = key.with_suffix(".pub").read_bytes()
@@ -127,17 +128,23 @@ def up(client, count, image=DEFAULT_IMAGE, prefix=DEFAULT_PREFIX, log=print):
     for name in wanted:
         hosts[name].reload()
         ips[name] = container_ip(hosts[name])
+    # one deadline for all: booting N systemd containers on a small machine takes a while
+    budget = 60 + 3 * count
+    deadline = time.monotonic() + budget
     with ThreadPoolExecutor(max_workers=8) as pool:
-        bad = [n for n, ok in zip(wanted, pool.map(lambda n: wait_ssh(ips[n], key), wanted)) if not ok]
-    if bad:
-        raise LabError(f"no SSH to {', '.join(bad)} within 60s: see `docker logs {bad[0]}`")
+        oks = pool.map(lambda n: wait_ssh(ips[n], key, deadline), wanted)
+        bad = [n for n, ok in zip(wanted, oks) if not ok]
     refresh_inventory(client, key)
+    if bad:
+        raise LabError(
+            f"no SSH to {', '.join(bad)} within {budget}s (machine busy?): rerun the same command, "
+            f"or see `docker exec {bad[0]} journalctl -u ssh`"
+        )
     log(f"hosts: {count} up and reachable over SSH in {time.monotonic() - start:.0f}s; inventory {INVENTORY}")
     return ips
 
 
-def wait_ssh(ip, key, timeout=60):
-    deadline = time.monotonic() + timeout
+def wait_ssh(ip, key, deadline):
     while time.monotonic() < deadline:
         try:
             with socket.create_connection((ip, 22), timeout=2):

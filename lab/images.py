@@ -8,6 +8,8 @@ recipe (hence the hash) changed.
 import hashlib
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import time
@@ -41,6 +43,15 @@ DPKG_EXCLUDES = (
     "path-exclude=/usr/share/locale/*",
     "path-exclude=/usr/share/info/*",
 )
+SSH_HOSTKEY_SCRIPT = """#!/bin/sh
+# gpufleet lab: one ed25519 sshd host key per container, made at first boot
+test -s /etc/ssh/ssh_host_ed25519_key || exec ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
+"""
+SSH_DROPIN = """[Service]
+ExecStartPre=
+ExecStartPre=/usr/local/sbin/gpufleet-ssh-hostkey
+ExecStartPre=/usr/sbin/sshd -t
+"""
 SYSTEMD_HOOKS = (
     # units that make no sense (or hang) in a container without privileges
     'chroot "$1" systemctl mask getty@tty1.service serial-getty@console.service '
@@ -50,14 +61,14 @@ SYSTEMD_HOOKS = (
     'chroot "$1" systemctl enable ssh.service',
     # each container gets its own machine-id on first boot
     ': > "$1/etc/machine-id"',
+    # and its own sshd host key: ed25519 only (RSA keys take a minute on a busy 2-core machine)
     'rm -f "$1"/etc/ssh/ssh_host_*_key*',
-    # sshd host keys are generated at boot (one set per container)
-    'mkdir -p "$1/etc/systemd/system/ssh.service.d"',
-    'printf "[Service]\\nExecStartPre=\\nExecStartPre=/usr/bin/ssh-keygen -A\\n'
-    'ExecStartPre=/usr/sbin/sshd -t\\n" '
-    '> "$1/etc/systemd/system/ssh.service.d/hostkeys.conf"',
+    f'printf %s {shlex.quote(SSH_HOSTKEY_SCRIPT)} > "$1/usr/local/sbin/gpufleet-ssh-hostkey"',
+    'chmod 755 "$1/usr/local/sbin/gpufleet-ssh-hostkey"',
+    'mkdir -p "$1/etc/systemd/system/ssh.service.d" "$1/etc/ssh/sshd_config.d"',
+    f'printf %s {shlex.quote(SSH_DROPIN)} > "$1/etc/systemd/system/ssh.service.d/hostkey.conf"',
+    'printf "HostKey /etc/ssh/ssh_host_ed25519_key\\n" > "$1/etc/ssh/sshd_config.d/gpufleet-hostkey.conf"',
 )
-# (docker import refuses STOPSIGNAL: runners pass stop_signal SIGRTMIN+3 themselves)
 SYSTEMD_CHANGES = (
     "ENV container=docker",
     'CMD ["/lib/systemd/systemd"]',
@@ -201,13 +212,19 @@ def _build_one(recipe, mirror, digest, log):
     where = logfile.relative_to(ROOT)
     log(f"images: building {recipe.tag} ({recipe.suite}, recipe {digest[:12]}; log {where})")
     start = time.monotonic()
-    with open(logfile, "w", encoding="utf-8") as out:
-        res = subprocess.run(  # noqa: S603
-            mmdebstrap_cmd(recipe, mirror, tarball), stdout=out, stderr=subprocess.STDOUT, check=False
-        )
-    if res.returncode != 0:
-        tail = _tail(logfile)
-        raise LabError(f"mmdebstrap failed for {recipe.tag} ({tail}): see {logfile}")
+    for attempt in (1, 2):
+        with open(logfile, "w", encoding="utf-8") as out:
+            res = subprocess.run(  # noqa: S603
+                mmdebstrap_cmd(recipe, mirror, tarball), stdout=out, stderr=subprocess.STDOUT, check=False
+            )
+        if res.returncode == 0:
+            break
+        _release_leftover_mounts(logfile)
+        if attempt == 1:
+            # a busy machine can keep the chroot's /proc busy for a moment at cleanup: once more
+            log(f"images: mmdebstrap failed for {recipe.tag} ({_tail(logfile)}); retrying once")
+            continue
+        raise LabError(f"mmdebstrap failed for {recipe.tag} ({_tail(logfile)}): see {logfile}")
     changes = [*recipe.changes, f"LABEL gpufleet.recipe={digest}", f"LABEL gpufleet.suite={recipe.suite}"]
     previous = _image_id(recipe.tag)
     cmd = ["docker", "import"]
@@ -235,6 +252,22 @@ def _image_id(tag):
         check=False,
     )
     return res.stdout.strip() if res.returncode == 0 else ""
+
+
+def _release_leftover_mounts(logfile):
+    """Unmount and remove what a failed mmdebstrap left in its temporary directory."""
+    try:
+        text = logfile.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    for tempdir in sorted(set(re.findall(r"removing tempdir (/\S+?)\.\.\.", text))):
+        if not tempdir.startswith("/tmp/mmdebstrap."):
+            continue
+        for sub in ("proc", "sys", "dev"):
+            path = os.path.join(tempdir, sub)
+            if os.path.ismount(path):
+                subprocess.run(["umount", "-l", path], capture_output=True, check=False)  # noqa: S603,S607
+        shutil.rmtree(tempdir, ignore_errors=True)
 
 
 def _tail(path):

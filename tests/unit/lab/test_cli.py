@@ -69,3 +69,21 @@ def test_os_release_parsing(tmp_path):
         "VERSION_ID": "12",
     }
     assert engine.os_release(str(tmp_path / "missing")) == {}
+
+
+def test_inotify_raised_when_low(tmp_path):
+    knob = tmp_path / "max_user_instances"
+    knob.write_text("128\n")
+    logs = []
+    engine.ensure_inotify(logs.append, path=str(knob))
+    assert knob.read_text() == str(engine.INOTIFY_MIN)
+    assert "128 -> 1024" in logs[0]
+    engine.ensure_inotify(logs.append, path=str(knob))
+    assert len(logs) == 1
+
+
+def test_inotify_kept_when_high_enough(tmp_path):
+    knob = tmp_path / "max_user_instances"
+    knob.write_text("8192\n")
+    engine.ensure_inotify(pytest.fail, path=str(knob))
+    assert knob.read_text() == "8192\n"
