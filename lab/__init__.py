@@ -7,10 +7,12 @@ internal docker network, and SSH-reachable systemd hosts. Stdlib + docker SDK on
 
 import contextlib
 import fcntl
+import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STATE = ROOT / ".lab"
+# The lab's state (mirror, SSH key, inventory, logs); GPUFLEET_LAB_DIR moves it.
+STATE = Path(os.environ.get("GPUFLEET_LAB_DIR") or ROOT / ".lab").resolve()
 NETWORK = "gpufleet-lab"
 MIRROR_CONTAINER = "gpufleet-mirror"
 LABEL = "gpufleet.lab"

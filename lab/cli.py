@@ -2,6 +2,7 @@
 
 import argparse
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from lab import LabError, locked
 
@@ -77,8 +78,11 @@ def cmd_up(args):
     engine.ensure()
     engine.ensure_inotify()
     client = engine.client()
-    images.build(client)
-    mirror.build(cudnn, cuda, variants)
+    # images (network + dpkg) and the mirror (unzip + hashing) overlap well: build both at once
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        built = [pool.submit(images.build, client), pool.submit(mirror.build, cudnn, cuda, variants)]
+        for future in built:
+            future.result()
     ip = serve.serve(client)
     print(f"lab: up; mirror {serve.MIRROR_URL} on network gpufleet-lab (from this machine: http://{ip}/)")
 

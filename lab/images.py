@@ -15,7 +15,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from lab import ROOT, STATE, LabError, aptsources
+from lab import STATE, LabError, aptsources
 
 # What ansible (and the roles' tasks) need on every target.
 BASE_PACKAGES = (
@@ -209,8 +209,7 @@ def _build_one(recipe, mirror, digest, log):
     build_dir.mkdir(parents=True, exist_ok=True)
     tarball = build_dir / f"{recipe.name}.tar"
     logfile = build_dir / f"{recipe.name}.log"
-    where = logfile.relative_to(ROOT)
-    log(f"images: building {recipe.tag} ({recipe.suite}, recipe {digest[:12]}; log {where})")
+    log(f"images: building {recipe.tag} ({recipe.suite}, recipe {digest[:12]}; log {logfile})")
     start = time.monotonic()
     for attempt in (1, 2):
         with open(logfile, "w", encoding="utf-8") as out:

@@ -6,12 +6,13 @@ otherwise (a fresh checkout before `make lab`).
 """
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-MIRROR = ROOT / ".lab" / "mirror"
+MIRROR = Path(os.environ.get("GPUFLEET_LAB_DIR") or ROOT / ".lab") / "mirror"
 
 
 def _manifests(product):
