@@ -1,6 +1,7 @@
 """`python -m lab <command>`: the gpufleet lab. Errors are one line that says what to do."""
 
 import argparse
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -185,4 +186,14 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("lab: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # docker's API errors, OSError, ...: one line unless LAB_DEBUG is set
+        if os.environ.get("LAB_DEBUG"):
+            raise
+        text = " ".join(str(exc).split())[:300]
+        print(
+            f"lab: error: {args.command} failed: {exc.__class__.__name__}: {text} "
+            "(check `python -m lab status`; LAB_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        return 1
     return 0

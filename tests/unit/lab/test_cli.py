@@ -2,6 +2,7 @@
 
 import pytest
 
+import lab
 from lab import cli, engine
 
 
@@ -87,3 +88,17 @@ def test_inotify_kept_when_high_enough(tmp_path):
     knob.write_text("8192\n")
     engine.ensure_inotify(pytest.fail, path=str(knob))
     assert knob.read_text() == "8192\n"
+
+
+def test_unexpected_error_is_one_line(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(lab, "STATE", tmp_path)  # the lab lock of this test, not the checkout's
+
+    def broken():
+        raise OSError("Connection aborted.\nsecond line")
+
+    monkeypatch.setattr(cli, "_client", broken)
+    monkeypatch.delenv("LAB_DEBUG", raising=False)
+    code, err = _run(capsys, ["mirror", "serve"])
+    assert code == 1
+    assert err.count("\n") == 0
+    assert "mirror failed: OSError: Connection aborted. second line" in err
