@@ -55,6 +55,29 @@ def what_to_do(euid, release):
     return None
 
 
+def apt_install(packages):
+    """apt-get install (running apt-get update first when the install fails); LabError on failure."""
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    cmd = ["apt-get", "install", "-y", "--no-install-recommends", *packages]
+    res = _run(cmd, env=env)
+    if res.returncode != 0:
+        _run(["apt-get", "update"], env=env)
+        res = _run(cmd, env=env)
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or ["?"])[-1]
+        raise LabError(f"apt-get install {' '.join(packages)} failed ({last}): fix apt, then rerun", code=2)
+
+
+def ensure_tool(binary, packages, log=print):
+    """Make `binary` available: apt-get install `packages` when root on Debian/Ubuntu, else advise."""
+    if shutil.which(binary):
+        return
+    if os.geteuid() != 0 or not is_debian_like(os_release()):
+        raise LabError(f"{binary} not found: install {' '.join(packages)} (as root), then rerun", code=2)
+    log(f"lab: installing {' '.join(packages)}")
+    apt_install(packages)
+
+
 def ensure(timeout=90, log=print):
     """Make `docker info` answer; install docker.io and start dockerd when root on Debian/Ubuntu."""
     if docker_answers():
@@ -65,14 +88,7 @@ def ensure(timeout=90, log=print):
         raise LabError(advice, code=2)
     if not os.path.exists(DOCKERD) or not shutil.which("docker"):
         log("docker: installing docker.io")
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        res = _run(["apt-get", "install", "-y", "--no-install-recommends", "docker.io"], env=env)
-        if res.returncode != 0:
-            _run(["apt-get", "update"], env=env)
-            res = _run(["apt-get", "install", "-y", "--no-install-recommends", "docker.io"], env=env)
-        if res.returncode != 0:
-            last = (res.stderr.strip().splitlines() or ["?"])[-1]
-            raise LabError(f"apt-get install docker.io failed ({last}): fix apt, then rerun", code=2)
+        apt_install(["docker.io"])
     STATE.mkdir(parents=True, exist_ok=True)
     logfile = STATE / "dockerd.log"
     log(f"docker: starting dockerd (log: {logfile})")

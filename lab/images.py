@@ -15,7 +15,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from lab import STATE, LabError, aptsources
+from lab import STATE, LabError, aptsources, engine
 
 # What ansible (and the roles' tasks) need on every target.
 BASE_PACKAGES = (
@@ -188,8 +188,9 @@ def image_recipe_label(client, tag):
 def build(client, names=(), force=False, log=print):
     """Build the missing/outdated images; returns {tag: 'built'|'up to date'}."""
     recipes = resolve(names)
-    if not shutil.which("mmdebstrap"):
-        raise LabError("mmdebstrap not found: run `apt-get install mmdebstrap` (root), then rerun", 2)
+    if any(image_recipe_label(client, r.tag) != r.digest() for r in recipes) or force:
+        # the trixie key ships in debian-archive-keyring; mmdebstrap builds the images
+        engine.ensure_tool("mmdebstrap", ["mmdebstrap", "debian-archive-keyring"], log)
     results = {}
     mirror = None
     for recipe in recipes:

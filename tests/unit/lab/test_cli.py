@@ -102,3 +102,14 @@ def test_unexpected_error_is_one_line(capsys, monkeypatch, tmp_path):
     assert code == 1
     assert err.count("\n") == 0
     assert "mirror failed: OSError: Connection aborted. second line" in err
+
+
+def test_missing_tool_not_root_is_advice(monkeypatch):
+    monkeypatch.setattr(engine.shutil, "which", lambda name: None)
+    monkeypatch.setattr(engine.os, "geteuid", lambda: 1000)
+    with pytest.raises(lab.LabError) as err:
+        engine.ensure_tool("mmdebstrap", ["mmdebstrap", "debian-archive-keyring"])
+    assert err.value.code == 2
+    assert str(err.value) == (
+        "mmdebstrap not found: install mmdebstrap debian-archive-keyring (as root), then rerun"
+    )
