@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def mirror_ip():
 
 def test_cudnn_installed_from_the_copy(host):
     assert host.file("/opt/nvidia/cudnn/current-cuda13").linked_to == "/opt/nvidia/cudnn/9.14.0.64-cuda13"
-    out = json.loads(host.check_output(f"python3 -c {CUDNN_VERSION!r}"))
+    out = json.loads(host.check_output(f"python3 -c {shlex.quote(CUDNN_VERSION)}"))
     assert out["version"] == 91400
     # the copied archive is gone after the install; the manifest copy stays (it decides "installed")
     assert host.file("/var/cache/gpufleet/redist/cudnn/redist/redistrib_9.14.0.json").exists
@@ -50,7 +51,7 @@ def test_cudnn_installed_from_the_copy(host):
 
 
 def test_host_cannot_reach_the_mirror(host):
-    out = json.loads(host.check_output(f"python3 -c {NO_ROUTE!r} {mirror_ip()}"))
+    out = json.loads(host.check_output(f"python3 -c {shlex.quote(NO_ROUTE)} {mirror_ip()}"))
     assert out["dns"].startswith("failed"), out
     assert out["tcp"].startswith("failed"), out
 
