@@ -37,10 +37,9 @@ def _server_config():
     }
 
 
-def _config_hash(client, cfg):
-    image_id = client.images.get(cfg["image"]).id
-    doc = dict(cfg, image_id=image_id)
-    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+def _config_hash(cfg):
+    """What the server runs; a rebuilt base image alone does not restart a running server."""
+    return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def find(client, name):
@@ -69,7 +68,7 @@ def serve(client, log=print):
         raise LabError(f"image {SERVER_IMAGE} missing: run `python -m lab images debian12` first") from exc
     ensure_network(client, log)
     cfg = _server_config()
-    digest = _config_hash(client, cfg)
+    digest = _config_hash(cfg)
     current = find(client, MIRROR_CONTAINER)
     if current is not None:
         if current.labels.get("gpufleet.config") == digest and current.status == "running":
