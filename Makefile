@@ -12,9 +12,9 @@ export ANSIBLE_COLLECTIONS_PATH := $(abspath .collections)
 export PYTHONDONTWRITEBYTECODE := 1
 
 # molecule scenarios run by `make test`, in this order
-MOLECULE_SCENARIOS ?= smoke
+MOLECULE_SCENARIOS ?= smoke facts driver
 
-.PHONY: help venv lint unit lab molecule test demo audit clean
+.PHONY: help venv lint unit integration lab molecule gpu gpu-host test demo audit bench clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -31,19 +31,32 @@ lint: venv  ## yamllint, ansible-lint (production profile), ruff
 unit: venv  ## unit tests
 	$(BIN)/pytest -q tests/unit
 
+integration: venv  ## playbook tests through ansible-playbook on localhost (no lab)
+	$(BIN)/pytest -q tests/integration
+
 lab: venv  ## docker engine, base images, NVIDIA redist mirror (built only when missing)
 	$(PY) -m lab up
 
 molecule: lab  ## every molecule scenario in MOLECULE_SCENARIOS
 	for s in $(MOLECULE_SCENARIOS); do $(BIN)/molecule test -s $$s; done
+	scripts/molecule_gpu_or_skip.sh
 
-test: lint unit molecule  ## the whole test suite (what CI runs)
+gpu: venv  ## molecule gpu (SKIPPED without an NVIDIA GPU)
+	scripts/molecule_gpu_or_skip.sh
+
+gpu-host: venv  ## the GPU tests against this machine itself
+	$(BIN)/pytest -p no:cacheprovider -rA --hosts=local:// tests/gpu
+
+test: lint lab unit integration molecule  ## the whole test suite (what CI runs)
 
 demo: lab  ## build the lab and show its state
 	$(PY) -m lab status
 
 audit: venv  ## audit this machine (read-only)
 	$(BIN)/ansible-playbook playbooks/audit.yml
+
+bench: venv  ## benchmarks (print ratios against a baseline run in the same process)
+	$(PY) bench/bench_facts.py
 
 clean:  ## remove the toolchain and caches of this checkout (not the lab images)
 	rm -rf $(VENV) .collections .cache .pytest_cache .ruff_cache .hypothesis
