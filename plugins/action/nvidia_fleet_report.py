@@ -20,6 +20,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import (
     build_report,
     check_report_dir,
     drift_lines,
+    record_from_result,
     summary_lines,
     write_reports,
 )
@@ -30,7 +31,7 @@ ARGS = {
     "report_dir": {"type": "path", "required": True},
     "formats": {"type": "list", "elements": "str", "default": list(FORMATS), "choices": list(FORMATS)},
     "hosts": {"type": "list", "elements": "str"},
-    "result_var": {"type": "str", "default": "__gpufleet_audit"},
+    "result_var": {"type": "str", "default": "__gpufleet_audit_facts"},
     "baseline_var": {"type": "str", "default": "gpufleet_baseline"},
     "preflight": {"type": "bool", "default": False},
     "fail_on_drift": {"type": "bool", "default": False},
@@ -91,20 +92,10 @@ class ActionModule(ActionBase):
             )
             return result
 
-        records = []
-        for name in names:
-            audit = _plain(hostvars[name].get(args["result_var"])) or {}
-            if not isinstance(audit, dict) or not audit:
-                audit = {"status": "failed", "message": "no audit result (the host left the play early)"}
-            records.append(
-                {
-                    "name": name,
-                    "status": audit.get("status", "failed"),
-                    "facts": audit.get("facts"),
-                    "message": audit.get("message"),
-                    "baseline": baselines[name],
-                }
-            )
+        records = [
+            record_from_result(name, _plain(hostvars[name].get(args["result_var"])), baselines[name])
+            for name in names
+        ]
         now = time.time()
         generated_at = args["generated_at"] or datetime.datetime.fromtimestamp(
             now, tz=datetime.timezone.utc

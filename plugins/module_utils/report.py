@@ -211,6 +211,30 @@ def normalize_host(name, status, facts=None, message=None):
     return entry
 
 
+def record_from_result(name, result, baseline=None):
+    """A report record from one host's registered nvidia_facts task result.
+
+    ``result`` is what ``register:`` holds: ``{"unreachable": true, "msg": ...}``, ``{"failed": true, "msg":
+    ...}`` or ``{"ansible_facts": {"nvidia": {...}}, ...}``; an already-shaped ``{status, facts, message}``
+    is accepted as is. Anything else (no result at all) is a failed host.
+    """
+    rec = {"name": name, "baseline": baseline, "facts": None, "message": None}
+    if not isinstance(result, dict) or not result:
+        return dict(
+            rec, status="failed", message="no audit result (the host left the play before nvidia_facts)"
+        )
+    if result.get("status") in STATUSES:
+        return dict(rec, status=result["status"], facts=result.get("facts"), message=result.get("message"))
+    if result.get("unreachable"):
+        return dict(rec, status="unreachable", message=str(result.get("msg") or "unreachable"))
+    if result.get("failed") or result.get("skipped"):
+        return dict(rec, status="failed", message=str(result.get("msg") or "nvidia_facts failed"))
+    nvidia = _d(result.get("ansible_facts")).get("nvidia")
+    if not isinstance(nvidia, dict):
+        return dict(rec, status="failed", message="nvidia_facts returned no ansible_facts.nvidia")
+    return dict(rec, status="ok", facts=nvidia)
+
+
 # -- the report ---------------------------------------------------------------------------------------
 def _count(values):
     out = {}

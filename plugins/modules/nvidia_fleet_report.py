@@ -10,9 +10,9 @@ DOCUMENTATION = r"""
 module: nvidia_fleet_report
 short_description: Build and write the fleet audit report (JSON, CSV, Markdown, HTML, Prometheus metrics)
 description:
-  - Runs on the controller (action plugin). Reads, for every audited host, the audit result that
-    C(playbooks/audit.yml) stores in the host variable named by O(result_var) (status C(ok), C(unreachable)
-    or C(failed), the host's C(ansible_facts.nvidia) and a message) and its baseline (O(baseline_var)).
+  - Runs on the controller (action plugin). Reads, for every audited host, the registered result of its
+    C(gpufleet.nvidia.nvidia_facts) task (host variable O(result_var): C(ansible_facts.nvidia) when it
+    worked, C(unreachable) or C(failed) with a message when not) and its baseline (O(baseline_var)).
   - Builds the fleet report (per host the GPUs, driver, CUDA toolkits and default, every cuDNN copy and
     which one the loader resolves; findings; drift against the baseline), writes each format atomically into
     O(report_dir) and prints a summary table.
@@ -40,9 +40,11 @@ options:
     type: list
     elements: str
   result_var:
-    description: Host variable holding a host's audit result (C({status, facts, message})).
+    description:
+      - Host variable holding the registered result of the host's nvidia_facts task (also accepted, a dict
+        C({status, facts, message}) with status C(ok), C(unreachable) or C(failed)).
     type: str
-    default: __gpufleet_audit
+    default: __gpufleet_audit_facts
   baseline_var:
     description: Host variable holding a host's baseline (see docs/audit.md).
     type: str

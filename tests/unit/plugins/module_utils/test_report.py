@@ -573,3 +573,27 @@ def test_several_system_copies_of_one_soname():
 
 def test_real_compat_rules_are_found():
     assert rf._compat_module()[0] is not None
+
+
+@pytest.mark.parametrize(
+    ("result", "status", "message"),
+    [
+        ({"unreachable": True, "msg": "ssh: no route"}, "unreachable", "ssh: no route"),
+        ({"failed": True, "msg": "Python too old"}, "failed", "Python too old"),
+        ({"failed": True}, "failed", "nvidia_facts failed"),
+        ({"changed": False}, "failed", "nvidia_facts returned no ansible_facts.nvidia"),
+        (None, "failed", "no audit result (the host left the play before nvidia_facts)"),
+        ({"status": "unreachable", "message": "gone"}, "unreachable", "gone"),
+    ],
+)
+def test_record_from_result_not_ok(result, status, message):
+    rec = rp.record_from_result("h", result, {"driver_branch": "580"})
+    assert (rec["name"], rec["status"], rec["message"], rec["facts"]) == ("h", status, message, None)
+    assert rec["baseline"] == {"driver_branch": "580"}
+
+
+def test_record_from_result_ok():
+    rec = rp.record_from_result("h", {"changed": False, "ansible_facts": {"nvidia": facts("h200")}})
+    assert rec["status"] == "ok"
+    assert rec["facts"]["gpu_count"] == 1
+    assert rp.build_report([rec], compat=NO_COMPAT)["hosts"][0]["status"] == "ok"
