@@ -11,7 +11,7 @@ module: nvidia_fleet_report
 short_description: Build and write the fleet audit report (JSON, CSV, Markdown, HTML, Prometheus metrics)
 description:
   - Runs on the controller (action plugin). Reads, for every audited host, the registered result of its
-    C(gpufleet.nvidia.nvidia_facts) task (host variable O(result_var): C(ansible_facts.nvidia) when it
+    C(gpufleet.nvidia.nvidia_facts) task (host variable O(result_var), with C(ansible_facts.nvidia) when it
     worked, C(unreachable) or C(failed) with a message when not) and its baseline (O(baseline_var)).
   - Builds the fleet report (per host the GPUs, driver, CUDA toolkits and default, every cuDNN copy and
     which one the loader resolves; findings; drift against the baseline), writes each format atomically into
