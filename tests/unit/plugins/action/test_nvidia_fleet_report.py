@@ -5,6 +5,7 @@ fixture facts, plus one unreachable SSH host and one host whose module fails. Th
 throw-away copy of the collection whose other plugins are the project's own (symlinks).
 """
 
+import ast
 import csv
 import json
 import os
@@ -13,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+from ansible_collections.gpufleet.nvidia.plugins.action.nvidia_fleet_report import ARGS
 
 ROOT = Path(__file__).resolve().parents[4]
 DATA = ROOT / "tests" / "data" / "audit"
@@ -191,3 +194,18 @@ def test_limit_reports_only_the_limited_hosts(collections, tmp_path):
     assert rc == 0, out
     report = json.loads((tmp_path / "reports" / "gpufleet-audit.json").read_text())
     assert [h["name"] for h in report["hosts"]] == ["gpu01"]
+
+
+def test_documentation_parses_and_matches_the_action():
+    tree = ast.parse((ROOT / "plugins" / "modules" / "nvidia_fleet_report.py").read_text())
+    docs = {
+        node.targets[0].id: yaml.safe_load(node.value.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and node.targets[0].id in ("DOCUMENTATION", "EXAMPLES", "RETURN")
+    }
+    assert set(docs) == {"DOCUMENTATION", "EXAMPLES", "RETURN"}
+    options = docs["DOCUMENTATION"]["options"]
+    assert set(options) == set(ARGS)
+    for name, spec in ARGS.items():
+        assert options[name]["type"] == spec["type"], name
+        assert options[name].get("default") == spec.get("default"), name
