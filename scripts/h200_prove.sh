@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Prove gpufleet's claims on a real GPU host that has no network (the H200 of the device tool:
+# Ubuntu 24.04, host-managed driver 580 under /usr/local/nvidia, CUDA 13.0 + cuDNN 9.14 from NVIDIA's
+# apt packages (held), cuDNN 9.19 from pip in /opt/torch/.venv).
+#
+# Here, once:  scripts/h200_gpu_scenario.sh here     (fills .gpu/wheels: ansible-core, testinfra, ... for py3.12)
+# There:       carry [.gpu/wheels, .collections]; run  scripts/h200_prove.sh STEP...
+# Steps: compat facts driver cudnn audit gpu-bare (default: all). Outputs: $OUT/<step>.txt (+ audit.json).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUTDIR=${OUT:-/tmp/gpufleet-out}
+SITE=/tmp/gpufleet-site
+mkdir -p "$OUTDIR"
+export LC_ALL=C.UTF-8 PYTHONUNBUFFERED=1 ANSIBLE_FORCE_COLOR=0
+export ANSIBLE_CONFIG=$ROOT/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$ROOT/.collections
+py=$(command -v python3)
+X=(-e "ansible_python_interpreter=$py")
+
+setup() {
+  if [[ ! -d $SITE/ansible ]]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
+      .gpu/wheels/*.whl || { echo "pip install of .gpu/wheels failed" >&2; exit 2; }
+  fi
+  export PYTHONPATH=$SITE PATH=$SITE/bin:$PATH
+}
+
+compat() {
+  local a
+  for a in '{"cuda_version":"13.0","cudnn_version":"9.14.0","cudnn_cuda_major":13}' \
+    '{"cuda_version":"13.2"}' '{"cuda_version":"12.8"}' \
+    '{"gpus":[{"name":"Tesla V100-SXM2-32GB"}],"cuda_version":"13.0","driver_branch":"580"}'; do
+    echo "### nvidia_compat $a"
+    ansible localhost "${X[@]}" -m gpufleet.nvidia.nvidia_compat -a "$a"
+    echo "rc=$?"
+  done
+  echo "### playbooks/preflight.yml (CUDA 13.0, cuDNN 9.14.0 for CUDA 13)"
+  ansible-playbook playbooks/preflight.yml "${X[@]}" -e '{"cuda_toolkit_versions":["13.0"],"cudnn_version":"9.14.0","cudnn_cuda_major":13,"nvidia_driver_branch":"580"}'
+  echo "rc=$?"
+}
+
+facts() {
+  ansible localhost "${X[@]}" -m gpufleet.nvidia.nvidia_facts
+  echo "rc=$?"
+}
+
+driver() {
+  local b
+  for b in 580 570; do
+    echo "### playbooks/driver.yml nvidia_driver_branch=$b"
+    ansible-playbook playbooks/driver.yml "${X[@]}" -e driver_hosts=localhost -e ansible_become=false \
+      -e nvidia_driver_branch=$b
+    echo "rc=$?"
+  done
+}
+
+cudnn() {
+  echo "### playbooks/cudnn.yml source nvidia_repo, existing repositories, 9.14.0.64 for CUDA 13"
+  ansible-playbook playbooks/cudnn.yml "${X[@]}" -e cudnn_hosts=localhost -e ansible_become=false \
+    -e '{"cudnn_source":"nvidia_repo","cudnn_use_existing_repos":true,"cudnn_version":"9.14.0.64","cudnn_cuda_major":13}'
+  echo "rc=$?"
+}
+
+audit() {
+  rm -rf "$OUTDIR/reports"
+  ansible-playbook playbooks/audit.yml "${X[@]}" -e gpufleet_audit_report_dir="$OUTDIR/reports"
+  echo "rc=$?"
+  cp "$OUTDIR"/reports/*.json "$OUTDIR/audit.json" 2>/dev/null
+  rm -rf "$OUTDIR/reports"
+}
+
+gpu-bare() {
+  nvidia-smi -L
+  GPUFLEET_EXPECT_CUDNN=${GPUFLEET_EXPECT_CUDNN:-9.14.0.64} GPUFLEET_EXPECT_GPU=H200 \
+    python3 -m pytest -p no:cacheprovider -v -rA --hosts=local:// tests/gpu
+  echo "rc=$?"
+}
+
+setup
+steps=("$@")
+[[ ${#steps[@]} -gt 0 ]] || steps=(compat facts driver cudnn audit gpu-bare)
+for s in "${steps[@]}"; do
+  echo "== $s"
+  "$s" >"$OUTDIR/$s.txt" 2>&1
+  tail -5 "$OUTDIR/$s.txt"
+done
