@@ -37,7 +37,7 @@ fi
 case $INSTALL in
     roles)
         step "provision: playbooks/site.yml (roles cuda_toolkit and cudnn, redist from the lab mirror)"
-        ansible-playbook "${INVENTORY[@]}" playbooks/site.yml
+        ansible-playbook "${INVENTORY[@]}" playbooks/site.yml -e cuda_hosts=demo_provisioned -e cudnn_hosts=demo_provisioned
         ;;
     direct) ;;
     *) echo "GPUFLEET_DEMO_INSTALL=$INSTALL: choose auto, roles or direct" >&2; exit 2 ;;
