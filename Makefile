@@ -49,8 +49,8 @@ gpu-host: venv  ## the GPU tests against this machine itself
 
 test: lint lab unit integration molecule  ## the whole test suite (what CI runs)
 
-demo: lab  ## build the lab and show its state
-	$(PY) -m lab status
+demo: venv  ## the main job: 4 lab hosts with different CUDA/cuDNN stacks, provisioned and audited over SSH
+	bash scripts/demo.sh
 
 audit: venv  ## audit this machine (read-only)
 	$(BIN)/ansible-playbook playbooks/audit.yml
