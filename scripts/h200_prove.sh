@@ -57,7 +57,7 @@ driver() {
 cudnn() {
   echo "### playbooks/cudnn.yml source nvidia_repo, existing repositories, 9.14.0.64 for CUDA 13"
   ansible-playbook playbooks/cudnn.yml "${X[@]}" -e cudnn_hosts=localhost -e ansible_become=false \
-    -e '{"cudnn_source":"nvidia_repo","cudnn_use_existing_repos":true,"cudnn_version":"9.14.0.64","cudnn_cuda_major":13}'
+    -e '{"cudnn_source":"nvidia_repo","cudnn_repo_use_existing":true,"cudnn_version":"9.14.0.64","cudnn_cuda_major":13}'
   echo "rc=$?"
 }
 
