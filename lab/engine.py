@@ -93,7 +93,7 @@ def ensure(timeout=90, log=print):
     logfile = STATE / "dockerd.log"
     log(f"docker: starting dockerd (log: {logfile})")
     with open(logfile, "ab") as out:
-        subprocess.Popen(  # noqa: S603 - fixed path, daemonised on purpose
+        subprocess.Popen(
             [DOCKERD],
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -112,7 +112,7 @@ def ensure(timeout=90, log=print):
 
 def client():
     """A docker SDK client; a LabError (not a traceback) when the engine is down."""
-    import docker  # noqa: PLC0415 - the SDK is needed only once the engine is there
+    import docker
 
     try:
         cli = docker.from_env(timeout=300)

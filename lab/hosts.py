@@ -46,7 +46,7 @@ def ensure_key(log=print):
         raise LabError("ssh-keygen not found: run `apt-get install openssh-client`, then rerun", 2)
     SSH_DIR.mkdir(parents=True, exist_ok=True)
     os.chmod(SSH_DIR, 0o700)
-    subprocess.run(  # noqa: S603
+    subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gpufleet-lab", "-f", str(KEY)], check=True
     )
     log(f"hosts: lab SSH key {KEY}")
@@ -80,7 +80,7 @@ def lab_hosts(client, prefix=None):
 def up(client, count, image=DEFAULT_IMAGE, prefix=DEFAULT_PREFIX, log=print):
     """Start `count` hosts (keeping running ones), remove extra ones, write the inventory."""
     recipe = validate(count, image, prefix)
-    import docker  # noqa: PLC0415
+    import docker
 
     try:
         client.images.get(recipe.tag)
@@ -152,7 +152,7 @@ def wait_ssh(ip, key, deadline):
         except OSError:
             time.sleep(0.5)
             continue
-        res = subprocess.run(  # noqa: S603
+        res = subprocess.run(
             ["ssh", *SSH_OPTS, "-i", str(key), f"root@{ip}", "true"], capture_output=True, check=False
         )
         if res.returncode == 0:

@@ -176,7 +176,7 @@ def mmdebstrap_cmd(recipe, mirror, target):
 
 
 def image_recipe_label(client, tag):
-    import docker  # noqa: PLC0415
+    import docker
 
     try:
         img = client.images.get(tag)
@@ -214,7 +214,7 @@ def _build_one(recipe, mirror, digest, log):
     start = time.monotonic()
     for attempt in (1, 2):
         with open(logfile, "w", encoding="utf-8") as out:
-            res = subprocess.run(  # noqa: S603
+            res = subprocess.run(
                 mmdebstrap_cmd(recipe, mirror, tarball), stdout=out, stderr=subprocess.STDOUT, check=False
             )
         if res.returncode == 0:
@@ -231,21 +231,21 @@ def _build_one(recipe, mirror, digest, log):
     for change in changes:
         cmd += ["--change", change]
     cmd += [str(tarball), f"{recipe.tag}:latest"]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)  # noqa: S603
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if res.returncode != 0:
         raise LabError(f"docker import failed for {recipe.tag}: {res.stderr.strip()}")
     size = os.path.getsize(tarball)
     os.unlink(tarball)
     if previous and previous != _image_id(recipe.tag):
         # the replaced image is now untagged: drop it unless a container still uses it
-        subprocess.run(["docker", "image", "rm", previous], capture_output=True, check=False)  # noqa: S603
+        subprocess.run(["docker", "image", "rm", previous], capture_output=True, check=False)
     took = time.monotonic() - start
     log(f"images: built {recipe.tag} in {took:.0f}s ({size / 1e6:.0f} MB)")
     return f"built in {took:.0f}s"
 
 
 def _image_id(tag):
-    res = subprocess.run(  # noqa: S603
+    res = subprocess.run(
         ["docker", "image", "inspect", "--format", "{{.Id}}", tag],
         capture_output=True,
         text=True,
@@ -266,7 +266,7 @@ def _release_leftover_mounts(logfile):
         for sub in ("proc", "sys", "dev"):
             path = os.path.join(tempdir, sub)
             if os.path.ismount(path):
-                subprocess.run(["umount", "-l", path], capture_output=True, check=False)  # noqa: S603,S607
+                subprocess.run(["umount", "-l", path], capture_output=True, check=False)
         shutil.rmtree(tempdir, ignore_errors=True)
 
 

@@ -13,7 +13,7 @@ MIRROR_URL = f"http://{MIRROR_CONTAINER}/"
 
 
 def ensure_network(client, log=print):
-    import docker  # noqa: PLC0415
+    import docker
 
     try:
         net = client.networks.get(NETWORK)
@@ -43,7 +43,7 @@ def _config_hash(cfg):
 
 
 def find(client, name):
-    import docker  # noqa: PLC0415
+    import docker
 
     try:
         return client.containers.get(name)
@@ -58,7 +58,7 @@ def container_ip(container):
 
 def serve(client, log=print):
     """Run (or keep) the gpufleet-mirror container; returns its IP on the lab network."""
-    import docker  # noqa: PLC0415
+    import docker
 
     if not (mirror_dir() / "cuda").is_dir() and not (mirror_dir() / "cudnn").is_dir():
         raise LabError("the mirror is not built: run `python -m lab mirror build` first")
@@ -98,7 +98,7 @@ def _wait(container, log, timeout=30):
         ip = container_ip(container)
         if ip:
             try:
-                with urllib.request.urlopen(f"http://{ip}/", timeout=2) as resp:  # noqa: S310 - lab IP
+                with urllib.request.urlopen(f"http://{ip}/", timeout=2) as resp:
                     if resp.status == 200:
                         return ip
             except OSError:

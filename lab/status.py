@@ -10,7 +10,7 @@ from lab.serve import MIRROR_URL, container_ip, find
 
 
 def show(out=print):
-    from lab import engine  # noqa: PLC0415
+    from lab import engine
 
     if not engine.docker_answers():
         out("engine:  not running (run `python -m lab docker`)")

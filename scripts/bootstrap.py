@@ -38,13 +38,6 @@ def fail(msg: str) -> None:
     sys.exit(1)
 
 
-def digest(*paths: Path) -> str:
-    h = hashlib.sha256()
-    for p in paths:
-        h.update(p.read_bytes())
-    return h.hexdigest()
-
-
 def run(cmd: list[str]) -> None:
     proc = subprocess.run(cmd, check=False)
     if proc.returncode != 0:
@@ -53,7 +46,8 @@ def run(cmd: list[str]) -> None:
 
 def ensure_venv() -> None:
     stamp = VENV / ".gpufleet-stamp"
-    want = digest(LOCK, ROOT / "pyproject.toml")
+    pins = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    want = hashlib.sha256(LOCK.read_bytes() + "\n".join(pins).encode()).hexdigest()
     if stamp.is_file() and stamp.read_text().strip() == want and (VENV / "bin" / "ansible").exists():
         say(".venv is up to date")
         return

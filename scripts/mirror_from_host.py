@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lab import mirror as labmirror  # noqa: E402  (after sys.path: the checkout's lab package)
+from lab import mirror as labmirror
 
 PLATFORM = labmirror.PLATFORM
 TARGET_PREFIX = "targets/x86_64-linux/"
@@ -211,7 +211,7 @@ def write_archive(members, top, license_bytes, out_path, mtime):
                 _fill_tar(tar, members, top, license_bytes, mtime)
             xz.close()
         else:
-            proc = subprocess.Popen(["xz", *opts, "-c"], stdin=subprocess.PIPE, stdout=out)  # noqa: S603
+            proc = subprocess.Popen(["xz", *opts, "-c"], stdin=subprocess.PIPE, stdout=out)
             try:
                 with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.PAX_FORMAT) as tar:
                     _fill_tar(tar, members, top, license_bytes, mtime)

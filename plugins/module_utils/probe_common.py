@@ -28,7 +28,7 @@ MAX_READ = 4 * 1024 * 1024
 
 def open_file(path, mode="rb"):
     """The one place probes open files (monkeypatched by tests)."""
-    return open(path, mode)  # noqa: SIM115 - callers use it as a context manager
+    return open(path, mode)
 
 
 def scandir(path):
@@ -153,7 +153,7 @@ def run_command(argv, timeout=10.0, env=None):
     if env:
         full_env.update(env)
     try:
-        proc = subprocess.run(  # noqa: S603 - argv lists only
+        proc = subprocess.run(
             argv,
             stdin=subprocess.DEVNULL,
             capture_output=True,

@@ -253,7 +253,9 @@ def run(module):
     result["files"] = ["{}/redistrib_{}.json".format(rel_root, p["release"])] + [
         "{}/{}".format(rel_root, a["relative_path"]) for a in arts
     ]
-    local = lambda a: os.path.join(p["download_dir"], rel_root, a["relative_path"])  # noqa: E731
+
+    def local(a):
+        return os.path.join(p["download_dir"], rel_root, a["relative_path"])
 
     if p["state"] == "downloaded":
         missing = [a for a in arts if not _cached(local(a), a["sha256"])]
