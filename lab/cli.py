@@ -12,41 +12,41 @@ LOCKED = {"images", "mirror", "up", "hosts", "down"}
 
 
 def _client():
-    from lab import engine  # noqa: PLC0415
+    from lab import engine
 
     return engine.client()
 
 
 def cmd_docker(args):
-    from lab import engine  # noqa: PLC0415
+    from lab import engine
 
     engine.ensure()
     engine.ensure_inotify()
 
 
 def check_images(args):
-    from lab import images  # noqa: PLC0415
+    from lab import images
 
     images.resolve(args.names)
 
 
 def check_hosts_up(args):
-    from lab import hosts  # noqa: PLC0415
+    from lab import hosts
 
     hosts.validate(args.count, args.image, args.prefix)
 
 
 def cmd_images(args):
-    from lab import images  # noqa: PLC0415
+    from lab import images
 
     images.build(_client(), args.names, force=args.force)
 
 
 def _mirror_args(args):
-    from lab import mirror  # noqa: PLC0415
+    from lab import mirror
 
     cudnn = tuple(args.cudnn or mirror.DEFAULT_CUDNN)
-    cuda = tuple(args.cuda or (mirror.DEFAULT_CUDA,))
+    cuda = tuple(args.cuda or mirror.DEFAULT_CUDA_RELEASES)
     variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
     for v in variants:
         if v not in mirror.CUDNN_VARIANTS:
@@ -59,21 +59,21 @@ def _mirror_args(args):
 
 
 def cmd_mirror_build(args):
-    from lab import mirror  # noqa: PLC0415
+    from lab import mirror
 
     cudnn, cuda, variants = _mirror_args(args)
     mirror.build(cudnn, cuda, variants)
 
 
 def cmd_mirror_serve(args):
-    from lab import serve  # noqa: PLC0415
+    from lab import serve
 
     ip = serve.serve(_client())
     print(f"mirror: {serve.MIRROR_URL} (from this machine: http://{ip}/)")
 
 
 def cmd_up(args):
-    from lab import engine, images, mirror, serve  # noqa: PLC0415
+    from lab import engine, images, mirror, serve
 
     cudnn, cuda, variants = _mirror_args(args)
     engine.ensure()
@@ -89,25 +89,25 @@ def cmd_up(args):
 
 
 def cmd_hosts_up(args):
-    from lab import hosts  # noqa: PLC0415
+    from lab import hosts
 
     hosts.up(_client(), args.count, args.image, args.prefix)
 
 
 def cmd_hosts_down(args):
-    from lab import hosts  # noqa: PLC0415
+    from lab import hosts
 
     hosts.down(_client(), args.prefix)
 
 
 def cmd_status(args):
-    from lab import status  # noqa: PLC0415
+    from lab import status
 
     status.show()
 
 
 def cmd_down(args):
-    from lab import hosts, serve  # noqa: PLC0415
+    from lab import hosts, serve
 
     client = _client()
     hosts.down(client)
@@ -121,7 +121,9 @@ def _add_mirror_options(p):
         metavar="X.Y.Z.B",
         help="cuDNN version as on the package index (repeatable; default 9.28.0.42 and 9.14.0.64)",
     )
-    p.add_argument("--cuda", action="append", metavar="X.Y.Z", help="CUDA release (default 13.0.2)")
+    p.add_argument(
+        "--cuda", action="append", metavar="X.Y.Z", help="CUDA release (default: 13.0.2 and 13.1.0)"
+    )
     p.add_argument("--variants", default="12,13", help="cuDNN CUDA variants (default 12,13)")
 
 

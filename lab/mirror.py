@@ -38,7 +38,8 @@ XZ_OPTS = os.environ.get("GPUFLEET_XZ", "store").split()
 
 DEFAULT_CUDNN = ("9.28.0.42", "9.14.0.64")
 CUDNN_VARIANTS = ("12", "13")
-DEFAULT_CUDA = "13.0.2"
+# Two CUDA releases, so that toolkits side by side (and their audit) can be tested.
+DEFAULT_CUDA_RELEASES = ("13.0.2", "13.1.0")
 
 # The component versions of a CUDA release, as NVIDIA's redistrib_<release>.json lists them,
 # and the PyPI wheel each is built from. Source: NVIDIA redistrib_13.0.2.json (cuda_cccl
@@ -52,6 +53,17 @@ CUDA_RELEASES = {
         "cuda_cudart": ("CUDA Runtime (cudart)", "13.0.96"),
         "cuda_nvrtc": ("CUDA NVRTC", "13.0.88"),
         "cuda_cccl": ("CXX Core Compute Libraries", "13.0.85"),
+    },
+    # CUDA 13.1 GA: the first 13.1 wheels NVIDIA published on PyPI (nvcc/crt/nvvm/nvrtc/cudart
+    # 13.1.80, cccl 13.1.78); NVIDIA's redistrib_13.1.0.json was not read, so the component versions
+    # are the wheels' (medium confidence).
+    "13.1.0": {
+        "cuda_nvcc": ("CUDA NVCC", "13.1.80"),
+        "cuda_crt": ("CUDA CRT", "13.1.80"),
+        "libnvvm": ("CUDA NVVM", "13.1.80"),
+        "cuda_cudart": ("CUDA Runtime (cudart)", "13.1.80"),
+        "cuda_nvrtc": ("CUDA NVRTC", "13.1.80"),
+        "cuda_cccl": ("CXX Core Compute Libraries", "13.1.78"),
     },
 }
 WHEEL_OF = {
@@ -122,7 +134,7 @@ def fetch_wheel(dist, version, log=print):
     start = time.monotonic()
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-cache-dir"]
     cmd += ["--disable-pip-version-check", "-q", "-d", str(directory), f"{dist}=={version}"]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)  # noqa: S603
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     found = find_wheel(dist, version)
     if res.returncode != 0 or not found:
         text = res.stderr + res.stdout
@@ -228,7 +240,7 @@ class _HashingFile:
     def __init__(self, fileobj):
         self._out = fileobj
         self.sha256 = hashlib.sha256()
-        self.md5 = hashlib.md5()  # noqa: S324 - NVIDIA's manifests carry md5
+        self.md5 = hashlib.md5()
         self.size = 0
 
     def write(self, data):
@@ -275,7 +287,7 @@ def write_archive(archive, out_path, mtime):
                     _fill_tar(tar, archive, members, zips, mtime)
                 xz.close()
             else:
-                proc = subprocess.Popen(["xz", *XZ_OPTS, "-c"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # noqa: S603
+                proc = subprocess.Popen(["xz", *XZ_OPTS, "-c"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
                 pump = threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True)
                 pump.start()
                 try:
@@ -319,7 +331,7 @@ def _license_bytes(zf):
 
 
 def hash_file(path):
-    sha, md5, size = hashlib.sha256(), hashlib.md5(), 0  # noqa: S324 - NVIDIA's manifests carry md5
+    sha, md5, size = hashlib.sha256(), hashlib.md5(), 0
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             sha.update(block)
@@ -473,12 +485,14 @@ def publish_wheels(wheels):
         try:
             os.link(wheel, dest)
         except OSError:
-            import shutil  # noqa: PLC0415
+            import shutil
 
             shutil.copyfile(wheel, dest)
 
 
-def build(cudnn_versions=DEFAULT_CUDNN, cuda_releases=(DEFAULT_CUDA,), variants=CUDNN_VARIANTS, log=print):
+def build(
+    cudnn_versions=DEFAULT_CUDNN, cuda_releases=DEFAULT_CUDA_RELEASES, variants=CUDNN_VARIANTS, log=print
+):
     for version in cudnn_versions:
         validate_cudnn_version(version)
     for release in cuda_releases:

@@ -1,4 +1,5 @@
-"""default: CUDA 13.0, cuDNN 9.14 for CUDA 13 (main) and CUDA 12 (side by side) from the lab's mirror."""
+"""default: CUDA 13.0 (default) and 13.1 side by side, cuDNN 9.14 for CUDA 13 (main) and CUDA 12
+(side by side) from the lab's mirror."""
 
 import json
 import shlex
@@ -21,26 +22,29 @@ int main() { return 0; }
 """
 
 
-def test_toolkit_tree_and_marker(host):
-    nvcc = host.file("/usr/local/cuda-13.0/bin/nvcc")
+@pytest.mark.parametrize("ver", ["13.0", "13.1"])
+def test_toolkit_tree_and_marker(host, ver):
+    nvcc = host.file(f"/usr/local/cuda-{ver}/bin/nvcc")
     assert nvcc.exists
     assert nvcc.mode & 0o111
-    marker = json.loads(host.file("/usr/local/cuda-13.0/.gpufleet-redist.json").content_string)
+    marker = json.loads(host.file(f"/usr/local/cuda-{ver}/.gpufleet-redist.json").content_string)
     assert {a["component"] for a in marker["artifacts"]} >= {
         "cuda_nvcc",
         "cuda_cudart",
         "cuda_crt",
         "libnvvm",
     }
-    assert host.file("/usr/local/cuda-13.0/lib64").linked_to == "/usr/local/cuda-13.0/lib"
-    assert host.file("/usr/local/cuda-13.0/include/cuda_runtime.h").exists
-    assert not host.run("ls -d /usr/local/cuda-13.0.gpufleet-*").stdout
+    assert host.file(f"/usr/local/cuda-{ver}/lib64").linked_to == f"/usr/local/cuda-{ver}/lib"
+    assert host.file(f"/usr/local/cuda-{ver}/include/cuda_runtime.h").exists
+    assert not host.run(f"ls -d /usr/local/cuda-{ver}.gpufleet-*").stdout
+    assert f"release {ver}," in host.check_output(f"/usr/local/cuda-{ver}/bin/nvcc --version")
 
 
 @pytest.mark.parametrize("name", ["cuda", "cuda-13"])
 def test_alternatives(host, name):
     out = host.check_output(f"update-alternatives --query {name}")
     assert "Value: /usr/local/cuda-13.0" in out
+    assert "Alternative: /usr/local/cuda-13.1" in out  # the other toolkit is registered, not the default
     assert host.file(f"/usr/local/{name}").linked_to == "/usr/local/cuda-13.0"
 
 
@@ -51,14 +55,16 @@ def test_profile_and_ld_conf(host):
     assert "/usr/local/cuda/lib64/libcudart.so.13" in host.check_output("ldconfig -p")
 
 
-def test_nvcc_compiles_an_sm90_cubin_and_links_cudart(host):
+@pytest.mark.parametrize("ver", ["13.0", "13.1"])
+def test_nvcc_compiles_an_sm90_cubin_and_links_cudart(host, ver):
     host.check_output(f"mkdir -p /tmp/tv && printf '%s' {shlex.quote(KERNEL)} > /tmp/tv/k.cu")
-    host.check_output("/usr/local/cuda-13.0/bin/nvcc -arch=sm_90 -cubin -o /tmp/tv/k.cubin /tmp/tv/k.cu")
+    host.check_output(f"/usr/local/cuda-{ver}/bin/nvcc -arch=sm_90 -cubin -o /tmp/tv/k.cubin /tmp/tv/k.cu")
     assert host.check_output("od -An -c -N4 /tmp/tv/k.cubin").replace(" ", "") == "177ELF"
     # the ELF e_flags of a cubin carry the SM number (90 = 0x5a): in the low byte (older ABI) or the next one
     flags = int(host.check_output("od -An -tu4 -j48 -N4 /tmp/tv/k.cubin").strip())
     assert 90 in (flags & 0xFF, (flags >> 8) & 0xFF), hex(flags)
-    host.check_output("/usr/local/cuda-13.0/bin/nvcc -arch=sm_90 -cudart shared -o /tmp/tv/k /tmp/tv/k.cu")
+    host.check_output(f"/usr/local/cuda-{ver}/bin/nvcc -arch=sm_90 -cudart shared -o /tmp/tv/k /tmp/tv/k.cu")
+    # the loader finds libcudart.so.13 through the default toolkit's ld.so.conf.d entry
     assert "/usr/local/cuda/lib64/libcudart.so.13" in host.check_output("ldd /tmp/tv/k")
 
 
