@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # `make demo`: from a fresh machine, one command. Builds the lab when needed (docker, images, NVIDIA redist
 # mirror), starts 4 lab hosts reached over SSH with the lab key, gives each a deliberately different
-# CUDA/cuDNN stack (playbooks/site.yml when the roles are there, else straight from the mirror's tarballs;
-# one host also gets a pip cuDNN in a virtualenv), audits them, prints the summary and the HTML report path.
+# CUDA/cuDNN stack through playbooks/site.yml (roles cuda_toolkit and cudnn, NVIDIA redist archives from the
+# lab mirror; one host also gets a pip cuDNN in a virtualenv), audits them, prints the summary and the HTML
+# report path.
 #
 # Environment: GPUFLEET_DEMO_COUNT (4), GPUFLEET_DEMO_PREFIX (gpufleet-demo: names must match
-# inventory/demo/host_vars), GPUFLEET_DEMO_INSTALL (auto|roles|direct), GPUFLEET_DEMO_REPORT_DIR (reports/demo).
+# inventory/demo/host_vars), GPUFLEET_DEMO_REPORT_DIR (reports/demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=.venv/bin/python
 COUNT=${GPUFLEET_DEMO_COUNT:-4}
 PREFIX=${GPUFLEET_DEMO_PREFIX:-gpufleet-demo}
-INSTALL=${GPUFLEET_DEMO_INSTALL:-auto}
 REPORT_DIR=${GPUFLEET_DEMO_REPORT_DIR:-$PWD/reports/demo}
 export ANSIBLE_CONFIG="$PWD/ansible.cfg" ANSIBLE_COLLECTIONS_PATH="$PWD/.collections"
 export PATH="$PWD/.venv/bin:$PATH"
@@ -31,19 +31,11 @@ step "lab: $COUNT hosts ($PREFIX-*) with sshd on the lab network"
 $PY -m lab hosts up --count "$COUNT" --prefix "$PREFIX"
 INVENTORY=(-i .lab/inventory.yml -i inventory/demo)
 
-if [[ $INSTALL == auto ]]; then
-    if [[ -f playbooks/site.yml && -d roles/cuda_toolkit && -d roles/cudnn ]]; then INSTALL=roles; else INSTALL=direct; fi
-fi
-case $INSTALL in
-    roles)
-        step "provision: playbooks/site.yml (roles cuda_toolkit and cudnn, redist from the lab mirror)"
-        ansible-playbook "${INVENTORY[@]}" playbooks/site.yml -e cuda_hosts=demo_provisioned -e cudnn_hosts=demo_provisioned
-        ;;
-    direct) ;;
-    *) echo "GPUFLEET_DEMO_INSTALL=$INSTALL: choose auto, roles or direct" >&2; exit 2 ;;
-esac
-step "provision: the demo's stacks ($INSTALL) and a pip cuDNN in a virtualenv"
-ansible-playbook "${INVENTORY[@]}" playbooks/demo.yml -e "gpufleet_demo_install=$INSTALL"
+step "provision: playbooks/site.yml (roles cuda_toolkit and cudnn, redist from the lab mirror)"
+ansible-playbook "${INVENTORY[@]}" playbooks/site.yml -e cuda_hosts=demo_provisioned -e cudnn_hosts=demo_provisioned
+
+step "provision: a pip cuDNN in a virtualenv"
+ansible-playbook "${INVENTORY[@]}" playbooks/demo.yml
 
 step "audit: playbooks/audit.yml over SSH"
 ansible-playbook "${INVENTORY[@]}" playbooks/audit.yml -e "gpufleet_audit_report_dir=$REPORT_DIR"
