@@ -13,7 +13,8 @@ description:
     rhel10; Rocky, AlmaLinux and Oracle Linux map to rhelN), downloads the repository key, checks its OpenPGP
     fingerprint against the pinned one, and writes the key and the repository file atomically.
   - O(state=planned) returns the plan and package specs and changes nothing.
-  - Used by the internal role C(gpufleet.nvidia.nvidia_repo); no apt_key, no cuda-keyring package.
+  - Used by the internal role C(gpufleet.nvidia.nvidia_repo). The key goes into a keyring file that only
+    this source's Signed-By names (no global trust, no cuda-keyring package).
 options:
   state:
     description: V(present) writes the key and repository file; V(planned) only reports.
