@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import os
 import time
 import urllib.request
 
@@ -38,8 +39,18 @@ def _server_config():
 
 
 def _config_hash(cfg):
-    """What the server runs; a rebuilt base image alone does not restart a running server."""
-    return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
+    """What the server runs; a rebuilt base image alone does not restart a running server.
+
+    The mirror directory's identity (device and inode) is part of it: a directory removed and made again
+    at the same path (a new clone in the same folder) leaves a running container serving the old, deleted
+    one, so the server must be started again.
+    """
+    ident = {}
+    for host_path in cfg["volumes"]:
+        st = os.stat(host_path)
+        ident[host_path] = [st.st_dev, st.st_ino]
+    payload = json.dumps({"cfg": cfg, "ident": ident}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
 def find(client, name):
