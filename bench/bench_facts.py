@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / ".collections"), str(ROOT)]
 
-probe_facts = importlib.import_module("ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_facts")
-probe_cudnn = importlib.import_module("ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_cudnn")
+probe_facts = importlib.import_module("ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts")
+probe_cudnn = importlib.import_module("ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.cudnn")
 fakeroot = importlib.import_module("tests.data.facts.fakeroot")
 
 WHEELS = Path(os.environ.get("GPUFLEET_WHEELS", Path.home() / ".cache" / "gpufleet" / "wheels"))

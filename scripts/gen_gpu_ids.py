@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Generate plugins/module_utils/kb_gpu_ids.py from NVIDIA's supported-gpus.json.
+"""Generate plugins/module_utils/kb/gpu_ids.py from NVIDIA's supported-gpus.json.
 
 Usage: python3 scripts/gen_gpu_ids.py [INPUT_JSON] [OUTPUT_PY]
-Defaults: tests/data/compat/supported-gpus-r580.json -> plugins/module_utils/kb_gpu_ids.py
+Defaults: tests/data/compat/supported-gpus-r580.json -> plugins/module_utils/kb/gpu_ids.py
 `--check` exits 1 when the output is not what the input generates (used by the unit tests).
 
 The JSON is the file NVIDIA ships with its driver (/usr/share/nvidia/supported-gpus/supported-gpus.json):
@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_INPUT = ROOT / "tests/data/compat/supported-gpus-r580.json"
-DEFAULT_OUTPUT = ROOT / "plugins/module_utils/kb_gpu_ids.py"
+DEFAULT_OUTPUT = ROOT / "plugins/module_utils/kb/gpu_ids.py"
 
 HEADER = '''# Copyright: gpufleet contributors
 # Apache-2.0

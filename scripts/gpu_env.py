@@ -9,7 +9,7 @@ Used by molecule/gpu (create.yml) and scripts/molecule_gpu_or_skip.sh; handy by 
     scripts/gpu_env.py observe          # what was seen (JSON)
 
 The mode comes from --mode or GPUFLEET_GPU_MODE (auto|toolkit|cdi|devices; default auto).
-The decisions live in plugins/module_utils/gpu_passthrough.py (stdlib only, unit-tested).
+The decisions live in lab/gpu_passthrough.py (stdlib only, unit-tested).
 """
 
 import argparse
@@ -27,7 +27,7 @@ EXIT_OK, EXIT_ERROR, EXIT_NO_GPU = 0, 2, 3
 
 
 def _load_planner():
-    path = ROOT / "plugins" / "module_utils" / "gpu_passthrough.py"
+    path = ROOT / "lab" / "gpu_passthrough.py"
     spec = importlib.util.spec_from_file_location("gpufleet_gpu_passthrough", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

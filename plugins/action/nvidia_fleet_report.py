@@ -14,8 +14,11 @@ import time
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.drift import BaselineError, validate_baseline
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import (
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.drift import (
+    BaselineError,
+    validate_baseline,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.build import (
     FORMATS,
     build_report,
     check_report_dir,

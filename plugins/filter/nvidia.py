@@ -16,8 +16,8 @@ See docs/compat.md.
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufleet.nvidia.plugins.module_utils import compat_rules
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpus import GpuSpecError, resolve_gpu
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat as compat_rules
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import GpuSpecError, resolve_gpu
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import (
     VersionError,
     parse_branch,

@@ -233,8 +233,8 @@ gpus:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.compat_rules import CompatInputError, check
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpus import (
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.compat import CompatInputError, check
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import (
     detect_gpus_sysfs,
     read_loaded_driver,
 )

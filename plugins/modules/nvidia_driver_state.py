@@ -17,7 +17,7 @@ description:
     returns every refusal as a one-line message naming the variable; with O(fail_on_error=true) (default) the
     module fails with them before anything is changed.
   - Computes the install plan (packages, dnf module stream, holds, fabric manager, initramfs command) from
-    C(plugins/module_utils/driver_plan.py) and the reboot decision for the policy.
+    C(plugins/module_utils/plan/driver.py) and the reboot decision for the policy.
   - Changes nothing; check mode is fully supported.
 version_added: "0.1.0"
 author: gpufleet maintainers
@@ -145,7 +145,7 @@ state:
     gpu_count: {description: NVIDIA display/3D PCI devices, type: int}
     nouveau_loaded: {description: The nouveau module is loaded, type: bool}
 plan:
-  description: The install plan (see plugins/module_utils/driver_plan.py build_plan), null when refused.
+  description: The install plan (see plugins/module_utils/plan/driver.py build_plan), null when refused.
   returned: always
   type: dict
 flavor:
@@ -180,7 +180,7 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.nvidia.plugins.module_utils import driver_plan as dp
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
 
 NVML = "libnvidia-ml.so.1"
 NVML_DIRS = (

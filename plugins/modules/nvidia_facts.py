@@ -211,7 +211,7 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_facts import SubsetError, gather
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import SubsetError, gather
 
 
 def main():

@@ -193,7 +193,7 @@ import os
 import shutil
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.nvidia.plugins.module_utils import redist
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import redist
 
 _MACHINE_PLATFORM = {"x86_64": "linux-x86_64", "aarch64": "linux-sbsa", "arm64": "linux-sbsa"}
 

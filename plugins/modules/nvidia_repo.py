@@ -105,7 +105,7 @@ from urllib.error import URLError
 from urllib.request import Request, urlopen
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.nvidia.plugins.module_utils import repo_plan
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
 
 
 def _read(path):

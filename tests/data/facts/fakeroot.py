@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe_ldcache import (
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.ldcache import (
     build_ld_cache,
     parse_ldconfig_p,
 )

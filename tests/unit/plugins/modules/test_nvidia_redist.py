@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from ansible_collections.gpufleet.nvidia.plugins.module_utils import redist
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import redist
 from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_redist
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -428,7 +428,7 @@ def test_fault_server_goes_away_mid_run(mirror, tmp_path):
 KILLER = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.gpufleet.nvidia.plugins.module_utils import redist
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import redist
 def hook(stage):
     os.kill(os.getpid(), signal.SIGKILL)  # a kill in the middle of unpacking
 ARTS = [{"component": "x", "version": "2", "sha256": "b" * 64}]

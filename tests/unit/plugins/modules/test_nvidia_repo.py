@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from ansible_collections.gpufleet.nvidia.plugins.module_utils import repo_plan
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
 from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_repo
 
 KEY = (Path(__file__).resolve().parents[3] / "data" / "keys" / "test-signing-key.asc").read_bytes()

@@ -1,0 +1,458 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""GPU identification: PCI ids / compute capability / name -> name, architecture, CC, module support.
+
+Stdlib only, Python >= 3.9. Pure lookups plus two read-only host readers that take a ``root``
+(``detect_gpus_sysfs`` and ``read_loaded_driver``) so that tests and other modules can point them at a
+fake tree. Nothing here raises on odd host contents: unreadable files are skipped.
+
+Public API (stable; documented in docs/compat.md):
+  detect_gpus_sysfs(root="/") -> [{pci_slot, pci_device_id, pci_subsystem_vendor_id, pci_subsystem_id,
+                                   pci_class}]  (NVIDIA display/3D controllers only, sorted by slot)
+  read_loaded_driver(root="/") -> {version, branch, kernel_module, source} or None
+  resolve_gpu(item, index=0, pci_ids_paths=PCI_IDS_PATHS) -> (gpu dict, [warnings]); raises GpuSpecError
+  lookup_device(devid, subvendor=None, subdevice=None) -> table entry dict or None
+  parse_pci_id(value, param) -> int
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import arch as kb_arch
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpu_ids as kb_gpu_ids
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.driver import PROC_VERSION_OPEN_MARK
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
+
+NVIDIA_VENDOR_ID = 0x10DE
+PCI_IDS_PATHS = ("/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids", "/usr/share/pci.ids")
+# PCI base class 0x03 = display controller (0x0300 VGA, 0x0302 3D controller); NVSwitch etc. are not GPUs.
+DISPLAY_CLASS = 0x03
+
+_CHIP_RE = re.compile(r"^(G[A-Z]{1,2}[0-9]{1,3}[A-Z]?)")
+_HEX_RE = re.compile(r"^(?:0[xX])?([0-9A-Fa-f]{1,8})$")
+_PAIR_RE = re.compile(r"^(?:0[xX])?([0-9A-Fa-f]{4}):(?:0[xX])?([0-9A-Fa-f]{4})$")
+_SM_RE = re.compile(r"^(?:sm_?|compute_)?([1-9][0-9]?)([0-9])[a-z]?$", re.IGNORECASE)
+
+ITEM_FORMS = (
+    "{pci_device_id: '0x2335'[, pci_subsystem_id: '0x18BF']}, "
+    "{compute_capability: '9.0'} or {name: 'NVIDIA H200'}"
+)
+
+
+class GpuSpecError(ValueError):
+    """A malformed item of the ``gpus`` parameter (the message names it and shows the accepted forms)."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# The device table (generated from NVIDIA's supported-gpus.json)
+# ---------------------------------------------------------------------------------------------------
+_TABLE = None
+_NAMES = None
+
+
+def _table():
+    global _TABLE, _NAMES
+    if _TABLE is None:
+        table, names = {}, {}
+        for line in kb_gpu_ids.DATA.splitlines():
+            if not line:
+                continue
+            key, name, legacy, module = line.split("|")
+            entry = {"key": key, "name": name, "legacybranch": legacy or None, "module": module}
+            table[key] = entry
+            names.setdefault(_norm_name(name), []).append(entry)
+        _TABLE, _NAMES = table, names
+    return _TABLE
+
+
+def _norm_name(name):
+    name = " ".join(str(name).lower().split())
+    return name[len("nvidia ") :] if name.startswith("nvidia ") else name
+
+
+def lookup_device(devid, subvendor=None, subdevice=None):
+    """The table entry for a device (exact subsystem match first, then the device's base entry)."""
+    table = _table()
+    dev = f"{devid:04X}"
+    if subdevice is not None:
+        sub_vendor = NVIDIA_VENDOR_ID if subvendor is None else subvendor
+        entry = table.get(f"{dev}:{sub_vendor:04X}:{subdevice:04X}")
+        if entry is None and subvendor is None:
+            # subsystem given without vendor: any vendor with that subsystem device id
+            suffix = f":{subdevice:04X}"
+            for key, candidate in table.items():
+                if key.startswith(dev + ":") and key.endswith(suffix):
+                    entry = candidate
+                    break
+        if entry is not None:
+            return dict(entry, devid=devid)
+    entry = table.get(dev)
+    return dict(entry, devid=devid) if entry else None
+
+
+def parse_pci_id(value, param):
+    """A 16-bit PCI id from 0x2335, "0x2335", "2335", "10de:2335" or nvidia-smi's "0x233510DE"."""
+    if isinstance(value, bool):
+        raise GpuSpecError(
+            f"{param}: {value!r} is not a PCI id; accepted forms: '0x2335', '2335', '10de:2335'"
+        )
+    if isinstance(value, int):
+        if 0 <= value <= 0xFFFF:
+            return value
+        raise GpuSpecError(f"{param}: {value!r} is not a 16-bit PCI id; accepted forms: '0x2335', '2335'")
+    text = str(value).strip()
+    pair = _PAIR_RE.match(text)
+    if pair:
+        return int(pair.group(2), 16)
+    match = _HEX_RE.match(text)
+    if match:
+        digits = match.group(1)
+        if len(digits) == 8 and digits[4:].upper() == "10DE":  # nvidia-smi pci.device_id: 0x233510DE
+            return int(digits[:4], 16)
+        if len(digits) <= 4:
+            return int(digits, 16)
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    raise GpuSpecError(f"{param}: {shown} is not a PCI id; accepted forms: '0x2335', '2335', '10de:2335'")
+
+
+def _parse_subsystem(value, param):
+    """(subvendor or None, subdevice) from "0x18BF", "10de:18bf" or nvidia-smi's "0x18BF10DE"."""
+    if isinstance(value, str):
+        text = value.strip()
+        pair = _PAIR_RE.match(text)
+        if pair:
+            return int(pair.group(1), 16), int(pair.group(2), 16)
+        match = _HEX_RE.match(text)
+        if match and len(match.group(1)) == 8:
+            digits = match.group(1)
+            return int(digits[4:], 16), int(digits[:4], 16)
+    return None, parse_pci_id(value, param)
+
+
+def parse_compute_capability(value, param):
+    """'9.0', 9.0, '12.1', 'sm_90', 'sm_120', '90' -> normalized 'X.Y' string."""
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        sm = _SM_RE.match(str(value).strip())
+        if sm and (not isinstance(value, str) or "." not in value):
+            return f"{int(sm.group(1))}.{sm.group(2)}"
+    try:
+        version = parse_version(value, param, min_parts=2, max_parts=2)
+    except VersionError:
+        raise GpuSpecError(
+            f"{param}: {value!r} is not a compute capability; accepted forms: '9.0', '12.1', 'sm_90'"
+        ) from None
+    return f"{version.major}.{version.minor}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# pci.ids fallback
+# ---------------------------------------------------------------------------------------------------
+def pci_ids_lookup(devid, paths=PCI_IDS_PATHS):
+    """(chip code or None, description) for an NVIDIA device from the first readable pci.ids, or None."""
+    wanted = f"\t{devid:04x}"
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                in_nvidia = False
+                for line in handle:
+                    if not line.startswith("\t"):
+                        in_nvidia = line.lower().startswith("10de ")
+                        continue
+                    if in_nvidia and line.lower().startswith(wanted) and not line.startswith("\t\t"):
+                        description = line[len(wanted) :].strip()
+                        chip = _CHIP_RE.match(description)
+                        return (chip.group(1) if chip else None), description
+        except OSError:
+            continue
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Resolution
+# ---------------------------------------------------------------------------------------------------
+def _legacy_int(legacybranch):
+    if not legacybranch:
+        return None
+    try:
+        return int(legacybranch.split(".")[0])
+    except ValueError:
+        return None
+
+
+def is_data_center(name):
+    """True when the marketing name is a data-center part (medium: name patterns)."""
+    return any(re.search(p, name or "") for p in kb_arch.DATA_CENTER_NAME_PATTERNS)
+
+
+def _arch_defaults(arch):
+    info = kb_arch.ARCHITECTURES.get(arch)
+    if info is None:
+        return "unknown", None
+    return info["kernel_module"], info["legacy_branch"]
+
+
+def _gpu(name, arch, cc, module, legacy, *, source, confidence, devid=None, subsys=None, data_center=None):
+    return {
+        "name": name,
+        "architecture": arch,
+        "compute_capability": cc,
+        "sm": ("sm_" + cc.replace(".", "")) if cc else None,
+        "kernel_module_support": module,
+        "legacy_branch": legacy,
+        "data_center": data_center,
+        "pci_device_id": f"0x{devid:04X}" if devid is not None else None,
+        "pci_subsystem_id": f"0x{subsys:04X}" if subsys is not None else None,
+        "source": source,
+        "confidence": confidence,
+    }
+
+
+def _from_entry(entry, devid, subsys, pci_ids_paths):
+    legacy = _legacy_int(entry["legacybranch"])
+    arch, cc, confidence = None, None, kb_arch.HIGH
+    if entry["legacybranch"] in kb_arch.LEGACY_BRANCH_ARCH:
+        arch = kb_arch.LEGACY_BRANCH_ARCH[entry["legacybranch"]]
+        confidence = kb_arch.MEDIUM
+    chip = kb_arch.chip_for_device(devid)
+    if chip is None:
+        found = pci_ids_lookup(devid, pci_ids_paths)
+        chip = found[0] if found else None
+    info = kb_arch.chip_info(chip)
+    if info is not None and (arch is None or arch == info[0]):
+        arch, cc = info[0], info[1]
+        confidence = kb_arch.MEDIUM  # device-id ranges / pci.ids chip codes are community data
+    if arch is None:
+        arch = {"470.xx": "Kepler"}.get(entry["legacybranch"], "unknown")
+    flag = entry["module"]
+    module = {"P": "proprietary", "O": "open", "E": "either"}[flag]
+    if legacy is not None:
+        # legacy entries list "kernelopen" but NVIDIA's install guide says pre-Turing needs the proprietary
+        # module (high: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html)
+        module = "proprietary"
+    return _gpu(
+        entry["name"],
+        arch,
+        cc,
+        module,
+        legacy,
+        source="supported-gpus.json",
+        confidence=confidence,
+        devid=devid,
+        subsys=subsys,
+        data_center=is_data_center(entry["name"]),
+    )
+
+
+def resolve_gpu(item, index=0, pci_ids_paths=PCI_IDS_PATHS):
+    """Resolve one ``gpus`` item into a GPU description; returns (gpu, warnings).
+
+    ``item`` is a dict with ``pci_device_id`` [+ ``pci_subsystem_id``], or ``compute_capability``, or
+    ``name`` (the sysfs detection output is accepted as is). Unknown GPUs resolve to architecture
+    "unknown" with a warning; malformed items raise GpuSpecError naming ``gpus[index]``.
+    """
+    param = f"gpus[{index}]"
+    if not isinstance(item, dict):
+        raise GpuSpecError(f"{param}: {item!r} is not a mapping; accepted forms: {ITEM_FORMS}")
+    warnings = []
+    if item.get("pci_device_id") not in (None, ""):
+        devid = parse_pci_id(item["pci_device_id"], param + ".pci_device_id")
+        subvendor = subsys = None
+        if item.get("pci_subsystem_id") not in (None, ""):
+            subvendor, subsys = _parse_subsystem(item["pci_subsystem_id"], param + ".pci_subsystem_id")
+        if item.get("pci_subsystem_vendor_id") not in (None, ""):
+            subvendor = parse_pci_id(item["pci_subsystem_vendor_id"], param + ".pci_subsystem_vendor_id")
+        entry = lookup_device(devid, subvendor, subsys)
+        if entry is not None:
+            return _from_entry(entry, devid, subsys, pci_ids_paths), warnings
+        found = pci_ids_lookup(devid, pci_ids_paths)
+        chip, source, description = None, None, None
+        if found and kb_arch.chip_info(found[0]):
+            chip, description = found
+            source = "pci.ids"
+        elif kb_arch.chip_for_device(devid):
+            chip = kb_arch.chip_for_device(devid)
+            source = "device-id range"
+        label = f"PCI device 0x{devid:04X}" + (f" ({description})" if description else "")
+        if chip is None:
+            warnings.append(
+                f"{label} is not in the knowledge base (NVIDIA supported-gpus.json) and its chip is unknown: "
+                "architecture unknown, GPU rules skipped for it; give gpus as {compute_capability: 'X.Y'} "
+                "to check it"
+            )
+            return _gpu(
+                label,
+                "unknown",
+                None,
+                "unknown",
+                None,
+                source="none",
+                confidence=kb_arch.LOW,
+                devid=devid,
+                subsys=subsys,
+            ), warnings
+        arch, cc, _conf = kb_arch.chip_info(chip)
+        module, legacy = _arch_defaults(arch)
+        warnings.append(
+            f"{label} is not in the knowledge base (NVIDIA supported-gpus.json); architecture {arch} "
+            f"(chip {chip}) inferred from {source}"
+        )
+        return _gpu(
+            label,
+            arch,
+            cc,
+            module,
+            legacy,
+            source=source,
+            confidence=kb_arch.MEDIUM,
+            devid=devid,
+            subsys=subsys,
+        ), warnings
+    if item.get("compute_capability") not in (None, ""):
+        cc = parse_compute_capability(item["compute_capability"], param + ".compute_capability")
+        arch = kb_arch.CC_ARCH.get(cc, "unknown")
+        module, legacy = _arch_defaults(arch)
+        name = item.get("name") or f"GPU with compute capability {cc}"
+        if arch == "unknown":
+            warnings.append(
+                f"{name}: compute capability {cc} is not in the knowledge base: GPU rules skipped for it"
+            )
+        dc = is_data_center(item["name"]) if item.get("name") else None
+        gpu = _gpu(
+            name,
+            arch,
+            cc,
+            module,
+            legacy,
+            source="compute_capability",
+            confidence=kb_arch.HIGH,
+            data_center=dc,
+        )
+        return gpu, warnings
+    if item.get("name") not in (None, ""):
+        name = str(item["name"])
+        _table()
+        matches = _NAMES.get(_norm_name(name))
+        if not matches:
+            wanted = _norm_name(name)
+            pattern = re.compile(r"(^|[\s-])" + re.escape(wanted) + r"($|[\s-])")
+            matches = [e for key, es in _NAMES.items() if pattern.search(key) for e in es]
+        resolved = []
+        for entry in matches or ():
+            devid = int(entry["key"].split(":")[0], 16)
+            resolved.append(_from_entry(entry, devid, None, pci_ids_paths))
+        archs = {(g["architecture"], g["compute_capability"], g["kernel_module_support"]) for g in resolved}
+        if len(archs) == 1:
+            gpu = dict(resolved[0], name=name, pci_device_id=None, pci_subsystem_id=None, source="name")
+            gpu["data_center"] = is_data_center(resolved[0]["name"]) or is_data_center(name)
+            return gpu, warnings
+        if len(archs) > 1:
+            warnings.append(
+                f"{name}: the name matches GPUs of different kinds "
+                f"({', '.join(sorted({a[0] for a in archs}))}): give pci_device_id or compute_capability"
+            )
+        else:
+            warnings.append(
+                f"{name}: no GPU of that name in the knowledge base: architecture unknown, "
+                "GPU rules skipped for it"
+            )
+        return _gpu(name, "unknown", None, "unknown", None, source="name", confidence=kb_arch.LOW), warnings
+    raise GpuSpecError(f"{param}: {item!r} names no GPU; accepted forms: {ITEM_FORMS}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Host readers (observe only; never raise on odd contents)
+# ---------------------------------------------------------------------------------------------------
+def _read(path):
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            return handle.read().strip()
+    except OSError:
+        return None
+
+
+def _hex(text):
+    if not text:
+        return None
+    try:
+        return int(text, 16)
+    except ValueError:
+        return None
+
+
+def detect_gpus_sysfs(root="/"):
+    """NVIDIA GPUs on the PCI bus from ``<root>/sys/bus/pci/devices/*`` (no driver needed).
+
+    Returns a list sorted by PCI slot of dicts with ``pci_slot`` ("0000:00:06.0"), ``pci_device_id``
+    ("0x2335"), ``pci_subsystem_vendor_id`` ("0x10DE" or None), ``pci_subsystem_id`` ("0x18BF" or None) and
+    ``pci_class`` ("0x030200"). Only vendor 0x10de display/3D controllers (class 0x03xxxx) are listed.
+    Unreadable entries are skipped; a missing tree gives [].
+    """
+    base = os.path.join(root, "sys/bus/pci/devices")
+    try:
+        slots = sorted(os.listdir(base))
+    except OSError:
+        return []
+    found = []
+    for slot in slots:
+        path = os.path.join(base, slot)
+        vendor = _hex(_read(os.path.join(path, "vendor")))
+        pci_class = _hex(_read(os.path.join(path, "class")))
+        device = _hex(_read(os.path.join(path, "device")))
+        if (
+            vendor != NVIDIA_VENDOR_ID
+            or device is None
+            or pci_class is None
+            or pci_class >> 16 != DISPLAY_CLASS
+        ):
+            continue
+        sub_vendor = _hex(_read(os.path.join(path, "subsystem_vendor")))
+        sub_device = _hex(_read(os.path.join(path, "subsystem_device")))
+        found.append(
+            {
+                "pci_slot": slot,
+                "pci_device_id": f"0x{device:04X}",
+                "pci_subsystem_vendor_id": f"0x{sub_vendor:04X}" if sub_vendor is not None else None,
+                "pci_subsystem_id": f"0x{sub_device:04X}" if sub_device is not None else None,
+                "pci_class": f"0x{pci_class:06X}",
+            }
+        )
+    return found
+
+
+_DRIVER_VERSION_RE = re.compile(r"\b([0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?)\b")
+
+
+def read_loaded_driver(root="/"):
+    """The loaded NVIDIA kernel driver: {version, branch, kernel_module, source} or None.
+
+    Reads ``<root>/proc/driver/nvidia/version`` ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64
+    580.159.04 ...": kernel_module "open"; without "Open Kernel Module": "proprietary"), else
+    ``<root>/sys/module/nvidia/version`` (kernel_module None: flavor unknown).
+    """
+    text = _read(os.path.join(root, "proc/driver/nvidia/version"))
+    if text:
+        first = text.splitlines()[0]
+        match = _DRIVER_VERSION_RE.search(first)
+        if match:
+            module = "open" if PROC_VERSION_OPEN_MARK in first else "proprietary"
+            version = match.group(1)
+            return {
+                "version": version,
+                "branch": int(version.split(".")[0]),
+                "kernel_module": module,
+                "source": "/proc/driver/nvidia/version",
+            }
+    text = _read(os.path.join(root, "sys/module/nvidia/version"))
+    if text:
+        match = _DRIVER_VERSION_RE.search(text)
+        if match:
+            version = match.group(1)
+            return {
+                "version": version,
+                "branch": int(version.split(".")[0]),
+                "kernel_module": None,
+                "source": "/sys/module/nvidia/version",
+            }
+    return None

@@ -1,0 +1,161 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""CUDA toolkits under a root: /usr/local/cuda-*, /opt/nvidia/cuda*, with version, source and the default."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import UNKNOWN, run_command
+
+TOOLKIT_PARENTS = ("/usr/local", "/opt/nvidia", "/opt")
+TOOLKIT_NAME = re.compile(r"^cuda(-\d+(\.\d+)?)?$")
+
+
+def version_from_json(text):
+    data = json.loads(text)
+    value = data.get("cuda", {}).get("version")
+    if not isinstance(value, str) or not re.match(r"^\d+\.\d+", value):
+        raise ValueError("no cuda.version in version.json")
+    return value
+
+
+def version_from_cuda_h(text):
+    match = re.search(r"^#define\s+CUDA_VERSION\s+(\d+)\s*$", text or "", re.MULTILINE)
+    if not match:
+        return None
+    value = int(match.group(1))
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def version_from_nvcc(text):
+    match = re.search(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)", text or "")
+    return match.group(2) if match else None
+
+
+def toolkit_version(root, path, live):
+    """(version, version_from, reason)."""
+    reasons = []
+    if root.exists(path + "/version.json"):
+        text, reason = root.read_text(path + "/version.json")
+        if text is not None:
+            try:
+                return version_from_json(text), "version.json", None
+            except (ValueError, AttributeError) as exc:
+                reasons.append(f"{path}/version.json: {exc}")
+        else:
+            reasons.append(reason)
+    if root.exists(path + "/version.txt"):
+        text, _ = root.read_text(path + "/version.txt")
+        match = re.search(r"CUDA Version (\d+\.\d+\.\d+)", text or "")
+        if match:
+            return match.group(1), "version.txt", None
+    for header in (
+        path + "/include/cuda.h",
+        path + "/targets/x86_64-linux/include/cuda.h",
+        path + "/targets/sbsa-linux/include/cuda.h",
+    ):
+        if root.exists(header):
+            text, reason = root.read_text(header)
+            version = version_from_cuda_h(text)
+            if version:
+                return version, "cuda.h", None
+            reasons.append(reason or f"{header}: no CUDA_VERSION")
+            break
+    nvcc = path + "/bin/nvcc"
+    if root.exists(nvcc):
+        if live:
+            rc, out, _, reason = run_command([root.outer(nvcc), "--version"], timeout=10)
+            version = version_from_nvcc(out) if rc == 0 else None
+            if version:
+                return version, "nvcc", None
+            reasons.append(reason or "nvcc --version: unrecognized output")
+        else:
+            reasons.append("nvcc not run: root is not /")
+    return UNKNOWN, "unknown", "; ".join(reasons) or f"no version.json, cuda.h or nvcc in {path}"
+
+
+def _package_for(packages, major_minor):
+    if major_minor == UNKNOWN:
+        return None
+    suffix = major_minor.replace(".", "-")
+    for name in (
+        f"cuda-toolkit-{suffix}",
+        f"cuda-toolkit-{suffix}-config-common",
+        f"cuda-cudart-{suffix}",
+        f"cuda-nvcc-{suffix}",
+        f"cuda-libraries-{suffix}",
+    ):
+        package = packages.get(name)
+        if package:
+            return package
+    return None
+
+
+def find_toolkits(root):
+    seen = {}
+    for parent in TOOLKIT_PARENTS:
+        names, _ = root.listdir(parent)
+        for name in names or ():
+            if not TOOLKIT_NAME.match(name):
+                continue
+            path = f"{parent}/{name}"
+            real, reason = root.realpath(path)
+            if reason or not root.isdir(real):
+                continue
+            if (
+                root.exists(real + "/bin/nvcc")
+                or root.exists(real + "/version.json")
+                or root.exists(real + "/include/cuda.h")
+                or root.exists(real + "/targets")
+            ):
+                seen.setdefault(real, path)
+    return sorted(seen)
+
+
+def probe(root, live, packages):
+    cuda = {"toolkits": [], "default": None, "reasons": {}}
+    for path in find_toolkits(root):
+        version, version_from, reason = toolkit_version(root, path, live)
+        major_minor = ".".join(version.split(".")[:2]) if version != UNKNOWN else UNKNOWN
+        package = _package_for(packages, major_minor)
+        if package:
+            source = package["manager"]
+        elif root.exists(path + "/bin/cuda-uninstaller"):
+            source = "runfile"
+        elif version_from == "version.json":
+            source = "redist"
+        else:
+            source = UNKNOWN
+        toolkit = {
+            "path": path,
+            "version": version,
+            "major_minor": major_minor,
+            "version_from": version_from,
+            "source": source,
+            "package": packages.public(package),
+            "nvcc": root.exists(path + "/bin/nvcc"),
+            "reasons": {},
+        }
+        if reason:
+            toolkit["reasons"]["version"] = reason
+        if source == UNKNOWN:
+            toolkit["reasons"]["source"] = (
+                f"no cuda package for {major_minor}, no runfile uninstaller, no version.json"
+            )
+        cuda["toolkits"].append(toolkit)
+    if root.exists("/usr/local/cuda"):
+        target, reason = root.realpath("/usr/local/cuda")
+        link = root.readlink("/usr/local/cuda")
+        via = "alternatives" if link and "/etc/alternatives/" in link else "symlink" if link else "directory"
+        version = UNKNOWN
+        for toolkit in cuda["toolkits"]:
+            if toolkit["path"] == target:
+                version = toolkit["version"]
+        cuda["default"] = {"path": "/usr/local/cuda", "target": target, "version": version, "via": via}
+        if reason:
+            cuda["reasons"]["default"] = f"/usr/local/cuda: {reason}"
+    else:
+        cuda["reasons"]["default"] = "/usr/local/cuda does not exist"
+    return cuda

@@ -1,0 +1,141 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""The dynamic loader's cache: /etc/ld.so.cache read directly (any root), or `ldconfig -p` on `/`.
+
+Format (glibc elf/cache.c): an optional old header ``ld.so-1.7.0`` + nlibs + 12-byte entries, then the new
+header ``glibc-ld.so.cache1.1`` (20 bytes), nlibs (u32), len_strings (u32), flags (u8) + 3 pad,
+extension_offset (u32), 3 unused u32 = 48 bytes, then nlibs 24-byte entries
+(flags i32, key u32, value u32, osversion u32, hwcap u64). Key/value are string offsets from the start of
+the new header (glibc >= 2.32 writes only the new format, where that is also the start of the file).
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import struct
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import run_command, which
+
+OLD_MAGIC = b"ld.so-1.7.0"
+NEW_MAGIC = b"glibc-ld.so.cache1.1"
+CACHE = "/etc/ld.so.cache"
+
+# flag values from glibc's ldconfig.h: FLAG_ELF_LIBC6 = 3, arch bits in 0xff00
+ARCH_FLAGS = {"x86_64": 0x0300, "aarch64": 0x0A00, "ppc64le": 0x0500}
+ARCH_NAMES = {"x86_64": "x86-64", "aarch64": "AArch64", "ppc64le": "64bit"}
+
+
+def parse_ld_cache(data):
+    """[(soname, path, flags)] in cache order; raises ValueError on a malformed cache."""
+    if not data:
+        raise ValueError("empty loader cache")
+    offset = 0
+    if data.startswith(OLD_MAGIC):
+        (nlibs,) = struct.unpack_from("<I", data, 12)
+        offset = 16 + nlibs * 12
+        offset = (offset + 7) & ~7  # the new header is aligned to 8 bytes
+        found = data.find(NEW_MAGIC, offset - 8 if offset >= 8 else 0)
+        if found < 0:
+            raise ValueError("old-format loader cache without the new format (not supported)")
+        offset = found
+    elif not data.startswith(NEW_MAGIC):
+        raise ValueError("not a loader cache (bad magic)")
+    if len(data) < offset + 48:
+        raise ValueError("truncated loader cache header")
+    nlibs, _len_strings = struct.unpack_from("<II", data, offset + 20)
+    entries_at = offset + 48
+    if entries_at + nlibs * 24 > len(data):
+        raise ValueError(f"truncated loader cache ({nlibs} entries announced)")
+    result = []
+    for i in range(nlibs):
+        flags, key, value, _osv, _hwcap = struct.unpack_from("<iIIIQ", data, entries_at + i * 24)
+        result.append((_cstr(data, offset + key), _cstr(data, offset + value), flags))
+    return result
+
+
+def _cstr(data, at):
+    if at >= len(data):
+        raise ValueError("string offset beyond the end of the loader cache")
+    end = data.find(b"\0", at)
+    if end < 0:
+        end = len(data)
+    return data[at:end].decode("utf-8", "replace")
+
+
+LDCONFIG_LINE = re.compile(r"^\s+(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$")
+
+
+def parse_ldconfig_p(text):
+    """[(soname, path, flags_text)] from `ldconfig -p` output."""
+    result = []
+    for line in (text or "").splitlines():
+        match = LDCONFIG_LINE.match(line)
+        if match:
+            result.append((match.group(1), match.group(3), match.group(2)))
+    return result
+
+
+def _arch_ok(flags, machine):
+    if isinstance(flags, str):  # ldconfig -p form: "libc6,x86-64"
+        name = ARCH_NAMES.get(machine)
+        return name is None or name in flags
+    wanted = ARCH_FLAGS.get(machine)
+    return wanted is None or (flags & 0xFF00) == wanted
+
+
+def load_ld_cache(root, machine=None):
+    """([(soname, path, flags)], reason) for a root: the cache file, else `ldconfig -p` when root is /."""
+    data, reason = root.read_bytes(CACHE, limit=64 * 1024 * 1024)
+    if data is not None:
+        try:
+            return parse_ld_cache(data), None
+        except (ValueError, struct.error) as exc:
+            reason = f"cannot parse {CACHE}: {exc}"
+    if root.is_slash:
+        ldconfig = which("ldconfig")
+        if ldconfig:
+            rc, out, _, cmd_reason = run_command([ldconfig, "-p"], timeout=10)
+            if rc == 0:
+                return parse_ldconfig_p(out), None
+            reason = f"{reason}; {cmd_reason}"
+    return [], reason
+
+
+def resolve(entries, soname, machine=None):
+    """Path the loader picks for `soname` (first cache entry of this machine's ABI), or None."""
+    machine = machine or platform.machine()
+    for name, path, flags in entries:
+        if name == soname and _arch_ok(flags, machine):
+            return path
+    return None
+
+
+def sonames(entries, pattern, machine=None):
+    """{soname: path} of every soname matching a regex, first entry (what the loader picks) each."""
+    machine = machine or platform.machine()
+    regex = re.compile(pattern)
+    picked = {}
+    for name, path, flags in entries:
+        if name not in picked and regex.match(name) and _arch_ok(flags, machine):
+            picked[name] = path
+    return picked
+
+
+def build_ld_cache(entries):
+    """Bytes of a new-format cache from [(soname, path, flags)] (used by tests and the benchmark)."""
+    strings = bytearray()
+    offsets = []
+    header_len = 48 + 24 * len(entries)
+    for soname, path, _ in entries:
+        key = header_len + len(strings)
+        strings += soname.encode() + b"\0"
+        value = header_len + len(strings)
+        strings += path.encode() + b"\0"
+        offsets.append((key, value))
+    head = NEW_MAGIC + struct.pack("<IIB3xI3I", len(entries), len(strings), 2, 0, 0, 0, 0)
+    body = b"".join(
+        struct.pack("<iIIIQ", flags, key, value, 0, 0)
+        for (_, _, flags), (key, value) in zip(entries, offsets)
+    )
+    return bytes(head + body + strings)

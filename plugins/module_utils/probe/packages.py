@@ -1,0 +1,205 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""Installed packages under a root: the dpkg database read directly, rpm through ``rpm --root``.
+
+Only NVIDIA-related packages are kept (cuDNN, CUDA, driver, NCCL), which keeps this cheap on big hosts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import run_command, which
+
+RELEVANT = re.compile(
+    r"^(lib)?(cudnn|nvidia|cuda|nccl|kmod-nvidia|dkms-nvidia|xserver-xorg-video-nvidia|firmware-nvidia)",
+    re.IGNORECASE,
+)
+DPKG_STATUS = "/var/lib/dpkg/status"
+RPM_DB_DIRS = ("/var/lib/rpm", "/usr/lib/sysimage/rpm")
+DNF_VERSIONLOCK = ("/etc/dnf/plugins/versionlock.list", "/etc/yum/pluginconf.d/versionlock.list")
+
+
+def parse_dpkg_status(text, keep=RELEVANT):
+    """Installed packages from the text of /var/lib/dpkg/status: {name: {...}} (relevant names only)."""
+    packages = {}
+    for block in re.split(r"\n\s*\n", text or ""):
+        fields = {}
+        last = None
+        for line in block.splitlines():
+            if line[:1] in (" ", "\t"):
+                continue  # continuation lines (descriptions, conffiles)
+            key, sep, value = line.partition(":")
+            if not sep:
+                continue
+            last = key.strip()
+            fields[last] = value.strip()
+        name = fields.get("Package")
+        if not name or (keep is not None and not keep.search(name)):
+            continue
+        status = fields.get("Status", "").split()
+        if len(status) != 3 or status[2] not in ("installed", "half-configured", "unpacked"):
+            continue
+        packages[name] = {
+            "name": name,
+            "version": fields.get("Version", "unknown"),
+            "arch": fields.get("Architecture", ""),
+            "held": status[0] == "hold",
+            "state": status[2],
+            "manager": "deb",
+            "provides": [p.strip().split(" ")[0] for p in fields.get("Provides", "").split(",") if p.strip()],
+        }
+    return packages
+
+
+def dpkg_packages(root):
+    """({name: package}, reason); ({}, None) when there is no dpkg database (not a Debian-like tree)."""
+    if not root.exists(DPKG_STATUS):
+        return {}, None
+    text, reason = root.read_text(DPKG_STATUS, limit=256 * 1024 * 1024)
+    if text is None:
+        return {}, reason
+    return parse_dpkg_status(text), None
+
+
+def dpkg_files(root, package):
+    """Files of an installed deb (from /var/lib/dpkg/info/<name>[:arch].list): (list, reason)."""
+    names = [package["name"]]
+    if package.get("arch"):
+        names.insert(0, "{}:{}".format(package["name"], package["arch"]))
+    reason = None
+    for name in names:
+        path = f"/var/lib/dpkg/info/{name}.list"
+        if not root.exists(path):
+            continue
+        text, reason = root.read_text(path)
+        if text is not None:
+            return [line.strip() for line in text.splitlines() if line.strip() and line.strip() != "/."], None
+    return [], reason or "no file list for {} in /var/lib/dpkg/info".format(package["name"])
+
+
+def parse_versionlock(text):
+    """Package names locked by the dnf versionlock plugin (lines like `name-0:1.2-3.*`)."""
+    names = set()
+    for raw in (text or "").splitlines():
+        entry = raw.strip()
+        if not entry or entry.startswith("#"):
+            continue
+        entry = entry.lstrip("!")
+        match = re.match(r"^(.+?)-(?:\d+:)?[^-]+-[^-]+$", entry)
+        names.add(match.group(1) if match else entry)
+    return names
+
+
+def rpm_available(root):
+    return any(root.isdir(d) and (root.listdir(d)[0] or []) for d in RPM_DB_DIRS)
+
+
+def rpm_packages(root, timeout=15.0):
+    """({name: package}, reason) through `rpm --root`; ({}, None) when there is no rpm database."""
+    if not rpm_available(root):
+        return {}, None
+    rpm = which("rpm")
+    if rpm is None:
+        return {}, "an rpm database exists but the rpm command is not available"
+    rc, out, _, reason = run_command(
+        [rpm, "--root", root.root, "-qa", "--qf", r"%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\t%{ARCH}\n"],
+        timeout=timeout,
+    )
+    if rc != 0:
+        return {}, reason
+    locked = set()
+    for lock in DNF_VERSIONLOCK:
+        if root.exists(lock):
+            text, _ = root.read_text(lock)
+            locked |= parse_versionlock(text)
+    return parse_rpm_qa(out, locked), None
+
+
+def parse_rpm_qa(text, locked=()):
+    packages = {}
+    for line in (text or "").splitlines():
+        parts = line.split("\t")
+        if len(parts) < 2 or not RELEVANT.search(parts[0]):
+            continue
+        version = parts[1]
+        if version.startswith("0:"):
+            version = version[2:]
+        packages[parts[0]] = {
+            "name": parts[0],
+            "version": version,
+            "arch": parts[2] if len(parts) > 2 else "",
+            "held": parts[0] in locked,
+            "state": "installed",
+            "manager": "rpm",
+            "provides": [],
+        }
+    return packages
+
+
+def rpm_files(root, package, timeout=15.0):
+    rpm = which("rpm")
+    if rpm is None:
+        return [], "rpm command not available"
+    rc, out, _, reason = run_command([rpm, "--root", root.root, "-ql", package["name"]], timeout=timeout)
+    if rc != 0:
+        return [], reason
+    return [line.strip() for line in out.splitlines() if line.startswith("/")], None
+
+
+class Packages:
+    """Both package databases of a root, loaded once."""
+
+    def __init__(self, root):
+        self.root = root
+        self.reasons = []
+        self.deb, reason = dpkg_packages(root)
+        if reason:
+            self.reasons.append(reason)
+        self.rpm, reason = rpm_packages(root)
+        if reason:
+            self.reasons.append(reason)
+        self._files = {}
+
+    def all(self):
+        merged = dict(self.rpm)
+        merged.update(self.deb)
+        return merged
+
+    def get(self, name):
+        return self.deb.get(name) or self.rpm.get(name)
+
+    def files(self, package):
+        key = (package["manager"], package["name"])
+        if key not in self._files:
+            if package["manager"] == "deb":
+                self._files[key] = dpkg_files(self.root, package)
+            else:
+                self._files[key] = rpm_files(self.root, package)
+        return self._files[key]
+
+    def public(self, package):
+        """The package as reported in facts."""
+        if not package:
+            return None
+        return {
+            "name": package["name"],
+            "version": package["version"],
+            "held": bool(package["held"]),
+            "manager": package["manager"],
+        }
+
+
+def owned_by(packages, inner_path):
+    """Name of the package that owns a path (looked up in the file lists of the relevant packages)."""
+    for package in packages.all().values():
+        files, _ = packages.files(package)
+        if inner_path in files:
+            return package["name"]
+    return None
+
+
+def basename_version(name):
+    match = re.search(r"\.so\.(\d+(?:\.\d+)*)$", os.path.basename(name))
+    return match.group(1) if match else None

@@ -1,0 +1,531 @@
+"""Unit tests of the driver plan: every OS x source x branch x flavor, refusals, reboot, host-managed."""
+
+import itertools
+
+import pytest
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
+
+OSES = sorted(dp.OS_TABLE)
+UBUNTU_KERNEL = "6.8.0-45-generic"
+CUSTOM_KERNEL = "6.18.44-fc-v595"
+H200_PROC_VERSION = (
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \n"
+    "GCC version:  gcc version 15.3.0 (GCC) \n"
+)
+PROPRIETARY_PROC_VERSION = (
+    "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n"
+    "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"
+)
+
+
+def all_combinations():
+    for os_name, source in itertools.product(OSES, dp.SOURCES):
+        for branch in dp.available_branches(os_name, source):
+            for flavor in ("open", "proprietary"):
+                if flavor == "open" and branch < dp.OPEN_FIRST_BRANCH:
+                    continue
+                yield os_name, source, branch, flavor
+
+
+COMBOS = list(all_combinations())
+
+
+def test_every_os_has_nvidia_repo_branches_and_the_matrix_is_large():
+    for os_name in OSES:
+        assert 580 in dp.available_branches(os_name, "nvidia_repo")
+    assert dp.available_branches("rhel9", "distro") == []
+    assert len(COMBOS) > 150
+
+
+@pytest.mark.parametrize(("os_name", "source", "branch", "flavor"), COMBOS)
+@pytest.mark.parametrize("kernel", [UBUNTU_KERNEL, CUSTOM_KERNEL])
+def test_plan_invariants(os_name, source, branch, flavor, kernel):
+    plan = dp.build_plan(os_name, source, str(branch), flavor, kernel_release=kernel)
+    assert plan["branch"] == str(branch)
+    assert plan["flavor"] == flavor
+    assert plan["pkg_mgr"] == ("dnf" if os_name.startswith("rhel") else "apt")
+    installs_something = plan["packages"] or plan["dnf_module"]
+    assert installs_something
+    assert plan["kernel_build"] in ("dkms", "precompiled")
+    names = " ".join(
+        plan["packages"] + plan["kernel_packages"] + plan["pin_packages"] + [plan["dnf_module"] or ""]
+    )
+    # the branch is named somewhere (package, pin or stream), except Debian's one-branch archive
+    if not (source == "distro" and os_name.startswith("debian")) and not (
+        branch >= 590 and os_name == "rhel10"
+    ):
+        assert str(branch) in names
+    # the other flavor is never installed
+    for other in plan["other_flavor_packages"]:
+        assert other not in plan["packages"] + plan["kernel_packages"]
+    if plan["kernel_build"] == "dkms":
+        assert plan["header_packages"]
+        assert plan["module_signing_needed_with_secure_boot"] is True
+    else:
+        assert plan["header_packages"] == []
+    if plan["pkg_mgr"] == "apt":
+        assert plan["hold_packages"]
+        assert all("=" not in p for p in plan["hold_packages"])
+    assert plan["initramfs_command"][0] == ("dracut" if os_name.startswith("rhel") else "update-initramfs")
+
+
+@pytest.mark.parametrize(("os_name", "source", "branch", "flavor"), COMBOS)
+def test_userspace_only_plan_builds_no_module(os_name, source, branch, flavor):
+    plan = dp.build_plan(
+        os_name, source, branch, flavor, kernel_release=CUSTOM_KERNEL, build_kernel_module=False
+    )
+    assert plan["kernel_packages"] == []
+    assert plan["header_packages"] == []
+    assert plan["dnf_module"] is None
+    assert plan["packages"]
+    assert plan["module_signing_needed_with_secure_boot"] is False
+    assert not any(
+        p.endswith("-dkms") or p.startswith(("nvidia-dkms", "linux-modules")) for p in plan["packages"]
+    )
+
+
+APT_CASES = [
+    # os, branch, flavor, pin packages, (packages, kernel packages)
+    ("ubuntu2404", 580, "open", [], (["nvidia-open-580"], ["nvidia-kernel-open-dkms"])),
+    ("ubuntu2404", 580, "proprietary", [], (["cuda-drivers-580"], ["nvidia-kernel-dkms"])),
+    ("ubuntu2204", 535, "proprietary", [], (["cuda-drivers-535"], ["nvidia-kernel-dkms"])),
+    ("debian12", 570, "open", [], (["nvidia-open-570"], ["nvidia-kernel-open-dkms"])),
+    (
+        "ubuntu2404",
+        590,
+        "open",
+        ["nvidia-driver-pinning-590"],
+        (["nvidia-open"], ["nvidia-kernel-open-dkms"]),
+    ),
+    (
+        "debian13",
+        595,
+        "proprietary",
+        ["nvidia-driver-pinning-595"],
+        (["cuda-drivers"], ["nvidia-kernel-dkms"]),
+    ),
+    (
+        "ubuntu2204",
+        620,
+        "open",
+        ["nvidia-driver-pinning-620"],
+        (["nvidia-open"], ["nvidia-kernel-open-dkms"]),
+    ),
+]
+
+
+@pytest.mark.parametrize(("os_name", "branch", "flavor", "pins", "expected"), APT_CASES)
+def test_nvidia_apt_names(os_name, branch, flavor, pins, expected):
+    packages, kernel = expected
+    plan = dp.build_plan(os_name, "nvidia_repo", branch, flavor, kernel_release=UBUNTU_KERNEL)
+    assert plan["pin_packages"] == pins
+    assert plan["packages"] == packages
+    assert plan["kernel_packages"] == kernel
+    assert plan["hold_packages"] == pins + packages + kernel
+
+
+def test_nvidia_apt_exact_version_pins_apt_wildcards():
+    plan = dp.build_plan("ubuntu2404", "nvidia_repo", "580", "open", version="580.95.05")
+    assert plan["packages"] == ["nvidia-open-580=580.95.05*"]
+    assert plan["hold_packages"][0] == "nvidia-open-580"
+    plan = dp.build_plan("ubuntu2404", "nvidia_repo", "595", "open", version="595.45.04")
+    assert plan["pin_packages"] == ["nvidia-driver-pinning-595=595.45.04*"]
+
+
+@pytest.mark.parametrize(
+    ("os_name", "flavor", "module"),
+    [
+        ("rhel8", "open", "@nvidia-driver:580-open/default"),
+        ("rhel8", "proprietary", "@nvidia-driver:580-dkms/default"),
+        ("rhel9", "open", "@nvidia-driver:580-open/default"),
+        ("rhel9", "proprietary", "@nvidia-driver:580-dkms/default"),
+    ],
+)
+def test_rhel_module_streams(os_name, flavor, module):
+    plan = dp.build_plan(os_name, "nvidia_repo", "580", flavor, kernel_release="5.14.0-427.13.1.el9_4.x86_64")
+    assert plan["dnf_module"] == module
+    assert plan["dnf_module_reset"] == "nvidia-driver"
+    assert plan["versionlock"] is False
+    assert plan["header_packages"] == [
+        "kernel-devel-5.14.0-427.13.1.el9_4.x86_64",
+        "kernel-headers-5.14.0-427.13.1.el9_4.x86_64",
+    ]
+    fm = dp.build_plan(os_name, "nvidia_repo", "580", flavor, fabricmanager=True)
+    assert fm["dnf_module"].endswith("/fm")
+
+
+@pytest.mark.parametrize(
+    ("flavor", "packages", "kernel"),
+    [
+        ("open", ["nvidia-open-580.*"], ["kmod-nvidia-open-dkms"]),
+        ("proprietary", ["cuda-drivers-580.*"], ["kmod-nvidia-latest-dkms"]),
+    ],
+)
+def test_rhel10_plain_packages_and_versionlock(flavor, packages, kernel):
+    plan = dp.build_plan("rhel10", "nvidia_repo", "580", flavor)
+    assert plan["dnf_module"] is None
+    assert plan["packages"] == packages
+    assert plan["kernel_packages"] == kernel
+    assert plan["versionlock"] is True
+    exact = dp.build_plan("rhel10", "nvidia_repo", "580", flavor, version="580.95.05")
+    assert exact["packages"] == [packages[0].replace("580.*", "580.95.05")]
+
+
+UBUNTU_CASES = [
+    # server, flavor, kernel release, (packages, kernel packages, kernel build)
+    (
+        True,
+        "open",
+        UBUNTU_KERNEL,
+        (
+            ["nvidia-headless-no-dkms-580-server-open", "nvidia-utils-580-server"],
+            ["linux-modules-nvidia-580-server-open-6.8.0-45-generic"],
+            "precompiled",
+        ),
+    ),
+    (
+        False,
+        "proprietary",
+        UBUNTU_KERNEL,
+        (
+            ["nvidia-headless-no-dkms-580", "nvidia-utils-580"],
+            ["linux-modules-nvidia-580-6.8.0-45-generic"],
+            "precompiled",
+        ),
+    ),
+    (
+        True,
+        "open",
+        CUSTOM_KERNEL,
+        (
+            ["nvidia-headless-no-dkms-580-server-open", "nvidia-utils-580-server"],
+            ["nvidia-dkms-580-server-open"],
+            "dkms",
+        ),
+    ),
+    (
+        False,
+        "open",
+        "5.15.0-1050-aws",
+        (
+            ["nvidia-headless-no-dkms-580-open", "nvidia-utils-580"],
+            ["linux-modules-nvidia-580-open-5.15.0-1050-aws"],
+            "precompiled",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("server", "flavor", "kernel", "expected"), UBUNTU_CASES)
+def test_ubuntu_archive(server, flavor, kernel, expected):
+    packages, kernel_packages, build = expected
+    plan = dp.build_plan("ubuntu2404", "distro", "580", flavor, kernel_release=kernel, ubuntu_server=server)
+    assert plan["packages"] == packages
+    assert plan["kernel_packages"] == kernel_packages
+    assert plan["kernel_build"] == build
+    assert plan["module_signing_needed_with_secure_boot"] is (build == "dkms")
+    if build == "dkms":
+        assert plan["header_packages"] == [f"linux-headers-{kernel}"]
+        assert any("not an Ubuntu kernel" in w for w in plan["warnings"])
+
+
+@pytest.mark.parametrize(("os_name", "branch"), [("debian12", "535"), ("debian13", "550")])
+@pytest.mark.parametrize(
+    ("flavor", "module_pkg"), [("open", "nvidia-open-kernel-dkms"), ("proprietary", "nvidia-kernel-dkms")]
+)
+def test_debian_archive(os_name, branch, flavor, module_pkg):
+    plan = dp.build_plan(os_name, "distro", branch, flavor, kernel_release="6.1.0-37-amd64")
+    assert plan["debian_components"] == ["main", "contrib", "non-free", "non-free-firmware"]
+    assert "nvidia-smi" in plan["packages"]
+    assert "nvidia-persistenced" in plan["packages"]
+    assert "firmware-nvidia-gsp" in plan["packages"]
+    assert plan["kernel_packages"] == [module_pkg]
+    assert plan["header_packages"] == ["linux-headers-6.1.0-37-amd64"]
+    assert module_pkg in plan["hold_packages"]
+    fm = dp.build_plan(os_name, "distro", branch, flavor, fabricmanager=True)
+    assert fm["fabricmanager_packages"] == []
+    assert any("fabric manager" in w for w in fm["warnings"])
+
+
+@pytest.mark.parametrize(
+    ("os_name", "source", "branch", "expected"),
+    [
+        ("ubuntu2404", "nvidia_repo", 580, ["nvidia-fabricmanager-580", "libnvidia-nscq-580"]),
+        ("ubuntu2404", "nvidia_repo", 595, ["nvidia-fabricmanager", "libnvidia-nscq"]),
+        ("ubuntu2204", "distro", 570, ["nvidia-fabricmanager-570", "libnvidia-nscq-570"]),
+        ("rhel10", "nvidia_repo", 580, ["nvidia-fabric-manager-580.*", "libnvidia-nscq-580.*"]),
+    ],
+)
+def test_fabricmanager_per_branch(os_name, source, branch, expected):
+    plan = dp.build_plan(os_name, source, branch, "open", fabricmanager=True)
+    assert plan["fabricmanager_packages"] == expected
+    if plan["pkg_mgr"] == "apt":
+        assert expected[0] in plan["hold_packages"]
+
+
+def test_dcgm_follows_cuda_major_of_branch():
+    assert dp.build_plan("ubuntu2404", "nvidia_repo", 580, "open", dcgm=True)["dcgm_packages"][1].endswith(
+        "cuda13"
+    )
+    assert dp.build_plan("ubuntu2404", "nvidia_repo", 570, "open", dcgm=True)["dcgm_packages"][1].endswith(
+        "cuda12"
+    )
+
+
+def test_proprietary_on_620_warns_not_refuses():
+    plan = dp.build_plan("ubuntu2404", "nvidia_repo", 620, "proprietary")
+    assert any("R620" in w for w in plan["warnings"])
+
+
+@pytest.mark.parametrize(
+    ("dist", "ver", "key"),
+    [
+        ("Ubuntu", "22.04", "ubuntu2204"),
+        ("Ubuntu", "24.04", "ubuntu2404"),
+        ("Debian", "12", "debian12"),
+        ("Debian", "13", "debian13"),
+        ("RedHat", "8", "rhel8"),
+        ("Rocky", "9", "rhel9"),
+        ("AlmaLinux", "10", "rhel10"),
+    ],
+)
+def test_os_key(dist, ver, key):
+    assert dp.os_key(dist, ver) == key
+
+
+@pytest.mark.parametrize(("dist", "ver"), [("Ubuntu", "20.04"), ("Debian", "11"), ("Fedora", "42"), ("", "")])
+def test_os_key_refuses_unsupported(dist, ver):
+    with pytest.raises(dp.DriverPlanError, match="not supported"):
+        dp.os_key(dist, ver)
+
+
+# --------------------------------------------------------------------------- validation (bad input)
+def errors_for(**kw):
+    args = {"os_name": "ubuntu2404", "source": "nvidia_repo", "branch": "580"}
+    args.update(kw)
+    return dp.validate_request(**args)
+
+
+def test_valid_request_has_no_errors():
+    assert errors_for() == []
+    assert errors_for(branch="R580", version="580.95.05", kernel_module="open", reboot="never") == []
+
+
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        ({"branch": "58O"}, "nvidia_driver_branch: '58O' is not a valid version"),
+        ({"branch": "581"}, "nvidia_driver_branch: '581' is not a driver branch nvidia_repo packages"),
+        ({"branch": "580.95"}, "nvidia_driver_branch"),
+        ({"branch": ""}, "nvidia_driver_branch"),
+        (
+            {"reboot": "sometimes"},
+            "nvidia_driver_reboot: 'sometimes' is not allowed; allowed: auto, never, always",
+        ),
+        ({"kernel_module": "opne"}, "nvidia_driver_kernel_module: 'opne' is not allowed"),
+        ({"source": "runfile"}, "nvidia_driver_source: 'runfile' is not allowed"),
+        ({"version": "575.57.08"}, "nvidia_driver_version: '575.57.08' is not in nvidia_driver_branch '580'"),
+        ({"version": "latest"}, "nvidia_driver_version: 'latest' is not a valid version"),
+        (
+            {
+                "mok_key": "/nope/MOK.priv",
+                "mok_cert": "/etc/MOK.der",
+                "mok_paths_exist": {"/etc/MOK.der": True},
+            },
+            "nvidia_driver_mok_key: '/nope/MOK.priv' does not exist",
+        ),
+        ({"mok_key": "/etc/MOK.priv", "mok_paths_exist": {"/etc/MOK.priv": True}}, "give both"),
+        ({"os_name": "debian12", "source": "distro", "branch": "580"}, "Debian ships one branch per release"),
+        ({"os_name": "rhel9", "source": "distro", "branch": "580"}, "RHEL has no distribution driver"),
+        ({"os_name": "rhel8", "branch": "470", "kernel_module": "open"}, "'open' needs branch >= 515"),
+    ],
+)
+def test_bad_input_is_refused_with_the_variable_named(kw, needle):
+    errors = errors_for(**kw)
+    assert errors, kw
+    assert any(needle in e for e in errors), errors
+    assert all("\n" not in e for e in errors)
+
+
+def test_build_plan_refuses_what_validation_refuses():
+    with pytest.raises(dp.DriverPlanError, match="not a valid version"):
+        dp.build_plan("ubuntu2404", "nvidia_repo", "58O", "open")
+    with pytest.raises(dp.DriverPlanError, match="available"):
+        dp.build_plan("ubuntu2404", "nvidia_repo", "581", "open")
+    with pytest.raises(dp.DriverPlanError, match="resolved"):
+        dp.build_plan("ubuntu2404", "nvidia_repo", "580", "auto")
+    with pytest.raises(dp.DriverPlanError):
+        dp.build_plan("rhel9", "distro", "580", "open")
+
+
+# --------------------------------------------------------------------------- flavor
+@pytest.mark.parametrize(
+    ("requested", "branch", "recommended", "expected"),
+    [
+        ("auto", 580, None, "open"),
+        ("auto", 560, None, "open"),
+        ("auto", 550, None, "proprietary"),
+        ("auto", 580, "proprietary", "proprietary"),  # Pascal host: nvidia_compat recommends proprietary
+        ("auto", 535, "open", "open"),
+        ("open", 580, "proprietary", "open"),  # explicit choice kept; nvidia_compat refuses it for Pascal
+        ("proprietary", 580, None, "proprietary"),
+    ],
+)
+def test_resolve_flavor(requested, branch, recommended, expected):
+    assert dp.resolve_flavor(requested, branch, recommended) == expected
+
+
+# --------------------------------------------------------------------------- kernel strings
+def test_parse_proc_version_open_h200():
+    assert dp.parse_proc_version(H200_PROC_VERSION) == {"version": "580.159.04", "flavor": "open"}
+
+
+def test_parse_proc_version_proprietary_and_garbage():
+    assert dp.parse_proc_version(PROPRIETARY_PROC_VERSION) == {
+        "version": "535.104.05",
+        "flavor": "proprietary",
+    }
+    assert dp.parse_proc_version("") == {"version": None, "flavor": None}
+    assert dp.parse_proc_version(None) == {"version": None, "flavor": None}
+
+
+@pytest.mark.parametrize(
+    ("lic", "flavor"), [("Dual MIT/GPL", "open"), ("NVIDIA", "proprietary"), ("", None), ("weird", None)]
+)
+def test_flavor_from_license(lic, flavor):
+    assert dp.flavor_from_license(lic) == flavor
+
+
+def test_branch_of():
+    assert dp.branch_of("580.159.04") == "580"
+    assert dp.branch_of(None) is None
+    assert dp.branch_of("x") is None
+
+
+# --------------------------------------------------------------------------- host-managed
+def test_h200_is_host_managed():
+    managed, reasons = dp.host_managed(
+        container=True,
+        loaded_version="580.159.04",
+        nvml_paths=["/usr/local/nvidia/lib64/libnvidia-ml.so.1"],
+        nvml_owned_by_package=False,
+        readonly_driver_mount="/usr/local/nvidia",
+    )
+    assert managed is True
+    assert any("container" in r for r in reasons)
+    assert any("/usr/local/nvidia" in r for r in reasons)
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        (
+            (False, "580.95.05", ["/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"], True, None),
+            False,
+        ),  # packages
+        ((True, None, [], False, None), False),  # empty container: installable userspace
+        ((False, "580.95.05", ["/usr/lib/libnvidia-ml.so.1"], False, None), False),  # runfile on bare metal
+        (
+            (False, "580.95.05", ["/usr/local/nvidia/lib64/libnvidia-ml.so.1"], False, "/usr/local/nvidia"),
+            True,
+        ),
+        (
+            (True, None, ["/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"], False, None),
+            True,
+        ),  # toolkit-injected
+        ((True, "580.95.05", ["/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"], True, None), False),
+    ],
+)
+def test_host_managed_matrix(case, expected):
+    assert dp.host_managed(*case)[0] is expected
+
+
+def test_host_managed_mismatch_570_on_h200_is_refused_clearly():
+    errors = dp.host_managed_mismatch("570", "auto", None, "580.159.04", "open")
+    assert len(errors) == 1
+    assert "nvidia_driver_branch: '570'" in errors[0]
+    assert "580.159.04" in errors[0]
+    assert "host-managed" in errors[0]
+    assert dp.host_managed_mismatch("580", "auto", None, "580.159.04", "open") == []
+    assert dp.host_managed_mismatch("R580", "open", "580.159.04", "580.159.04", "open") == []
+    assert "proprietary" in dp.host_managed_mismatch("580", "proprietary", None, "580.159.04", "open")[0]
+    assert (
+        "nvidia_driver_version"
+        in dp.host_managed_mismatch("580", "auto", "580.95.05", "580.159.04", "open")[0]
+    )
+    assert "no driver is loaded" in dp.host_managed_mismatch("580", "auto", None, None, None)[0]
+
+
+# --------------------------------------------------------------------------- runfile
+def test_runfile_conflict():
+    markers = ["/usr/bin/nvidia-uninstall"]
+    conflict, msg = dp.runfile_conflict(markers, nvml_owned_by_package=False, replace_runfile=False)
+    assert conflict is True
+    assert "nvidia_driver_replace_runfile: true" in msg
+    conflict, msg = dp.runfile_conflict(markers, nvml_owned_by_package=False, replace_runfile=True)
+    assert conflict is False
+    assert "nvidia-uninstall" in msg
+    assert dp.runfile_conflict([], False, False) == (False, "")
+    assert dp.runfile_conflict(markers, True, False) == (False, "")
+
+
+# --------------------------------------------------------------------------- reboot
+def decide(policy="auto", loaded="580.95.05", lflav="open", inst="580.95.05", iflav="open", **kw):
+    return dp.reboot_decision(policy, loaded, lflav, inst, iflav, **kw)
+
+
+@pytest.mark.parametrize(
+    ("kw", "reboot", "needed", "needle"),
+    [
+        ({}, False, False, "is the installed one"),
+        ({"inst": "580.105.08"}, True, True, "differs from installed 580.105.08"),
+        ({"loaded": "570.172.08", "inst": "580.95.05"}, True, True, "differs"),  # branch upgrade
+        ({"lflav": "proprietary"}, True, True, "proprietary module differs"),  # flavor switch
+        ({"loaded": None, "lflav": None}, True, True, "no NVIDIA module is loaded"),
+        ({"inst": None, "iflav": None, "loaded": None, "is_container": True}, False, False, "container"),
+        ({"inst": "580.105.08", "is_controller": True}, False, True, "controller"),
+        ({"inst": "580.105.08", "is_container": True}, False, True, "container is never rebooted"),
+        ({"inst": "580.105.08", "policy": "never"}, False, True, "reboot it yourself"),
+        ({"policy": "always", "changed": True}, True, False, "policy always"),
+        ({"policy": "always", "changed": False}, False, False, "installed one"),
+        ({"policy": "always", "changed": True, "is_controller": True}, False, False, "controller"),
+        ({"inst": "580.105.08", "host_managed_driver": True}, False, False, "host-managed"),
+    ],
+)
+def test_reboot_decision(kw, reboot, needed, needle):
+    d = decide(**kw)
+    assert d["reboot"] is reboot
+    assert d["needed"] is needed
+    assert needle in d["reason"]
+
+
+def test_reboot_decision_refuses_typo():
+    with pytest.raises(dp.DriverPlanError, match="nvidia_driver_reboot: 'alwasy'"):
+        decide(policy="alwasy")
+
+
+# --------------------------------------------------------------------------- transitions
+def test_transition_fresh_install():
+    plan = dp.build_plan("ubuntu2404", "nvidia_repo", "580", "open")
+    assert dp.transition(plan, {}, [], [])["kind"] == "install"
+
+
+def test_transition_same_driver_is_none():
+    plan = dp.build_plan("ubuntu2404", "nvidia_repo", "580", "open")
+    t = dp.transition(plan, {"nvidia-open-580": "580.95.05-1"}, ["580"], ["nvidia-open-580"])
+    assert t == {"kind": "none", "unhold": [], "remove": [], "from_branches": ["580"]}
+
+
+def test_transition_branch_upgrade_570_to_580_releases_holds():
+    plan = dp.build_plan("ubuntu2404", "nvidia_repo", "580", "open")
+    t = dp.transition(plan, {"nvidia-open-570": "570.172.08-1"}, ["570"], ["nvidia-open-570"])
+    assert t["kind"] == "branch_change"
+    assert t["unhold"] == ["nvidia-open-570"]
+
+
+def test_transition_flavor_switch_proprietary_to_open_removes_the_other_flavor():
+    plan = dp.build_plan("ubuntu2404", "nvidia_repo", "580", "open")
+    t = dp.transition(plan, {"cuda-drivers-580": "580.95.05-1"}, ["580"], ["cuda-drivers-580"])
+    assert t["kind"] == "flavor_switch"
+    assert t["remove"] == ["cuda-drivers-580"]
+    assert t["unhold"] == ["cuda-drivers-580"]

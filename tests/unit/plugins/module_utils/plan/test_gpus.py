@@ -1,0 +1,266 @@
+"""GPU identification: the real H200 fixture, sysfs detection, loaded driver, fallbacks, bad items."""
+
+from pathlib import Path
+
+import pytest
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import gpus
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import (
+    GpuSpecError,
+    detect_gpus_sysfs,
+    parse_compute_capability,
+    parse_pci_id,
+    pci_ids_lookup,
+    read_loaded_driver,
+    resolve_gpu,
+)
+
+FIXTURE = Path(__file__).resolve().parents[4] / "data/compat/h200-ubuntu2404"
+
+
+def make_sysfs(root, slot, attrs):
+    """A fake /sys/bus/pci/devices/<slot> with the given attribute files."""
+    path = root / "sys/bus/pci/devices" / slot
+    path.mkdir(parents=True)
+    for name, value in attrs.items():
+        (path / name).write_text(value + "\n", encoding="ascii")
+    return path
+
+
+def h200_attrs():
+    attrs = {}
+    for line in (FIXTURE / "sys-bus-pci-0000_00_06.0-attrs.txt").read_text(encoding="ascii").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            attrs[key] = value
+    return attrs
+
+
+@pytest.fixture
+def h200_root(tmp_path):
+    make_sysfs(tmp_path, "0000:00:06.0", h200_attrs())
+    proc = tmp_path / "proc/driver/nvidia"
+    proc.mkdir(parents=True)
+    (proc / "version").write_text((FIXTURE / "proc-driver-nvidia-version.txt").read_text(encoding="ascii"))
+    return tmp_path
+
+
+def test_h200_fixture_detected_and_resolved(h200_root):
+    found = detect_gpus_sysfs(str(h200_root))
+    assert found == [
+        {
+            "pci_slot": "0000:00:06.0",
+            "pci_device_id": "0x2335",
+            "pci_subsystem_vendor_id": "0x10DE",
+            "pci_subsystem_id": "0x18BF",
+            "pci_class": "0x030200",
+        }
+    ]
+    gpu, warnings = resolve_gpu(found[0])
+    assert warnings == []
+    assert gpu["name"] == "NVIDIA H200"
+    assert gpu["architecture"] == "Hopper"
+    assert gpu["compute_capability"] == "9.0"
+    assert gpu["sm"] == "sm_90"
+    assert gpu["kernel_module_support"] == "either"
+    assert gpu["legacy_branch"] is None
+    assert gpu["data_center"] is True
+    assert (gpu["pci_device_id"], gpu["pci_subsystem_id"]) == ("0x2335", "0x18BF")
+
+
+def test_h200_fixture_driver(h200_root):
+    assert read_loaded_driver(str(h200_root)) == {
+        "version": "580.159.04",
+        "branch": 580,
+        "kernel_module": "open",
+        "source": "/proc/driver/nvidia/version",
+    }
+
+
+def test_proprietary_driver_and_sys_module_fallback(tmp_path):
+    proc = tmp_path / "proc/driver/nvidia"
+    proc.mkdir(parents=True)
+    (proc / "version").write_text(
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.195.03  Release Build\n"
+    )
+    assert read_loaded_driver(str(tmp_path))["kernel_module"] == "proprietary"
+    (proc / "version").write_text("garbage\n")
+    mod = tmp_path / "sys/module/nvidia"
+    mod.mkdir(parents=True)
+    (mod / "version").write_text("575.57.08\n")
+    assert read_loaded_driver(str(tmp_path)) == {
+        "version": "575.57.08",
+        "branch": 575,
+        "kernel_module": None,
+        "source": "/sys/module/nvidia/version",
+    }
+
+
+def test_no_driver_no_sysfs(tmp_path):
+    assert read_loaded_driver(str(tmp_path)) is None
+    assert detect_gpus_sysfs(str(tmp_path)) == []
+
+
+def test_sysfs_filters_and_sorts(tmp_path):
+    make_sysfs(tmp_path, "0000:02:00.0", {"vendor": "0x10de", "device": "0x1db5", "class": "0x030200"})
+    make_sysfs(tmp_path, "0000:01:00.0", {"vendor": "0x10de", "device": "0x2330", "class": "0x030000"})
+    make_sysfs(
+        tmp_path, "0000:03:00.0", {"vendor": "0x10de", "device": "0x22a3", "class": "0x068000"}
+    )  # NVSwitch
+    make_sysfs(tmp_path, "0000:04:00.0", {"vendor": "0x8086", "device": "0x1234", "class": "0x030000"})
+    make_sysfs(tmp_path, "0000:05:00.0", {"vendor": "0x10de", "device": "zzzz", "class": "0x030000"})
+    make_sysfs(tmp_path, "0000:06:00.0", {"vendor": "0x10de"})
+    found = detect_gpus_sysfs(str(tmp_path))
+    assert [g["pci_slot"] for g in found] == ["0000:01:00.0", "0000:02:00.0"]
+    assert found[1]["pci_subsystem_id"] is None
+    resolved = [resolve_gpu(g)[0]["architecture"] for g in found]
+    assert resolved == ["Hopper", "Volta"]
+
+
+@pytest.mark.parametrize(
+    ("item", "expected"),
+    [
+        ({"pci_device_id": "0x1DB5"}, ("Tesla V100-SXM2-32GB", "Volta", "7.0", "proprietary", 580)),
+        ({"pci_device_id": "1db5"}, ("Tesla V100-SXM2-32GB", "Volta", "7.0", "proprietary", 580)),
+        ({"pci_device_id": 0x1DB5}, ("Tesla V100-SXM2-32GB", "Volta", "7.0", "proprietary", 580)),
+        ({"pci_device_id": "10de:1db5"}, ("Tesla V100-SXM2-32GB", "Volta", "7.0", "proprietary", 580)),
+        ({"pci_device_id": "0x1DB510DE"}, ("Tesla V100-SXM2-32GB", "Volta", "7.0", "proprietary", 580)),
+        (
+            {"pci_device_id": "0x2335", "pci_subsystem_id": "0x18BF10DE"},
+            ("NVIDIA H200", "Hopper", "9.0", "either", None),
+        ),
+        (
+            {"pci_device_id": "0x2335", "pci_subsystem_id": "10de:18bf"},
+            ("NVIDIA H200", "Hopper", "9.0", "either", None),
+        ),
+        (
+            {"pci_device_id": "0x2342", "pci_subsystem_id": "0x1809"},
+            ("NVIDIA GH200 480GB", "Hopper", "9.0", "open", None),
+        ),
+        ({"pci_device_id": "0x2901"}, ("NVIDIA B200", "Blackwell", "10.0", "open", None)),
+        ({"pci_device_id": "0x1EB8"}, ("Tesla T4", "Turing", "7.5", "either", None)),
+        ({"pci_device_id": "0x20B2"}, ("NVIDIA A100-SXM4-80GB", "Ampere", "8.0", "either", None)),
+        ({"pci_device_id": "0x102D"}, ("Tesla K80", "Kepler", "3.7", "proprietary", 470)),
+        ({"pci_device_id": "0x15F8"}, ("Tesla P100-PCIE-16GB", "Pascal", "6.0", "proprietary", 580)),
+        ({"pci_device_id": "0x17FD"}, ("Tesla M40", "Maxwell", "5.2", "proprietary", 580)),
+        ({"pci_device_id": "0x06C0"}, ("GeForce GTX 480", "Fermi", "2.0", "proprietary", 390)),
+        ({"pci_device_id": "0x0020"}, ("RIVA TNT", "Celsius", None, "proprietary", 71)),
+        (
+            {"compute_capability": "7.0"},
+            ("GPU with compute capability 7.0", "Volta", "7.0", "proprietary", 580),
+        ),
+        ({"compute_capability": 9.0}, ("GPU with compute capability 9.0", "Hopper", "9.0", "either", None)),
+        (
+            {"compute_capability": "sm_120"},
+            ("GPU with compute capability 12.0", "Blackwell", "12.0", "open", None),
+        ),
+        (
+            {"compute_capability": "100"},
+            ("GPU with compute capability 10.0", "Blackwell", "10.0", "open", None),
+        ),
+        ({"name": "Tesla V100-SXM2-32GB"}, ("Tesla V100-SXM2-32GB", "Volta", "7.0", "proprietary", 580)),
+        ({"name": "nvidia h200"}, ("nvidia h200", "Hopper", "9.0", "either", None)),
+        ({"name": "H200"}, ("H200", "Hopper", "9.0", "either", None)),
+        ({"name": "V100"}, ("V100", "Volta", "7.0", "proprietary", 580)),
+    ],
+)
+def test_resolve(item, expected):
+    gpu, warnings = resolve_gpu(item)
+    assert warnings == []
+    got = (gpu["name"], gpu["architecture"], gpu["compute_capability"], gpu["kernel_module_support"])
+    assert got + (gpu["legacy_branch"],) == expected
+
+
+def test_data_center_flags():
+    assert resolve_gpu({"pci_device_id": "0x2B85"})[0]["data_center"] is False  # RTX 5090
+    assert resolve_gpu({"name": "Tesla T4"})[0]["data_center"] is True
+    assert resolve_gpu({"compute_capability": "9.0"})[0]["data_center"] is None
+    assert resolve_gpu({"compute_capability": "9.0", "name": "NVIDIA H100"})[0]["data_center"] is True
+
+
+def test_unknown_id_without_pci_ids(tmp_path):
+    gpu, warnings = resolve_gpu({"pci_device_id": "0x2FFF"}, pci_ids_paths=[str(tmp_path / "none")])
+    assert gpu["architecture"] == "unknown"
+    assert gpu["kernel_module_support"] == "unknown"
+    assert "PCI device 0x2FFF is not in the knowledge base" in warnings[0]
+
+
+def test_unknown_id_falls_back_to_pci_ids(tmp_path):
+    pci_ids = tmp_path / "pci.ids"
+    pci_ids.write_text(
+        "# comment\n10de  NVIDIA Corporation\n\t2335  GH100 [H200 SXM 141GB]\n\t3fff  GR150 [Future Rubin]\n"
+        "\t\t10de 1234  some subsystem\n10df  Emulex\n\t3fff  Not NVIDIA\n",
+        encoding="utf-8",
+    )
+    assert pci_ids_lookup(0x3FFF, [str(pci_ids)]) == ("GR150", "GR150 [Future Rubin]")
+    gpu, warnings = resolve_gpu({"pci_device_id": "0x3FFF"}, pci_ids_paths=[str(pci_ids)])
+    assert (gpu["architecture"], gpu["compute_capability"], gpu["kernel_module_support"]) == (
+        "Rubin",
+        "10.7",
+        "open",
+    )
+    assert "inferred from pci.ids" in warnings[0]
+    assert gpu["name"] == "PCI device 0x3FFF (GR150 [Future Rubin])"
+
+
+def test_unknown_id_in_a_known_range(tmp_path):
+    gpu, warnings = resolve_gpu({"pci_device_id": "0x23F0"}, pci_ids_paths=[])
+    assert gpu["architecture"] == "Hopper"
+    assert "inferred from device-id range" in warnings[0]
+
+
+def test_unknown_cc_and_name():
+    gpu, warnings = resolve_gpu({"compute_capability": "7.7"})
+    assert gpu["architecture"] == "unknown"
+    assert "compute capability 7.7 is not in the knowledge base" in warnings[0]
+    gpu, warnings = resolve_gpu({"name": "Voodoo 2"})
+    assert gpu["architecture"] == "unknown"
+    assert "no GPU of that name" in warnings[0]
+    gpu, warnings = resolve_gpu({"name": "GeForce"})
+    assert gpu["architecture"] == "unknown"
+    assert "matches GPUs of different kinds" in warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("0x2335", r"^gpus\[3\]: '0x2335' is not a mapping"),
+        ({}, r"^gpus\[3\]: \{\} names no GPU"),
+        ({"pci_device_id": "0xZZZZ"}, r"^gpus\[3\]\.pci_device_id: '0xZZZZ' is not a PCI id"),
+        ({"pci_device_id": 0x12345}, r"^gpus\[3\]\.pci_device_id: .* is not a 16-bit PCI id"),
+        ({"pci_device_id": True}, r"^gpus\[3\]\.pci_device_id: True is not a PCI id"),
+        ({"pci_device_id": "0x2335", "pci_subsystem_id": "x"}, r"^gpus\[3\]\.pci_subsystem_id: 'x'"),
+        (
+            {"compute_capability": "nine"},
+            r"^gpus\[3\]\.compute_capability: 'nine' is not a compute capability",
+        ),
+        ({"compute_capability": "9"}, r"^gpus\[3\]\.compute_capability: '9' is not a compute capability"),
+    ],
+)
+def test_bad_items(item, message):
+    with pytest.raises(GpuSpecError, match=message):
+        resolve_gpu(item, 3)
+
+
+def test_parsers():
+    assert parse_pci_id("  0x2335 ", "p") == 0x2335
+    assert parse_compute_capability("compute_90", "p") == "9.0"
+    assert parse_compute_capability("12.1", "p") == "12.1"
+    with pytest.raises(GpuSpecError, match="accepted forms"):
+        parse_pci_id("x" * 100, "p")
+
+
+def test_lookup_subsystem_without_vendor():
+    assert gpus.lookup_device(0x2342, None, 0x1809)["name"] == "NVIDIA GH200 480GB"
+    assert gpus.lookup_device(0x2342, 0x1234, 0x1809)["name"] == "NVIDIA GH200 120GB"  # base entry
+    assert gpus.lookup_device(0xFFFF) is None
+
+
+def test_h200_nvidia_smi_agrees():
+    """What nvidia-smi reported on the real H200 is what the knowledge base resolves its PCI ids to."""
+    header, row = (FIXTURE / "nvidia-smi-query-gpu.csv").read_text(encoding="ascii").splitlines()[:2]
+    fields = dict(zip([h.strip() for h in header.split(",")], [v.strip() for v in row.split(",")]))
+    gpu, _w = resolve_gpu(
+        {"pci_device_id": fields["pci.device_id"], "pci_subsystem_id": fields["pci.sub_device_id"]}
+    )
+    assert (gpu["name"], gpu["compute_capability"]) == (fields["name"], fields["compute_cap"])
+    assert (gpu["architecture"], gpu["kernel_module_support"]) == ("Hopper", "either")

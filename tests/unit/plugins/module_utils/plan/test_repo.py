@@ -1,0 +1,214 @@
+"""NVIDIA repository plans and package lists for every supported OS; key fingerprints; distro refusals."""
+
+from pathlib import Path
+
+import pytest
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
+
+KEYS = Path(__file__).resolve().parents[4] / "data" / "keys"
+TEST_KEY = (KEYS / "test-signing-key.asc").read_bytes()
+TEST_FPR = "C3B19113CF573F8BF336BC36548F7B3414DA5E58"  # as gpg reports it (see tests/data/keys/README.md)
+NVIDIA = "https://developer.download.nvidia.com/compute/cuda/repos"
+
+OSES = [
+    # distribution, version, repo dir, manager
+    ("Ubuntu", "22.04", "ubuntu2204", "apt"),
+    ("Ubuntu", "24.04", "ubuntu2404", "apt"),
+    ("Debian", "12", "debian12", "apt"),
+    ("Debian", "13", "debian13", "apt"),
+    ("RedHat", "8.10", "rhel8", "dnf"),
+    ("RedHat", "9.6", "rhel9", "dnf"),
+    ("RedHat", "10.0", "rhel10", "dnf"),
+    ("Rocky", "9.5", "rhel9", "dnf"),
+    ("Rocky", "8.9", "rhel8", "dnf"),
+    ("AlmaLinux", "10.0", "rhel10", "dnf"),
+    ("AlmaLinux", "9.4", "rhel9", "dnf"),
+    ("OracleLinux", "9.4", "rhel9", "dnf"),
+]
+
+
+@pytest.mark.parametrize(("dist", "ver", "rdir", "manager"), OSES)
+def test_repo_dir_and_files_for_every_os(dist, ver, rdir, manager):
+    cfg = repo_plan.repo_config(
+        dist, ver, "x86_64", fingerprint="" if rdir.startswith("ubuntu") else TEST_FPR
+    )
+    assert cfg["repo_dir"] == rdir
+    assert cfg["manager"] == manager
+    assert cfg["url"] == f"{NVIDIA}/{rdir}/x86_64/"
+    assert cfg["key_url"].startswith(cfg["url"])
+    if manager == "apt":
+        assert cfg["path"] == "/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources"
+        assert cfg["content"].splitlines()[1:] == [
+            "Types: deb",
+            f"URIs: {NVIDIA}/{rdir}/x86_64/",
+            "Suites: /",
+            "Signed-By: /etc/apt/keyrings/gpufleet-nvidia-cuda.asc",
+        ]
+    else:
+        assert cfg["path"] == "/etc/yum.repos.d/gpufleet-nvidia-cuda.repo"
+        lines = cfg["content"].splitlines()
+        assert "[gpufleet-nvidia-cuda]" in lines
+        assert f"baseurl={NVIDIA}/{rdir}/x86_64/" in lines
+        assert "gpgcheck=1" in lines
+        assert "gpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-gpufleet-nvidia-cuda" in lines
+
+
+@pytest.mark.parametrize(
+    ("rdir", "key", "fpr"),
+    [
+        ("ubuntu2204", "3bf863cc.pub", "EB693B3035CD5710E231E123A4B469963BF863CC"),
+        ("ubuntu2404", "3bf863cc.pub", "EB693B3035CD5710E231E123A4B469963BF863CC"),
+        ("debian12", "3bf863cc.pub", "EB693B3035CD5710E231E123A4B469963BF863CC"),
+        ("debian13", "8793F200.pub", "02182E60104FCDC26EAE1B8597A5D4CB8793F200"),
+        ("rhel9", "D42D0685.pub", ""),
+        ("rhel10", "CDF6BA43.pub", ""),
+    ],
+)
+def test_pinned_keys(rdir, key, fpr):
+    assert repo_plan.KEYS[rdir] == (key, fpr)
+    assert fpr == "" or fpr.endswith(key.split(".")[0].upper())  # the key file is named after the short id
+
+
+def test_base_url_override_and_sbsa():
+    cfg = repo_plan.repo_config(
+        "Ubuntu", "24.04", "aarch64", base_url="http://mirror.example.org/cuda/repos/"
+    )
+    assert cfg["url"] == "http://mirror.example.org/cuda/repos/ubuntu2404/sbsa/"
+    assert "URIs: http://mirror.example.org/cuda/repos/ubuntu2404/sbsa/" in cfg["content"]
+
+
+@pytest.mark.parametrize(
+    ("dist", "ver"),
+    [("Ubuntu", "20.04"), ("Debian", "11"), ("Fedora", "42"), ("RedHat", "7.9"), ("SLES", "15")],
+)
+def test_unsupported_os_names_what_is_supported(dist, ver):
+    with pytest.raises(
+        repo_plan.RepoPlanError, match=f"{dist} {ver} has no NVIDIA CUDA repository.*supported: Ubuntu"
+    ):
+        repo_plan.repo_config(dist, ver)
+
+
+def test_key_fingerprint_matches_gpg():
+    assert repo_plan.key_fingerprints(TEST_KEY)[0] == TEST_FPR
+    assert repo_plan.check_key(TEST_KEY, TEST_FPR.lower(), "v") == TEST_FPR
+    assert (
+        repo_plan.check_key(TEST_KEY, " ".join(TEST_FPR[i : i + 4] for i in range(0, 40, 4)), "v") == TEST_FPR
+    )
+
+
+def test_key_fingerprint_mismatch_is_refused():
+    with pytest.raises(repo_plan.RepoPlanError, match=f"fingerprint is {TEST_FPR}, not the pinned EB69"):
+        repo_plan.check_key(
+            TEST_KEY, "EB693B3035CD5710E231E123A4B469963BF863CC", "cudnn_repo_key_fingerprint"
+        )
+
+
+def test_unpinned_key_is_refused():
+    with pytest.raises(
+        repo_plan.RepoPlanError, match="no pinned fingerprint.*set cudnn_repo_key_fingerprint"
+    ):
+        repo_plan.check_key(TEST_KEY, "", "cudnn_repo_key_fingerprint")
+
+
+@pytest.mark.parametrize(
+    "data", [b"", b"<html>404</html>", b"\x00\x01garbage", TEST_KEY[: len(TEST_KEY) // 3]]
+)
+def test_garbage_key_is_a_clear_error(data):
+    with pytest.raises(repo_plan.RepoPlanError):
+        repo_plan.check_key(data, TEST_FPR, "v")
+
+
+def test_bad_fingerprint_override():
+    with pytest.raises(repo_plan.RepoPlanError, match="not 40 hex digits"):
+        repo_plan.repo_config("RedHat", "9.4", fingerprint="D42D0685")
+
+
+@pytest.mark.parametrize(("dist", "ver", "rdir", "manager"), OSES)
+def test_cuda_toolkit_packages_every_os(dist, ver, rdir, manager):
+    specs = repo_plan.cuda_toolkit_packages(["12.9", "13.0.2"], rdir)
+    if manager == "apt":
+        assert specs == ["cuda-toolkit-12-9", "cuda-toolkit-13-0=13.0.2-1"]
+    else:
+        assert specs == ["cuda-toolkit-12-9", "cuda-toolkit-13-0-13.0.2"]
+    assert repo_plan.package_names(specs, rdir) == ["cuda-toolkit-12-9", "cuda-toolkit-13-0"]
+
+
+@pytest.mark.parametrize(("dist", "ver", "rdir", "manager"), OSES)
+def test_cudnn9_packages_every_os(dist, ver, rdir, manager):
+    specs = repo_plan.cudnn_packages("9.14.0.64", 13, rdir)
+    if manager == "apt":
+        assert specs == [
+            "libcudnn9-cuda-13=9.14.0.64-1",
+            "libcudnn9-dev-cuda-13=9.14.0.64-1",
+            "libcudnn9-headers-cuda-13=9.14.0.64-1",
+        ]
+    else:
+        assert specs == ["libcudnn9-cuda-13-9.14.0.64-1", "libcudnn9-devel-cuda-13-9.14.0.64-1"]
+    assert repo_plan.package_names(specs, rdir)[0] == "libcudnn9-cuda-13"
+    short = repo_plan.cudnn_packages("9.28.0", "12", rdir, dev=False)
+    assert short == (["libcudnn9-cuda-12=9.28.0*"] if manager == "apt" else ["libcudnn9-cuda-12-9.28.0*"])
+
+
+def test_cudnn8_packages_carry_the_cuda_build():
+    assert repo_plan.cudnn_packages("8.9.7.29", 12, "ubuntu2204") == [
+        "libcudnn8=8.9.7.29-1+cuda12.2",
+        "libcudnn8-dev=8.9.7.29-1+cuda12.2",
+    ]
+    assert repo_plan.cudnn_packages("8.9.7.29", 11, "rhel8", dev=False) == ["libcudnn8-8.9.7.29-1.cuda11.8"]
+    assert repo_plan.cudnn_packages("8.9.5", 12, "ubuntu2204", dev=False) == ["libcudnn8=8.9.5.*-1+cuda12.*"]
+    assert repo_plan.package_names(["libcudnn8=8.9.7.29-1+cuda12.2"], "ubuntu2204") == ["libcudnn8"]
+    assert repo_plan.package_names(["libcudnn8-devel-8.9.7.29-1.cuda11.8"], "rhel8") == ["libcudnn8-devel"]
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        ("9.x", "cudnn_version"),
+        ("9.14", "needs at least 3"),
+        ("7.6.5", "not packaged"),
+        ("", "cudnn_version"),
+    ],
+)
+def test_cudnn_bad_versions(value, match):
+    with pytest.raises(repo_plan.RepoPlanError, match=match):
+        repo_plan.cudnn_packages(value, 13, "ubuntu2404")
+
+
+def test_cudnn_bad_cuda_major():
+    with pytest.raises(repo_plan.RepoPlanError, match="cudnn_cuda_major: 'thirteen'"):
+        repo_plan.cudnn_packages("9.14.0", "thirteen", "ubuntu2404")
+
+
+@pytest.mark.parametrize(
+    ("dist", "ver", "cuda", "component"),
+    [
+        ("Debian", "12", "11.8", "non-free"),
+        ("Debian", "13", "12.4", "non-free"),
+        ("Ubuntu", "22.04", "11.5", "multiverse"),
+        ("Ubuntu", "24.04", "12.0", "multiverse"),
+    ],
+)
+def test_distro_cuda(dist, ver, cuda, component):
+    plan = repo_plan.distro_cuda_plan(dist, ver, [cuda])
+    assert plan["packages"] == ["nvidia-cuda-toolkit"]
+    assert plan["component"] == component
+    with pytest.raises(
+        repo_plan.RepoPlanError, match=f"cuda_toolkit_versions: {dist} {ver} packages CUDA {cuda} only"
+    ):
+        repo_plan.distro_cuda_plan(dist, ver, ["13.0"])
+
+
+def test_distro_cuda_refused_on_rhel():
+    with pytest.raises(
+        repo_plan.RepoPlanError, match="cuda_toolkit_source: distro has no CUDA toolkit package"
+    ):
+        repo_plan.distro_cuda_plan("Rocky", "9.4", ["12.4"])
+
+
+@pytest.mark.parametrize(("dist", "ver"), [("Debian", "12"), ("Debian", "13"), ("Ubuntu", "24.04")])
+def test_distro_cudnn_refused_with_the_reason(dist, ver):
+    with pytest.raises(
+        repo_plan.RepoPlanError,
+        match="cudnn_source: distro is not possible.*only the 'nvidia-cudnn' downloader",
+    ):
+        repo_plan.distro_cudnn_plan(dist, ver)

@@ -1,0 +1,228 @@
+"""probe_facts.gather: the whole `nvidia` fact (docs/facts.md) on the real H200 rebuilt as a tree."""
+
+import json
+from pathlib import Path
+
+import pytest
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import common as probe_common
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import driver as probe_driver
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import facts as probe_facts
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import gpu as probe_gpu
+
+from tests.data.facts import fakeroot
+from tests.unit.plugins.module_utils.probe.test_gpu import nvml_from_csv
+
+DOC = Path(__file__).resolve().parents[5] / "docs" / "facts.md"
+TOP_KEYS = {
+    "schema_version",
+    "root",
+    "gather_subset",
+    "probes",
+    "warnings",
+    "elapsed_ms",
+    "host",
+    "gpus",
+    "gpu_count",
+    "nvswitch_count",
+    "fabric_manager_required",
+    "driver",
+    "cuda",
+    "cudnn",
+    "cudnn_resolved",
+}
+
+
+@pytest.fixture
+def h200_live(tmp_path, monkeypatch):
+    """The H200 tree with NVML and cuDriverGetVersion answering as on the real host."""
+    fakeroot.h200(tmp_path)
+    monkeypatch.setattr(
+        probe_gpu, "run_isolated", lambda func, args=(), timeout=10.0: (nvml_from_csv(), None)
+    )
+    monkeypatch.setattr(probe_driver, "run_isolated", lambda func, args=(), timeout=10.0: (13000, None))
+    return tmp_path
+
+
+def test_h200_everything(h200_live):
+    facts = probe_facts.gather(str(h200_live), live=True)
+    assert set(facts) == TOP_KEYS
+    assert facts["schema_version"] == 1
+    assert facts["gather_subset"] == ["cuda", "cudnn", "driver", "gpu"]
+    assert {k: v["state"] for k, v in facts["probes"].items()} == {
+        "host": "ok",
+        "gpu": "ok",
+        "driver": "ok",
+        "cuda": "ok",
+        "cudnn": "ok",
+    }
+    (gpu,) = facts["gpus"]
+    assert (gpu["name"], gpu["architecture"], gpu["compute_capability"], gpu["memory_mib"]) == (
+        "NVIDIA H200",
+        "Hopper",
+        "9.0",
+        143771,
+    )
+    assert (facts["gpu_count"], facts["nvswitch_count"], facts["fabric_manager_required"]) == (1, 0, False)
+    driver = facts["driver"]
+    assert (driver["version"], driver["branch"], driver["kernel_module"], driver["install_method"]) == (
+        "580.159.04",
+        "580",
+        "open",
+        "host",
+    )
+    assert (driver["cuda_driver_version"], driver["cuda_driver_version_int"]) == ("13.0", 13000)
+    assert driver["secure_boot"] == "unknown"
+    host = facts["host"]
+    assert (host["container"], host["vm"], host["driver_managed_externally"]) == (
+        "docker",
+        "firecracker",
+        True,
+    )
+    (toolkit,) = facts["cuda"]["toolkits"]
+    assert (toolkit["path"], toolkit["version"], toolkit["source"]) == (
+        "/usr/local/cuda-13.0",
+        "13.0.2",
+        "deb",
+    )
+    assert facts["cuda"]["default"] == {
+        "path": "/usr/local/cuda",
+        "target": "/usr/local/cuda-13.0",
+        "version": "13.0.2",
+        "via": "alternatives",
+    }
+    assert [
+        (c["source"], c["version"], c["cuda_major"], c["held"], c["resolved"]) for c in facts["cudnn"]
+    ] == [("deb", "9.14.0", 13, True, True), ("pip", "9.19.0", 13, False, False)]
+    assert facts["cudnn"][1]["python_env"] == "/opt/torch/.venv"
+    assert facts["cudnn_resolved"][0]["copy_path"] == "/usr"
+
+
+def test_every_documented_key_is_returned(h200_live):
+    """docs/facts.md lists every key in tables (`| `key` |`): each one is in the returned facts."""
+    facts = probe_facts.gather(str(h200_live), live=True)
+    documented = set()
+    section = None
+    for line in DOC.read_text().splitlines():
+        if line.startswith("### "):
+            section = line[4:].strip("` ").split("`")[0].split(" ")[0]
+        elif line.startswith("## "):
+            section = None
+        elif line.startswith("| `") and section:
+            documented.add((section, line.split("`")[1]))
+    objects = {
+        "host": facts["host"],
+        "gpus[]": facts["gpus"][0],
+        "driver": facts["driver"],
+        "cuda": facts["cuda"],
+        "cuda.toolkits[]": facts["cuda"]["toolkits"][0],
+        "cudnn[]": facts["cudnn"][0],
+        "cudnn_resolved[]": facts["cudnn_resolved"][0],
+    }
+    missing = [(s, k) for s, k in documented if s in objects and k not in objects[s]]
+    assert missing == []
+    assert len([1 for s, _ in documented if s in objects]) > 60
+
+
+def test_subsets_and_exclusion(h200_live):
+    facts = probe_facts.gather(str(h200_live), gather_subset=["all", "!cudnn", "!gpu"], live=True)
+    assert facts["gather_subset"] == ["cuda", "driver"]
+    assert facts["cudnn"] == [] and facts["gpus"] == []
+    assert facts["probes"]["cudnn"]["state"] == "skipped"
+    assert facts["driver"]["version"] == "580.159.04"
+
+
+def test_bad_subset_is_the_only_error():
+    with pytest.raises(
+        probe_facts.SubsetError, match="gather_subset: 'cudnnn' is not allowed; allowed: all, gpu"
+    ):
+        probe_facts.gather("/nonexistent", gather_subset=["cudnnn"])
+
+
+def test_nonexistent_root_is_unknown_not_failed(tmp_path):
+    facts = probe_facts.gather(str(tmp_path / "missing"))
+    assert {v["state"] for v in facts["probes"].values()} == {"unknown"}
+    assert facts["warnings"] == ["root %s does not exist" % (tmp_path / "missing")]
+    assert facts["cudnn"] == [] and facts["driver"] == {}
+
+
+def test_empty_root_says_nothing_is_there(tmp_path):
+    facts = probe_facts.gather(str(tmp_path))
+    assert facts["gpus"] == [] and facts["cudnn"] == [] and facts["cuda"]["toolkits"] == []
+    assert facts["driver"]["installed"] is False
+    assert facts["probes"]["gpu"] == {
+        "state": "partial",
+        "reason": "/sys/bus/pci/devices not present under root",
+        "elapsed_ms": facts["probes"]["gpu"]["elapsed_ms"],
+    }
+
+
+def test_a_probe_bug_does_not_fail_the_host(tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(probe_facts.probe_cuda, "probe", broken)
+    facts = probe_facts.gather(str(tmp_path))
+    assert facts["probes"]["cuda"]["state"] == "unknown"
+    assert facts["probes"]["cuda"]["reason"] == "probe error: KeyError: 'boom'"
+
+
+def test_unreadable_dpkg_database(tmp_path, monkeypatch):
+    fakeroot.h200(tmp_path)
+    real_open = probe_common.open_file
+
+    def open_file(path, mode="rb"):
+        if path.endswith("/var/lib/dpkg/status"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, mode)
+
+    monkeypatch.setattr(probe_common, "open_file", open_file)
+    facts = probe_facts.gather(str(tmp_path))
+    assert facts["probes"]["cudnn"]["state"] == "partial"
+    assert "Permission denied" in facts["probes"]["cudnn"]["reason"]
+    # the package copy is then seen as unowned files: still listed
+    assert "9.14.0" in [c["version"] for c in facts["cudnn"]]
+
+
+def _shape(value):
+    """Keys of every dict, recursively (lists: the shape of their first element)."""
+    if isinstance(value, dict):
+        return {k: _shape(v) for k, v in value.items() if k not in {"_comment", "reasons"}}
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return [_shape(value[0])]
+    return None
+
+
+def test_same_shape_as_the_audit_fixture_of_the_h200(h200_live):
+    """The audit builds fleet reports from tests/data/audit/h200.json: the module returns that very shape."""
+    audit = json.loads((DOC.parents[1] / "tests" / "data" / "audit" / "h200.json").read_text())
+    facts = probe_facts.gather(str(h200_live), live=True)
+    assert _shape(facts) == _shape(audit)
+    for key in ("gpus", "driver", "cudnn_resolved"):
+        assert _shape(facts[key]) == _shape(audit[key])
+    assert [(c["source"], c["version"], c["cuda_major"], c["held"]) for c in facts["cudnn"]] == [
+        (c["source"], c["version"], c["cuda_major"], c["held"]) for c in audit["cudnn"]
+    ]
+
+
+def test_unreadable_directory_makes_the_cudnn_probe_partial(tmp_path, monkeypatch):
+    fakeroot.tarball(tmp_path, "/srv/cudnn", "9.3.0")
+    (tmp_path / "home/bob").mkdir(parents=True)
+    real_scandir = probe_common.scandir
+
+    def scandir(path):
+        if path.endswith("/home/bob"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_scandir(path)
+
+    monkeypatch.setattr(probe_facts.probe_cudnn, "scandir", scandir)
+    facts = probe_facts.gather(str(tmp_path))
+    assert facts["probes"]["cudnn"]["state"] == "partial"
+    assert facts["probes"]["cudnn"]["reason"].startswith("cannot list /home/bob: Permission denied")
+    assert [c["version"] for c in facts["cudnn"]] == ["9.3.0"]
+
+
+def test_search_path_that_is_a_link_stays_inside_the_root(tmp_path):
+    fakeroot.tarball(tmp_path, "/data/sdk/cudnn", "9.5.0")
+    fakeroot.link(tmp_path, "/workspace", "/data/sdk")  # absolute: must resolve under the root
+    facts = probe_facts.gather(str(tmp_path), cudnn_search_paths=["/workspace"])
+    assert [(c["path"], c["version"]) for c in facts["cudnn"]] == [("/data/sdk/cudnn", "9.5.0")]
