@@ -4,7 +4,8 @@
 
 cuda_min_driver     '12.8' | gpufleet.nvidia.cuda_min_driver          -> '570.26' (None when unpublished)
 cuda_driver_floor   '13.2' | gpufleet.nvidia.cuda_driver_floor        -> '580.65.06' (minor-version floor)
-gpu_architecture    '0x2335' | gpufleet.nvidia.gpu_architecture       -> 'Hopper' (PCI id, CC, name or item)
+gpu_architecture    '0x2335' | gpufleet.nvidia.gpu_architecture       -> 'Hopper' (PCI id, CC, name or item,
+                    or a GPU of the facts: ansible_facts.nvidia.gpus[0] | gpufleet.nvidia.gpu_architecture)
 gpu_info            '0x2335' | gpufleet.nvidia.gpu_info               -> the resolved GPU dict
 nvidia_version_compare  '12.8' | gpufleet.nvidia.nvidia_version_compare('13.0', '<') -> True
 nvidia_version      'R580' | gpufleet.nvidia.nvidia_version           -> '580'
@@ -17,7 +18,11 @@ See docs/compat.md.
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat as compat_rules
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import GpuSpecError, resolve_gpu
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import (
+    GpuSpecError,
+    item_from_fact,
+    resolve_gpu,
+)
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import (
     VersionError,
     parse_branch,
@@ -47,8 +52,8 @@ def cuda_driver_floor(cuda_version):
 
 
 def _gpu_item(value):
-    if isinstance(value, dict):
-        return value
+    if isinstance(value, dict):  # a `gpus` item, or a GPU of ansible_facts.nvidia.gpus (its known ids only)
+        return item_from_fact(value) or value
     if isinstance(value, int) and not isinstance(value, bool):
         return {"pci_device_id": value}
     text = str(value).strip()

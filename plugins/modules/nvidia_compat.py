@@ -19,21 +19,32 @@ description:
   - Facts of high confidence refuse (C(errors)); facts of medium or low confidence only warn (C(warnings)).
     Versions newer than the knowledge base (for example CUDA 14.0 or cuDNN 10.0) give a warning that the
     knowledge base does not know them yet.
-  - Changes nothing; C(changed) is always false. Without O(gpus) the GPUs are detected from sysfs PCI data,
-    which needs no NVIDIA driver.
+  - Changes nothing; C(changed) is always false.
+  - What the host has (its GPUs, the loaded driver, the OS) comes from O(facts), the C(ansible_facts.nvidia)
+    of M(gpufleet.nvidia.nvidia_facts). Without O(facts) the module gathers the C(gpu) and C(driver) subsets
+    itself (the same probes; GPUs come from sysfs PCI data, which needs no NVIDIA driver). O(gpus), O(os),
+    O(driver_version) and O(driver_branch) override what the facts say.
   - Bad input (a malformed or non-existent version, contradictory parameters) fails with one sentence that
     names the parameter, whatever O(fail_on_incompatible) says.
 author:
   - gpufleet contributors
 options:
+  facts:
+    description:
+      - What M(gpufleet.nvidia.nvidia_facts) returned for this host, that is C(ansible_facts.nvidia)
+        (schema in the collection's C(docs/facts.md)). Read are C(gpus), C(driver.loaded_version),
+        C(driver.loaded_kernel_module) and C(host.os).
+      - Given, nothing is read from the host. Not given, the module gathers the C(gpu) and C(driver) subsets.
+      - All of C(ansible_facts) is accepted too (its C(nvidia) key is used).
+    type: dict
   gpus:
     description:
       - "The GPUs to check. Each item is one of C({pci_device_id[, pci_subsystem_id]}) (for example
         C({pci_device_id: '0x2335', pci_subsystem_id: '0x18BF'})), C({compute_capability}) (for example
         C({compute_capability: '7.0'})) or C({name}) (for example C({name: 'Tesla V100-SXM2-32GB'}))."
       - PCI ids are accepted as C(0x2335), C(2335), C(10de:2335) or the nvidia-smi form C(0x233510DE).
-      - Default is the NVIDIA display and 3D controllers found under C(/sys/bus/pci/devices) on the target.
-        An empty list checks no GPU (a toolkit-only host).
+      - Default is the GPUs of O(facts) (C(gpus), the NVIDIA display controllers on the PCI bus; GPUs that
+        nothing identifies are left out). An empty list checks no GPU (a toolkit-only host).
       - Unknown PCI ids fall back to the chip code of the target's C(pci.ids), else architecture C(unknown)
         with a warning.
     type: list
@@ -41,8 +52,9 @@ options:
   driver_version:
     description:
       - The driver version planned, for example C(580.95.05).
-      - Default is the loaded driver (C(/proc/driver/nvidia/version), else C(/sys/module/nvidia/version)),
-        when neither O(driver_version) nor O(driver_branch) is given.
+      - Default is the loaded driver (C(driver.loaded_version) of O(facts)), when neither O(driver_version)
+        nor O(driver_branch) is given; O(kernel_module=auto) then takes the loaded module's flavor
+        (C(driver.loaded_kernel_module)).
       - Must be on O(driver_branch) when both are given.
     type: str
   driver_branch:
@@ -71,9 +83,10 @@ options:
     type: str
   os:
     description:
-      - The target OS as C(distribution) (the C(ID) of C(/etc/os-release), for example C(ubuntu), C(debian),
-        C(rhel)) and C(version) (its C(VERSION_ID), for example C(24.04)).
-      - Default is read from the target's C(/etc/os-release).
+      - The target OS as C(distribution) (the C(ID) of os-release, for example C(ubuntu), C(debian),
+        C(rhel), or Ansible's name, for example C(Ubuntu), C(RedHat)) and C(version) (its C(VERSION_ID), for
+        example C(24.04)).
+      - Default is C(host.os) of O(facts).
     type: dict
     suboptions:
       distribution:
@@ -99,6 +112,9 @@ attributes:
     description: The module only reads; check mode runs it fully.
   diff_mode:
     support: none
+  platform:
+    platforms: posix
+    description: Without O(facts) it probes a Linux host; with O(facts) it reads nothing from the host.
 notes:
   - Sources and confidence of every fact are listed in the collection's C(docs/compat.md).
   - The knowledge base describes Linux x86_64.
@@ -109,11 +125,21 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: Check the plan of this host (GPUs detected from sysfs, OS from /etc/os-release)
+- name: Gather the host's NVIDIA facts once
+  gpufleet.nvidia.nvidia_facts:
+    gather_subset: [gpu, driver]
+  register: __facts
+
+- name: Check the plan of this host against those facts (nothing is read again)
   gpufleet.nvidia.nvidia_compat:
+    facts: "{{ __facts.ansible_facts.nvidia }}"
     driver_branch: "580"
     cuda_version: "13.0"
     cudnn_version: "9.14.0"
+
+- name: Check the plan of this host (the module gathers GPUs, loaded driver and OS itself)
+  gpufleet.nvidia.nvidia_compat:
+    cuda_version: "13.0"
 
 - name: Would CUDA 13 work on a V100 node? (report only)
   gpufleet.nvidia.nvidia_compat:
@@ -230,92 +256,70 @@ gpus:
       sample: "0x18BF"
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.compat import CompatInputError, check
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import (
-    detect_gpus_sysfs,
-    read_loaded_driver,
-)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import items_from_facts
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
 
-# The filesystem root the host readers look under (tests point it at a fake tree).
+# The filesystem root gathered when no facts are given (tests point it at a fake tree).
 HOST_ROOT = "/"
 
-
-def read_os_release(root):
-    """{distribution, version} from <root>/etc/os-release (or usr/lib/os-release), or None."""
-    for rel in ("etc/os-release", "usr/lib/os-release"):
-        try:
-            with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
-        except OSError:
-            continue
-        values = {}
-        for line in text.splitlines():
-            key, sep, value = line.partition("=")
-            if sep:
-                values[key.strip()] = value.strip().strip("\"'")
-        if values.get("ID"):
-            return {"distribution": values["ID"], "version": values.get("VERSION_ID", "")}
-    return None
+ARGUMENT_SPEC = {
+    "facts": {"type": "dict"},
+    "gpus": {"type": "list", "elements": "dict"},
+    "driver_version": {"type": "str"},
+    "driver_branch": {"type": "str"},
+    "kernel_module": {"type": "str", "choices": ["auto", "open", "proprietary"], "default": "auto"},
+    "cuda_version": {"type": "str"},
+    "cudnn_version": {"type": "str"},
+    "cudnn_cuda_major": {"type": "str"},
+    "os": {"type": "dict", "options": {"distribution": {"type": "str"}, "version": {"type": "str"}}},
+    "cuda_forward_compat": {"type": "bool", "default": False},
+    "fail_on_incompatible": {"type": "bool", "default": True},
+}
 
 
-def run_module():
-    module = AnsibleModule(
-        argument_spec={
-            "gpus": {"type": "list", "elements": "dict"},
-            "driver_version": {"type": "str"},
-            "driver_branch": {"type": "str"},
-            "kernel_module": {"type": "str", "choices": ["auto", "open", "proprietary"], "default": "auto"},
-            "cuda_version": {"type": "str"},
-            "cudnn_version": {"type": "str"},
-            "cudnn_cuda_major": {"type": "str"},
-            "os": {
-                "type": "dict",
-                "options": {"distribution": {"type": "str"}, "version": {"type": "str"}},
-            },
-            "cuda_forward_compat": {"type": "bool", "default": False},
-            "fail_on_incompatible": {"type": "bool", "default": True},
-        },
-        supports_check_mode=True,
-    )
-    params = module.params
-    gpus = params["gpus"]
-    if gpus is None:
-        gpus = detect_gpus_sysfs(HOST_ROOT)
+def host_inputs(params, facts):
+    """The check() arguments that describe the host: the parameters, else what the facts say."""
+    driver = facts.get("driver") or {}
+    host_os = (facts.get("host") or {}).get("os") or {}
+    gpus = params["gpus"] if params["gpus"] is not None else items_from_facts(facts.get("gpus"))
     driver_version, driver_branch = params["driver_version"], params["driver_branch"]
     kernel_module = params["kernel_module"]
-    if not driver_version and not driver_branch:
-        loaded = read_loaded_driver(HOST_ROOT)
-        if loaded:
-            driver_version = loaded["version"]
-            if kernel_module == "auto" and loaded["kernel_module"]:
-                kernel_module = loaded["kernel_module"]
+    if not driver_version and not driver_branch and driver.get("loaded_version"):
+        driver_version = driver["loaded_version"]
+        if kernel_module == "auto" and driver.get("loaded_kernel_module"):
+            kernel_module = driver["loaded_kernel_module"]
     os_info = params["os"]
     if not os_info or not os_info.get("distribution"):
-        os_info = read_os_release(HOST_ROOT)
-    try:
-        result = check(
-            gpus=gpus,
-            driver_version=driver_version,
-            driver_branch=driver_branch,
-            kernel_module=kernel_module,
-            cuda_version=params["cuda_version"],
-            cudnn_version=params["cudnn_version"],
-            cudnn_cuda_major=params["cudnn_cuda_major"],
-            os_info=os_info,
-            cuda_forward_compat=params["cuda_forward_compat"],
-        )
-    except CompatInputError as err:
-        module.fail_json(msg=str(err), changed=False)
+        os_info = {k: host_os.get(k) for k in ("distribution", "version")} if host_os else None
+    return {
+        "gpus": gpus,
+        "driver_version": driver_version,
+        "driver_branch": driver_branch,
+        "kernel_module": kernel_module,
+        "os_info": os_info,
+    }
+
+
+def facts_of(params):
+    """``facts`` when given, else the gpu and driver subsets gathered here (host and OS come with them)."""
+    facts = params["facts"]
+    if facts is None:
+        return gather(HOST_ROOT, ["gpu", "driver"])
+    if "nvidia" in facts and "schema_version" not in facts:  # all of ansible_facts was passed
+        return facts["nvidia"] or {}
+    return facts
+
+
+def exit_with(module, result, fail_on_incompatible):
     # Ansible owns the "warnings" key of a result: module.warn() fills it and shows each one to the user,
     # but Ansible drops it from loop items; compat_warnings keeps the same list for registered results.
     warnings = result.pop("warnings")
     for warning in warnings:
         module.warn(warning)
     result["compat_warnings"] = warnings
-    if not result["compatible"] and params["fail_on_incompatible"]:
+    if not result["compatible"] and fail_on_incompatible:
         errors = result["errors"]
         msg = errors[0] if len(errors) == 1 else " ".join(f"({i}) {e}" for i, e in enumerate(errors, 1))
         module.fail_json(msg=msg, changed=False, **result)
@@ -323,7 +327,19 @@ def run_module():
 
 
 def main():
-    run_module()
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    params = module.params
+    try:
+        result = check(
+            cuda_version=params["cuda_version"],
+            cudnn_version=params["cudnn_version"],
+            cudnn_cuda_major=params["cudnn_cuda_major"],
+            cuda_forward_compat=params["cuda_forward_compat"],
+            **host_inputs(params, facts_of(params)),
+        )
+    except CompatInputError as err:
+        module.fail_json(msg=str(err), changed=False)
+    exit_with(module, result, params["fail_on_incompatible"])
 
 
 if __name__ == "__main__":

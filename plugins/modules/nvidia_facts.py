@@ -23,6 +23,13 @@ description:
     (ld.so cache).
   - Vendor libraries (libcudnn, libcuda, libnvidia-ml) are loaded only in a forked child process with a
     timeout, so a broken library can neither hang nor crash the module.
+  - The driver facts say which kernel module is loaded (C(/proc/driver/nvidia/version), else
+    C(/sys/module/nvidia/version)) and which one the running kernel would load next (C(modinfo), only when
+    O(root) is C(/)), every installed NVIDIA driver package with its hold state, and the traces of a
+    C(.run) installer. The host facts give the OS (C(/etc/os-release), with gpufleet's OS key), the kernel
+    release and whether the system booted through EFI.
+  - These probes are the only readers of these facts in the collection; other modules take them as input
+    (their C(facts) option) instead of reading the host again.
   - The module never fails the host for what it observes; what it cannot determine is reported as
     V(unknown) (or null) with a reason in the object's C(reasons). It fails only for invalid parameters.
   - A O(root) that does not exist is not an error either; every probe state is then V(unknown) with the
@@ -78,10 +85,14 @@ seealso:
 attributes:
   check_mode:
     support: full
+    description: The module only reads; check mode returns the very same facts.
   diff_mode:
     support: none
   facts:
     support: full
+  platform:
+    platforms: posix
+    description: Linux hosts and filesystem trees of Linux systems (images, chroots).
 """
 
 EXAMPLES = r"""
@@ -147,10 +158,13 @@ ansible_facts:
           type: int
           sample: 142
         host:
-          description: Container, VM, and whether the driver is managed from outside this filesystem.
+          description: Container, VM, whether the driver is managed from outside this filesystem, kernel
+            release, OS (Ansible's distribution name, VERSION_ID and gpufleet's OS key) and EFI boot.
           type: dict
           sample: {"container": "docker", "vm": "firecracker", "driver_managed_externally": true,
-                   "reasons": {}}
+                   "kernel_release": "6.18.44",
+                   "os": {"distribution": "Ubuntu", "version": "24.04", "key": "ubuntu2404"},
+                   "efi": false, "reasons": {}}
         gpus:
           description: One entry per NVIDIA GPU (sysfs, enriched by NVML or nvidia-smi), sorted by PCI bus id.
           type: list
@@ -160,6 +174,7 @@ ansible_facts:
                "subsystem_device_id": "0x18bf", "architecture": "Hopper", "compute_capability": "9.0",
                "memory_mib": 143771, "uuid": "GPU-00000000-1111-2222-3333-444444444444",
                "vbios": "96.00.A5.00.1A", "persistence_mode": true, "mig_mode": "disabled", "source": "nvml",
+               "pci_device_id": "0x2335", "pci_subsystem_vendor_id": "0x10DE", "pci_subsystem_id": "0x18BF",
                "reasons": {}}
         gpu_count:
           description: Number of GPUs listed.
@@ -175,11 +190,15 @@ ansible_facts:
           sample: false
         driver:
           description: Driver version, branch, kernel module flavor, loaded state, install method, package,
-            CUDA driver API version, Secure Boot state.
+            CUDA driver API version, Secure Boot state, the loaded module (version, flavor), the module the
+            running kernel would load next, every installed driver package, runfile installer traces.
           type: dict
           sample: {"installed": true, "version": "580.159.04", "branch": "580", "kernel_module": "open",
                    "loaded": true, "nouveau_loaded": false, "install_method": "host", "package": null,
                    "cuda_driver_version": "13.0", "cuda_driver_version_int": 13000, "secure_boot": "unknown",
+                   "loaded_version": "580.159.04", "loaded_kernel_module": "open",
+                   "module_for_running_kernel": {"version": "580.159.04", "kernel_module": "open"},
+                   "packages": [], "runfile_markers": [],
                    "reasons": {"secure_boot": "no EFI variables (legacy BIOS boot or not exposed)"}}
         cuda:
           description: CUDA toolkits found and the default one (/usr/local/cuda).

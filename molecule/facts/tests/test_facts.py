@@ -88,3 +88,55 @@ def test_check_mode_reports_the_same(host, facts):
     assert [(c["source"], c["path"], c["version"]) for c in again["cudnn"]] == [
         (c["source"], c["path"], c["version"]) for c in facts["cudnn"]
     ]
+
+
+# ------------------------------------------------------------------ host and driver facts (issue 11)
+ANSIBLE_NAMES = {
+    "debian": "Debian",
+    "ubuntu": "Ubuntu",
+    "rocky": "Rocky",
+    "rhel": "RedHat",
+    "almalinux": "AlmaLinux",
+}
+OS_KEYS = {("debian", "12"): "debian12", ("debian", "13"): "debian13", ("ubuntu", "22.04"): "ubuntu2204",
+           ("ubuntu", "24.04"): "ubuntu2404", ("rocky", "9"): "rhel9"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def host_facts(host):
+    result = host.ansible("gpufleet.nvidia.nvidia_facts", "gather_subset=gpu,driver", check=False)
+    assert "failed" not in result, result
+    return result["ansible_facts"]["nvidia"]
+
+
+def os_release(host):
+    values = {}
+    for line in host.file("/etc/os-release").content_string.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key] = value.strip().strip('"')
+    return values
+
+
+def test_host_os_kernel_and_efi(host, host_facts):
+    values = os_release(host)
+    os_id, version = values["ID"], values.get("VERSION_ID", "")
+    major = version if os_id == "ubuntu" else version.split(".")[0]
+    assert host_facts["host"]["os"] == {
+        "distribution": ANSIBLE_NAMES[os_id],
+        "version": version,
+        "key": OS_KEYS[(os_id, major)],
+    }
+    assert host_facts["host"]["kernel_release"] == host.check_output("uname -r").strip()
+    assert host_facts["host"]["efi"] is host.file("/sys/firmware/efi").is_directory
+    assert host_facts["host"]["container"] == "docker"
+
+
+def test_driver_facts_of_a_host_without_a_driver(host_facts):
+    driver = host_facts["driver"]
+    assert (driver["loaded_version"], driver["loaded_kernel_module"]) == (None, None)
+    assert driver["reasons"]["loaded_version"].startswith("no nvidia kernel module loaded")
+    assert driver["module_for_running_kernel"] == {"version": None, "kernel_module": None}
+    assert driver["reasons"]["module_for_running_kernel"]  # no modinfo or no nvidia.ko: it says which
+    assert (driver["packages"], driver["runfile_markers"]) == ([], [])
+    assert host_facts["gpus"] == []

@@ -193,6 +193,21 @@ CC_ARCH = {
     "12.1": "Blackwell",
 }
 
+# Compute capability major -> architecture, for compute capabilities the table above does not list yet
+# (a newer minor of a known family, e.g. "12.2"); majors whose minors span several architectures (7: Volta
+# and Turing, 8: Ampere and Ada) are absent. Used by the GPU probe only, after CC_ARCH and the device id.
+# medium (the family of an unlisted minor is assumed from its major; rule of the table above):
+# https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/compute-capabilities.html
+CC_MAJOR_ARCH = {
+    "3": "Kepler",
+    "5": "Maxwell",
+    "6": "Pascal",
+    "9": "Hopper",
+    "10": "Blackwell",
+    "11": "Blackwell",
+    "12": "Blackwell",
+}
+
 # Which names are data-center parts (CUDA forward compatibility is only for those).
 # high (rule): https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
 # medium (the name patterns are ours, from supported-gpus.json names)
@@ -229,3 +244,15 @@ def chip_for_device(devid):
         if low <= devid <= high:
             return chip
     return None
+
+
+def cc_architecture(compute_capability, by_major=False):
+    """The architecture of a compute capability ("9.0" -> "Hopper"), or None when the tables do not know it.
+
+    ``by_major`` also answers for an unlisted minor of a known family (CC_MAJOR_ARCH: "12.2" -> "Blackwell").
+    """
+    cc = str(compute_capability or "").strip()
+    arch = CC_ARCH.get(cc)
+    if arch is None and by_major:
+        arch = CC_MAJOR_ARCH.get(cc.split(".")[0])
+    return arch

@@ -18,7 +18,9 @@ import datetime
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import arch as kb_arch
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cuda as kb_cuda
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cudnn as kb_cudnn
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import distributions as kb_distributions
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver as kb_driver
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import GpuSpecError, resolve_gpu
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import (
     VersionError,
@@ -239,19 +241,22 @@ def _normalize_cudnn(cudnn_version, cudnn_cuda_major, cuda, warnings):
 
 
 def _normalize_os(os_info):
+    """{distribution (os-release ID), version, key (kb/hosts.os_key)} or None when no OS is given.
+
+    Accepts the os-release ID ('ubuntu', 'rhel'), Ansible's name ('Ubuntu', 'RedHat', 'OracleLinux'; what
+    ``ansible_facts.nvidia.host.os`` holds) and the long names ('Red Hat Enterprise Linux').
+    """
     if not os_info:
         return None
     if not isinstance(os_info, dict):
         raise CompatInputError(
             f"os: {os_info!r} is not a mapping; accepted: {{distribution: ubuntu, version: '24.04'}}"
         )
-    dist = str(os_info.get("distribution") or "").strip().lower()
+    dist = kb_distributions.os_release_id(os_info.get("distribution"))
     ver = str(os_info.get("version") or "").strip()
-    if not dist:
+    if not dist or dist == "unknown":
         return None
-    aliases = {"red hat enterprise linux": "rhel", "redhat": "rhel", "centos": "rhel", "oracle linux": "ol",
-               "opensuse": "opensuse-leap", "amazon": "amzn", "rocky linux": "rocky"}  # fmt: skip
-    return {"distribution": aliases.get(dist, dist), "version": ver}
+    return {"distribution": dist, "version": ver, "key": kb_hosts.os_key(dist, ver)}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -305,8 +310,86 @@ def _driver_text(version, branch):
     return f"driver {version}" if version is not None else f"driver branch R{branch}"
 
 
+class _CudaOnDriver:
+    """One CUDA release against one driver (version or branch): the limits and the driver's text."""
+
+    def __init__(self, cuda, dversion, branch, floor):
+        row, _exact = cuda_release(cuda)
+        self.cuda, self.dversion, self.branch, self.floor = cuda, dversion, branch, floor
+        self.rel_min = row[2] if row else None
+        self.drv = _driver_text(dversion, branch)
+
+    def below(self, limit):
+        if self.dversion is not None:
+            return self.dversion < limit
+        return self.branch < limit.major
+
+
+def _unknown_release_minimum(f, c):
+    """CUDA release without a known minimum driver; True when that settles the rule."""
+    hint = kb_cuda.UNKNOWN_MIN_BRANCH_HINT.get(str(c.cuda.truncate(2)))
+    if hint and c.branch >= hint[0]:
+        return True
+    if c.below(c.floor):
+        return False
+    note = f"; R{hint[0]} is its native branch ({hint[1]} confidence)" if hint else ""
+    f.warn(
+        f"CUDA {c.cuda}: its minimum driver is not known to the knowledge base{note}; {c.drv} runs it "
+        f"through minor-version compatibility (CUDA {c.cuda.major} floor {c.floor}) with a limited "
+        "feature set"
+    )
+    return True
+
+
+def _minor_version_compat(f, c):
+    rel_min = c.rel_min
+    advice = (
+        f"driver_version >= {rel_min}" if c.branch == rel_min.major else f"driver_branch >= {rel_min.major}"
+    )
+    f.warn(
+        f"CUDA {c.cuda} runs on {c.drv} only through minor-version compatibility: its own minimum is "
+        f"{rel_min} (R{rel_min.major}); features such as PTX JIT of code from the newer toolkit need the "
+        f"newer driver: set {advice} for full support"
+    )
+
+
+def _across_majors(f, c, native, gpus, forward_compat):
+    """A driver whose native CUDA major is older than the CUDA asked for (forward compatibility or not)."""
+    cuda, drv, floor = c.cuda, c.drv, c.floor
+    not_dc = [g for g in gpus if not g.get("data_center")]
+    if forward_compat and gpus and not not_dc:
+        f.warn(
+            f"CUDA {cuda} on {drv} (native CUDA {native}) works only through CUDA forward compatibility: "
+            f"install cuda-compat-{cuda.major}-{cuda.minor} (data-center GPUs only); "
+            f"the native minimum is {floor} (R{floor.major})"
+        )
+    elif forward_compat and not gpus:
+        f.error(
+            f"CUDA {cuda} on {drv} (native CUDA {native}) needs forward compatibility, which only "
+            "data-center "
+            "GPUs support, and no GPU was found or given to verify that: give gpus, or set driver_branch "
+            ">= "
+            f"{floor.major}"
+        )
+    elif forward_compat:
+        names = ", ".join(gpu_label(g) for g in not_dc)
+        f.error(
+            f"CUDA {cuda} on {drv} (native CUDA {native}) needs forward compatibility, which is only for "
+            f"data-center GPUs; {names} {'is' if len(not_dc) == 1 else 'are'} not (or not known to be): "
+            "set driver_branch >= "
+            f"{floor.major} or cuda_version <= {native}"
+        )
+    else:
+        f.error(
+            f"CUDA {cuda} needs driver >= {floor} (the CUDA {cuda.major} floor, branch R{floor.major} or "
+            "newer); "
+            f"{drv} supports CUDA up to {native}: set driver_branch >= {floor.major}, or cuda_version <= "
+            f"{native}, "
+            "or (data-center GPUs only) cuda_forward_compat: true"
+        )
+
+
 def _rule_cuda_driver(f, cuda, *, dversion, branch, gpus, forward_compat):
-    row, _exact = cuda_release(cuda)
     floor = major_floor(cuda)
     if floor is None:
         f.warn(
@@ -315,79 +398,26 @@ def _rule_cuda_driver(f, cuda, *, dversion, branch, gpus, forward_compat):
             "the driver was not checked against it"
         )
         return
-    rel_min = row[2] if row else None
-    drv = _driver_text(dversion, branch)
-
-    def below(limit):
-        if dversion is not None:
-            return dversion < limit
-        return branch < limit.major
-
-    if rel_min is None:
-        hint = kb_cuda.UNKNOWN_MIN_BRANCH_HINT.get(str(cuda.truncate(2)))
-        if hint and branch >= hint[0]:
-            return
-        if not below(floor):
-            note = f"; R{hint[0]} is its native branch ({hint[1]} confidence)" if hint else ""
-            f.warn(
-                f"CUDA {cuda}: its minimum driver is not known to the knowledge base{note}; {drv} runs it "
-                f"through minor-version compatibility (CUDA {cuda.major} floor {floor}) with a limited "
-                "feature set"
-            )
-            return
-
-    if rel_min is not None and not below(rel_min):
+    c = _CudaOnDriver(cuda, dversion, branch, floor)
+    if c.rel_min is None and _unknown_release_minimum(f, c):
         return
-    if not below(floor):
-        advice = (
-            f"driver_version >= {rel_min}" if branch == rel_min.major else f"driver_branch >= {rel_min.major}"
-        )
-        f.warn(
-            f"CUDA {cuda} runs on {drv} only through minor-version compatibility: its own minimum is "
-            f"{rel_min} (R{rel_min.major}); features such as PTX JIT of code from the newer toolkit need the "
-            f"newer driver: set {advice} for full support"
-        )
+    if c.rel_min is not None and not c.below(c.rel_min):
+        return
+    if not c.below(floor):
+        _minor_version_compat(f, c)
         return
     native = branch_native_cuda(branch)
     if native is not None and native.major < cuda.major:
-        not_dc = [g for g in gpus if not g.get("data_center")]
-        if forward_compat and gpus and not not_dc:
-            f.warn(
-                f"CUDA {cuda} on {drv} (native CUDA {native}) works only through CUDA forward compatibility: "
-                f"install cuda-compat-{cuda.major}-{cuda.minor} (data-center GPUs only); "
-                f"the native minimum is {floor} (R{floor.major})"
-            )
-            return
-        if forward_compat and not gpus:
-            f.error(
-                f"CUDA {cuda} on {drv} (native CUDA {native}) needs forward compatibility, which only "
-                "data-center "
-                "GPUs support, and no GPU was found or given to verify that: give gpus, or set driver_branch "
-                ">= "
-                f"{floor.major}"
-            )
-            return
-        if forward_compat:
-            names = ", ".join(gpu_label(g) for g in not_dc)
-            f.error(
-                f"CUDA {cuda} on {drv} (native CUDA {native}) needs forward compatibility, which is only for "
-                f"data-center GPUs; {names} {'is' if len(not_dc) == 1 else 'are'} not (or not known to be): "
-                "set driver_branch >= "
-                f"{floor.major} or cuda_version <= {native}"
-            )
-            return
-        f.error(
-            f"CUDA {cuda} needs driver >= {floor} (the CUDA {cuda.major} floor, branch R{floor.major} or "
-            "newer); "
-            f"{drv} supports CUDA up to {native}: set driver_branch >= {floor.major}, or cuda_version <= "
-            f"{native}, "
-            "or (data-center GPUs only) cuda_forward_compat: true"
-        )
+        _across_majors(f, c, native, gpus, forward_compat)
         return
     f.error(
         f"CUDA {cuda} needs driver >= {floor} (the CUDA {cuda.major} minor-version compatibility floor); "
-        f"{drv} is older: set driver_branch >= {floor.major}"
-        + (f" (CUDA {cuda} itself asks for {rel_min})" if rel_min is not None and rel_min != floor else "")
+        f"{c.drv} is older: set driver_branch >= {floor.major}"
+        + (
+            f" (CUDA {cuda} itself asks for {c.rel_min})"
+            if c.rel_min is not None and c.rel_min != floor
+            else ""
+        )
     )
 
 
@@ -732,6 +762,43 @@ def resolve_gpus(items, pci_ids_paths=None):
     return resolved, warnings
 
 
+def _apply_rules(
+    f, resolved, *, kernel_module, dversion, branch, cuda, cudnn, os_norm, forward_compat, today
+):
+    if cuda is not None:
+        if branch is not None:
+            _rule_cuda_driver(
+                f,
+                cuda,
+                dversion=dversion,
+                branch=branch,
+                gpus=resolved,
+                forward_compat=forward_compat,
+            )
+        _rule_cuda_gpu(f, cuda, resolved)
+    if branch is not None:
+        _rule_lifecycle(f, branch, today)
+        _rule_driver_gpu(f, branch, resolved)
+    _rule_kernel_module(f, kernel_module, branch, resolved)
+    if cudnn[0] is not None:
+        _rule_cudnn(f, cudnn[0], cudnn[1], dversion=dversion, branch=branch, gpus=resolved)
+    _rule_os(f, os_norm, cuda, driver_planned=branch is not None or bool(resolved))
+    if not resolved and branch is not None:
+        f.warn(
+            "no NVIDIA GPU found or given: the GPU rules were skipped (a driver has nothing to drive here)"
+        )
+
+
+def _normalize_kernel_module(kernel_module):
+    if kernel_module in (None, ""):
+        return "auto"
+    if kernel_module not in KERNEL_MODULES:
+        raise CompatInputError(
+            f"kernel_module: {kernel_module!r} is not allowed; accepted: {', '.join(KERNEL_MODULES)}"
+        )
+    return kernel_module
+
+
 def check(
     *,
     gpus=None,
@@ -752,12 +819,7 @@ def check(
     are accepted too). Raises CompatInputError on bad input (malformed/unknown versions, contradictions).
     """
     today = today or datetime.date.today()
-    if kernel_module in (None, ""):
-        kernel_module = "auto"
-    if kernel_module not in KERNEL_MODULES:
-        raise CompatInputError(
-            f"kernel_module: {kernel_module!r} is not allowed; accepted: {', '.join(KERNEL_MODULES)}"
-        )
+    kernel_module = _normalize_kernel_module(kernel_module)
     f = _Findings()
     resolved, gpu_warnings = resolve_gpus(gpus, pci_ids_paths)
     for w in gpu_warnings:
@@ -770,23 +832,18 @@ def check(
     cudnn, cudnn_major = _normalize_cudnn(cudnn_version, cudnn_cuda_major, cuda, f.warnings)
     os_norm = _normalize_os(os_info)
 
-    if cuda is not None and branch is not None:
-        _rule_cuda_driver(
-            f, cuda, dversion=dversion, branch=branch, gpus=resolved, forward_compat=bool(cuda_forward_compat)
-        )
-    if cuda is not None:
-        _rule_cuda_gpu(f, cuda, resolved)
-    if branch is not None:
-        _rule_lifecycle(f, branch, today)
-        _rule_driver_gpu(f, branch, resolved)
-    _rule_kernel_module(f, kernel_module, branch, resolved)
-    if cudnn is not None:
-        _rule_cudnn(f, cudnn, cudnn_major, dversion=dversion, branch=branch, gpus=resolved)
-    _rule_os(f, os_norm, cuda, driver_planned=branch is not None or bool(resolved))
-    if not resolved and branch is not None:
-        f.warn(
-            "no NVIDIA GPU found or given: the GPU rules were skipped (a driver has nothing to drive here)"
-        )
+    _apply_rules(
+        f,
+        resolved,
+        kernel_module=kernel_module,
+        dversion=dversion,
+        branch=branch,
+        cuda=cuda,
+        cudnn=(cudnn, cudnn_major),
+        os_norm=os_norm,
+        forward_compat=bool(cuda_forward_compat),
+        today=today,
+    )
     return {
         "compatible": not f.errors,
         "errors": f.errors,

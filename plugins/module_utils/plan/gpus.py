@@ -2,14 +2,12 @@
 # Apache-2.0
 """GPU identification: PCI ids / compute capability / name -> name, architecture, CC, module support.
 
-Stdlib only, Python >= 3.9. Pure lookups plus two read-only host readers that take a ``root``
-(``detect_gpus_sysfs`` and ``read_loaded_driver``) so that tests and other modules can point them at a
-fake tree. Nothing here raises on odd host contents: unreadable files are skipped.
+Stdlib only, Python >= 3.9. Pure identification through the kb tables: nothing here reads the host
+(the GPUs of a host are ``ansible_facts.nvidia.gpus``, read by probe/gpu.py) except the pci.ids fallback
+file for PCI ids the tables do not know.
 
 Public API (stable; documented in docs/compat.md):
-  detect_gpus_sysfs(root="/") -> [{pci_slot, pci_device_id, pci_subsystem_vendor_id, pci_subsystem_id,
-                                   pci_class}]  (NVIDIA display/3D controllers only, sorted by slot)
-  read_loaded_driver(root="/") -> {version, branch, kernel_module, source} or None
+  items_from_facts(facts_gpus) -> [gpus items]  (item_from_fact(gpu) -> item or None)
   resolve_gpu(item, index=0, pci_ids_paths=PCI_IDS_PATHS) -> (gpu dict, [warnings]); raises GpuSpecError
   lookup_device(devid, subvendor=None, subdevice=None) -> table entry dict or None
   parse_pci_id(value, param) -> int
@@ -17,18 +15,14 @@ Public API (stable; documented in docs/compat.md):
 
 from __future__ import annotations
 
-import os
 import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import arch as kb_arch
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpu_ids as kb_gpu_ids
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.driver import PROC_VERSION_OPEN_MARK
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
 
 NVIDIA_VENDOR_ID = 0x10DE
 PCI_IDS_PATHS = ("/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids", "/usr/share/pci.ids")
-# PCI base class 0x03 = display controller (0x0300 VGA, 0x0302 3D controller); NVSwitch etc. are not GPUs.
-DISPLAY_CLASS = 0x03
 
 _CHIP_RE = re.compile(r"^(G[A-Z]{1,2}[0-9]{1,3}[A-Z]?)")
 _HEX_RE = re.compile(r"^(?:0[xX])?([0-9A-Fa-f]{1,8})$")
@@ -245,214 +239,148 @@ def _from_entry(entry, devid, subsys, pci_ids_paths):
     )
 
 
+def _by_pci_id(item, param, pci_ids_paths):
+    """(gpu, warnings) of an item with ``pci_device_id`` [+ subsystem ids]."""
+    devid = parse_pci_id(item["pci_device_id"], param + ".pci_device_id")
+    subvendor = subsys = None
+    if item.get("pci_subsystem_id") not in (None, ""):
+        subvendor, subsys = _parse_subsystem(item["pci_subsystem_id"], param + ".pci_subsystem_id")
+    if item.get("pci_subsystem_vendor_id") not in (None, ""):
+        subvendor = parse_pci_id(item["pci_subsystem_vendor_id"], param + ".pci_subsystem_vendor_id")
+    entry = lookup_device(devid, subvendor, subsys)
+    if entry is not None:
+        return _from_entry(entry, devid, subsys, pci_ids_paths), []
+    return _by_chip(devid, subsys, pci_ids_paths)
+
+
+def _by_chip(devid, subsys, pci_ids_paths):
+    """(gpu, warnings) of a PCI id missing from the device table: its chip from pci.ids or the id ranges."""
+    found = pci_ids_lookup(devid, pci_ids_paths)
+    chip, source, description = None, None, None
+    if found and kb_arch.chip_info(found[0]):
+        chip, description = found
+        source = "pci.ids"
+    elif kb_arch.chip_for_device(devid):
+        chip = kb_arch.chip_for_device(devid)
+        source = "device-id range"
+    label = f"PCI device 0x{devid:04X}" + (f" ({description})" if description else "")
+    if chip is None:
+        warning = (
+            f"{label} is not in the knowledge base (NVIDIA supported-gpus.json) and its chip is unknown: "
+            "architecture unknown, GPU rules skipped for it; give gpus as {compute_capability: 'X.Y'} "
+            "to check it"
+        )
+        gpu = _gpu(
+            label, "unknown", None, "unknown", None, source="none", confidence=kb_arch.LOW, devid=devid,
+            subsys=subsys,
+        )  # fmt: skip
+        return gpu, [warning]
+    arch, cc, _conf = kb_arch.chip_info(chip)
+    module, legacy = _arch_defaults(arch)
+    warning = (
+        f"{label} is not in the knowledge base (NVIDIA supported-gpus.json); architecture {arch} "
+        f"(chip {chip}) inferred from {source}"
+    )
+    gpu = _gpu(
+        label, arch, cc, module, legacy, source=source, confidence=kb_arch.MEDIUM, devid=devid, subsys=subsys
+    )
+    return gpu, [warning]
+
+
+def _by_compute_capability(item, param):
+    cc = parse_compute_capability(item["compute_capability"], param + ".compute_capability")
+    arch = kb_arch.cc_architecture(cc) or "unknown"
+    module, legacy = _arch_defaults(arch)
+    name = item.get("name") or f"GPU with compute capability {cc}"
+    warnings = []
+    if arch == "unknown":
+        warnings.append(
+            f"{name}: compute capability {cc} is not in the knowledge base: GPU rules skipped for it"
+        )
+    dc = is_data_center(item["name"]) if item.get("name") else None
+    gpu = _gpu(
+        name, arch, cc, module, legacy, source="compute_capability", confidence=kb_arch.HIGH, data_center=dc
+    )
+    return gpu, warnings
+
+
+def _by_name(item, pci_ids_paths):
+    name = str(item["name"])
+    _table()
+    matches = _NAMES.get(_norm_name(name))
+    if not matches:
+        wanted = _norm_name(name)
+        pattern = re.compile(r"(^|[\s-])" + re.escape(wanted) + r"($|[\s-])")
+        matches = [e for key, es in _NAMES.items() if pattern.search(key) for e in es]
+    resolved = []
+    for entry in matches or ():
+        devid = int(entry["key"].split(":")[0], 16)
+        resolved.append(_from_entry(entry, devid, None, pci_ids_paths))
+    archs = {(g["architecture"], g["compute_capability"], g["kernel_module_support"]) for g in resolved}
+    if len(archs) == 1:
+        gpu = dict(resolved[0], name=name, pci_device_id=None, pci_subsystem_id=None, source="name")
+        gpu["data_center"] = is_data_center(resolved[0]["name"]) or is_data_center(name)
+        return gpu, []
+    if len(archs) > 1:
+        warning = (
+            f"{name}: the name matches GPUs of different kinds "
+            f"({', '.join(sorted({a[0] for a in archs}))}): give pci_device_id or compute_capability"
+        )
+    else:
+        warning = (
+            f"{name}: no GPU of that name in the knowledge base: architecture unknown, "
+            "GPU rules skipped for it"
+        )
+    return _gpu(name, "unknown", None, "unknown", None, source="name", confidence=kb_arch.LOW), [warning]
+
+
 def resolve_gpu(item, index=0, pci_ids_paths=PCI_IDS_PATHS):
     """Resolve one ``gpus`` item into a GPU description; returns (gpu, warnings).
 
     ``item`` is a dict with ``pci_device_id`` [+ ``pci_subsystem_id``], or ``compute_capability``, or
-    ``name`` (the sysfs detection output is accepted as is). Unknown GPUs resolve to architecture
-    "unknown" with a warning; malformed items raise GpuSpecError naming ``gpus[index]``.
+    ``name`` (see item_from_fact() for a GPU of ``ansible_facts.nvidia.gpus``). Unknown GPUs resolve to
+    architecture "unknown" with a warning; malformed items raise GpuSpecError naming ``gpus[index]``.
     """
     param = f"gpus[{index}]"
     if not isinstance(item, dict):
         raise GpuSpecError(f"{param}: {item!r} is not a mapping; accepted forms: {ITEM_FORMS}")
-    warnings = []
     if item.get("pci_device_id") not in (None, ""):
-        devid = parse_pci_id(item["pci_device_id"], param + ".pci_device_id")
-        subvendor = subsys = None
-        if item.get("pci_subsystem_id") not in (None, ""):
-            subvendor, subsys = _parse_subsystem(item["pci_subsystem_id"], param + ".pci_subsystem_id")
-        if item.get("pci_subsystem_vendor_id") not in (None, ""):
-            subvendor = parse_pci_id(item["pci_subsystem_vendor_id"], param + ".pci_subsystem_vendor_id")
-        entry = lookup_device(devid, subvendor, subsys)
-        if entry is not None:
-            return _from_entry(entry, devid, subsys, pci_ids_paths), warnings
-        found = pci_ids_lookup(devid, pci_ids_paths)
-        chip, source, description = None, None, None
-        if found and kb_arch.chip_info(found[0]):
-            chip, description = found
-            source = "pci.ids"
-        elif kb_arch.chip_for_device(devid):
-            chip = kb_arch.chip_for_device(devid)
-            source = "device-id range"
-        label = f"PCI device 0x{devid:04X}" + (f" ({description})" if description else "")
-        if chip is None:
-            warnings.append(
-                f"{label} is not in the knowledge base (NVIDIA supported-gpus.json) and its chip is unknown: "
-                "architecture unknown, GPU rules skipped for it; give gpus as {compute_capability: 'X.Y'} "
-                "to check it"
-            )
-            return _gpu(
-                label,
-                "unknown",
-                None,
-                "unknown",
-                None,
-                source="none",
-                confidence=kb_arch.LOW,
-                devid=devid,
-                subsys=subsys,
-            ), warnings
-        arch, cc, _conf = kb_arch.chip_info(chip)
-        module, legacy = _arch_defaults(arch)
-        warnings.append(
-            f"{label} is not in the knowledge base (NVIDIA supported-gpus.json); architecture {arch} "
-            f"(chip {chip}) inferred from {source}"
-        )
-        return _gpu(
-            label,
-            arch,
-            cc,
-            module,
-            legacy,
-            source=source,
-            confidence=kb_arch.MEDIUM,
-            devid=devid,
-            subsys=subsys,
-        ), warnings
+        return _by_pci_id(item, param, pci_ids_paths)
     if item.get("compute_capability") not in (None, ""):
-        cc = parse_compute_capability(item["compute_capability"], param + ".compute_capability")
-        arch = kb_arch.CC_ARCH.get(cc, "unknown")
-        module, legacy = _arch_defaults(arch)
-        name = item.get("name") or f"GPU with compute capability {cc}"
-        if arch == "unknown":
-            warnings.append(
-                f"{name}: compute capability {cc} is not in the knowledge base: GPU rules skipped for it"
-            )
-        dc = is_data_center(item["name"]) if item.get("name") else None
-        gpu = _gpu(
-            name,
-            arch,
-            cc,
-            module,
-            legacy,
-            source="compute_capability",
-            confidence=kb_arch.HIGH,
-            data_center=dc,
-        )
-        return gpu, warnings
+        return _by_compute_capability(item, param)
     if item.get("name") not in (None, ""):
-        name = str(item["name"])
-        _table()
-        matches = _NAMES.get(_norm_name(name))
-        if not matches:
-            wanted = _norm_name(name)
-            pattern = re.compile(r"(^|[\s-])" + re.escape(wanted) + r"($|[\s-])")
-            matches = [e for key, es in _NAMES.items() if pattern.search(key) for e in es]
-        resolved = []
-        for entry in matches or ():
-            devid = int(entry["key"].split(":")[0], 16)
-            resolved.append(_from_entry(entry, devid, None, pci_ids_paths))
-        archs = {(g["architecture"], g["compute_capability"], g["kernel_module_support"]) for g in resolved}
-        if len(archs) == 1:
-            gpu = dict(resolved[0], name=name, pci_device_id=None, pci_subsystem_id=None, source="name")
-            gpu["data_center"] = is_data_center(resolved[0]["name"]) or is_data_center(name)
-            return gpu, warnings
-        if len(archs) > 1:
-            warnings.append(
-                f"{name}: the name matches GPUs of different kinds "
-                f"({', '.join(sorted({a[0] for a in archs}))}): give pci_device_id or compute_capability"
-            )
-        else:
-            warnings.append(
-                f"{name}: no GPU of that name in the knowledge base: architecture unknown, "
-                "GPU rules skipped for it"
-            )
-        return _gpu(name, "unknown", None, "unknown", None, source="name", confidence=kb_arch.LOW), warnings
+        return _by_name(item, pci_ids_paths)
     raise GpuSpecError(f"{param}: {item!r} names no GPU; accepted forms: {ITEM_FORMS}")
 
 
 # ---------------------------------------------------------------------------------------------------
-# Host readers (observe only; never raise on odd contents)
+# GPUs of the facts (ansible_facts.nvidia.gpus, probe/gpu.py) as ``gpus`` items
 # ---------------------------------------------------------------------------------------------------
-def _read(path):
-    try:
-        with open(path, encoding="ascii", errors="replace") as handle:
-            return handle.read().strip()
-    except OSError:
-        return None
+FACT_ITEM_KEYS = (
+    "pci_device_id",
+    "pci_subsystem_vendor_id",
+    "pci_subsystem_id",
+    "compute_capability",
+    "name",
+)
 
 
-def _hex(text):
-    if not text:
-        return None
-    try:
-        return int(text, 16)
-    except ValueError:
-        return None
+def item_from_fact(gpu):
+    """The ``gpus`` item of one GPU of the facts (its known identification only), or None when it has none.
 
-
-def detect_gpus_sysfs(root="/"):
-    """NVIDIA GPUs on the PCI bus from ``<root>/sys/bus/pci/devices/*`` (no driver needed).
-
-    Returns a list sorted by PCI slot of dicts with ``pci_slot`` ("0000:00:06.0"), ``pci_device_id``
-    ("0x2335"), ``pci_subsystem_vendor_id`` ("0x10DE" or None), ``pci_subsystem_id`` ("0x18BF" or None) and
-    ``pci_class`` ("0x030200"). Only vendor 0x10de display/3D controllers (class 0x03xxxx) are listed.
-    Unreadable entries are skipped; a missing tree gives [].
+    A GPU of the facts carries ``pci_device_id`` etc. (null when unknown) and ``compute_capability`` /
+    ``name`` ("unknown" when unknown); only known values are kept, plus ``pci_bus_id`` to say which it is.
     """
-    base = os.path.join(root, "sys/bus/pci/devices")
-    try:
-        slots = sorted(os.listdir(base))
-    except OSError:
-        return []
-    found = []
-    for slot in slots:
-        path = os.path.join(base, slot)
-        vendor = _hex(_read(os.path.join(path, "vendor")))
-        pci_class = _hex(_read(os.path.join(path, "class")))
-        device = _hex(_read(os.path.join(path, "device")))
-        if (
-            vendor != NVIDIA_VENDOR_ID
-            or device is None
-            or pci_class is None
-            or pci_class >> 16 != DISPLAY_CLASS
-        ):
-            continue
-        sub_vendor = _hex(_read(os.path.join(path, "subsystem_vendor")))
-        sub_device = _hex(_read(os.path.join(path, "subsystem_device")))
-        found.append(
-            {
-                "pci_slot": slot,
-                "pci_device_id": f"0x{device:04X}",
-                "pci_subsystem_vendor_id": f"0x{sub_vendor:04X}" if sub_vendor is not None else None,
-                "pci_subsystem_id": f"0x{sub_device:04X}" if sub_device is not None else None,
-                "pci_class": f"0x{pci_class:06X}",
-            }
-        )
-    return found
+    if not isinstance(gpu, dict):
+        return None
+    item = {k: gpu[k] for k in FACT_ITEM_KEYS if gpu.get(k) not in (None, "", "unknown")}
+    if not item:
+        return None
+    if gpu.get("pci_bus_id") not in (None, "", "unknown"):
+        item["pci_bus_id"] = gpu["pci_bus_id"]
+    return item
 
 
-_DRIVER_VERSION_RE = re.compile(r"\b([0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?)\b")
-
-
-def read_loaded_driver(root="/"):
-    """The loaded NVIDIA kernel driver: {version, branch, kernel_module, source} or None.
-
-    Reads ``<root>/proc/driver/nvidia/version`` ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64
-    580.159.04 ...": kernel_module "open"; without "Open Kernel Module": "proprietary"), else
-    ``<root>/sys/module/nvidia/version`` (kernel_module None: flavor unknown).
-    """
-    text = _read(os.path.join(root, "proc/driver/nvidia/version"))
-    if text:
-        first = text.splitlines()[0]
-        match = _DRIVER_VERSION_RE.search(first)
-        if match:
-            module = "open" if PROC_VERSION_OPEN_MARK in first else "proprietary"
-            version = match.group(1)
-            return {
-                "version": version,
-                "branch": int(version.split(".")[0]),
-                "kernel_module": module,
-                "source": "/proc/driver/nvidia/version",
-            }
-    text = _read(os.path.join(root, "sys/module/nvidia/version"))
-    if text:
-        match = _DRIVER_VERSION_RE.search(text)
-        if match:
-            version = match.group(1)
-            return {
-                "version": version,
-                "branch": int(version.split(".")[0]),
-                "kernel_module": None,
-                "source": "/sys/module/nvidia/version",
-            }
-    return None
+def items_from_facts(gpus):
+    """The ``gpus`` items of ``ansible_facts.nvidia.gpus`` (GPUs that nothing identifies are left out)."""
+    return [item for item in (item_from_fact(g) for g in gpus or ()) if item is not None]

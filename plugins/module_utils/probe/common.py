@@ -186,6 +186,79 @@ def which(name, root=None):
     return None
 
 
+def _run_child(func, args, pipes):
+    """In the forked child: run ``func``, write its JSON result to the result pipe, exit (never returns)."""
+    res_r, res_w, err_r, err_w = pipes
+    code = 0
+    try:
+        os.close(res_r)
+        os.close(err_r)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)
+        os.dup2(err_w, 2)
+        faulthandler.disable()  # a crash must not dump through the parent's traceback handler
+        payload = json.dumps({"ok": func(*args)})
+    except BaseException as exc:  # report, never propagate out of the child
+        payload = json.dumps({"error": describe_error(exc)})
+        code = 1
+    try:
+        data = payload.encode("utf-8")
+        while data:
+            data = data[os.write(res_w, data) :]
+    finally:
+        os._exit(code)
+
+
+def _collect(pid, res_r, err_r, timeout):
+    """({result, stderr} bytes, wait status, timed out): read both pipes until closed or timeout; reap."""
+    chunks = {res_r: [], err_r: []}
+    deadline = time.monotonic() + timeout
+    open_fds = [res_r, err_r]
+    timed_out = False
+    try:
+        while open_fds:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select(open_fds, [], [], left)
+            for fd in ready:
+                data = os.read(fd, 65536)
+                if not data:
+                    open_fds.remove(fd)
+                elif sum(len(c) for c in chunks[fd]) < MAX_READ:
+                    chunks[fd].append(data)
+    finally:
+        if timed_out:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        os.close(res_r)
+        os.close(err_r)
+    return {"result": b"".join(chunks[res_r]), "stderr": b"".join(chunks[err_r])}, status, timed_out
+
+
+def _child_outcome(output, status):
+    """(result, reason) from what the child wrote and how it ended."""
+    stderr = output["stderr"].decode("utf-8", "replace").strip()
+    detail = (": " + stderr.splitlines()[-1][:200]) if stderr else ""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            signame = signal.Signals(sig).name
+        except ValueError:
+            signame = str(sig)
+        return None, f"crashed with {signame}{detail}"
+    try:
+        message = json.loads(output["result"].decode("utf-8", "replace"))
+    except ValueError:
+        return None, f"no result (exit status {os.WEXITSTATUS(status)}){detail}"
+    if "error" in message:
+        return None, message["error"]
+    return message.get("ok"), None
+
+
 def run_isolated(func, args=(), timeout=10.0):
     """Call ``func(*args)`` in a forked child; a crash, abort or hang there cannot hurt the caller.
 
@@ -204,72 +277,13 @@ def run_isolated(func, args=(), timeout=10.0):
             os.close(fd)
         return None, f"cannot fork: {describe_error(exc)}"
     if pid == 0:  # child
-        code = 0
-        try:
-            os.close(res_r)
-            os.close(err_r)
-            devnull = os.open(os.devnull, os.O_RDWR)
-            os.dup2(devnull, 0)
-            os.dup2(devnull, 1)
-            os.dup2(err_w, 2)
-            faulthandler.disable()  # a crash must not dump through the parent's traceback handler
-            payload = json.dumps({"ok": func(*args)})
-        except BaseException as exc:  # report, never propagate out of the child
-            payload = json.dumps({"error": describe_error(exc)})
-            code = 1
-        try:
-            data = payload.encode("utf-8")
-            while data:
-                data = data[os.write(res_w, data) :]
-        finally:
-            os._exit(code)
+        _run_child(func, args, (res_r, res_w, err_r, err_w))
     os.close(res_w)
     os.close(err_w)
-    chunks = {res_r: [], err_r: []}
-    deadline = time.monotonic() + timeout
-    open_fds = [res_r, err_r]
-    timed_out = False
-    try:
-        while open_fds:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            ready, _, _ = select.select(open_fds, [], [], left)
-            for fd in ready:
-                data = os.read(fd, 65536)
-                if data:
-                    if sum(len(c) for c in chunks[fd]) < MAX_READ:
-                        chunks[fd].append(data)
-                else:
-                    open_fds.remove(fd)
-    finally:
-        if timed_out:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-        os.close(res_r)
-        os.close(err_r)
+    output, status, timed_out = _collect(pid, res_r, err_r, timeout)
     if timed_out:
         return None, f"timed out after {timeout}s"
-    stderr = b"".join(chunks[err_r]).decode("utf-8", "replace").strip()
-    raw = b"".join(chunks[res_r]).decode("utf-8", "replace")
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            signame = signal.Signals(sig).name
-        except ValueError:
-            signame = str(sig)
-        detail = (": " + stderr.splitlines()[-1][:200]) if stderr else ""
-        return None, f"crashed with {signame}{detail}"
-    try:
-        message = json.loads(raw)
-    except ValueError:
-        detail = (": " + stderr.splitlines()[-1][:200]) if stderr else ""
-        return None, f"no result (exit status {os.WEXITSTATUS(status)}){detail}"
-    if "error" in message:
-        return None, message["error"]
-    return message.get("ok"), None
+    return _child_outcome(output, status)
 
 
 def new_probe_state(state="ok", reason=None):

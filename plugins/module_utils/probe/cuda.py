@@ -34,14 +34,13 @@ def version_from_nvcc(text):
     return match.group(2) if match else None
 
 
-def toolkit_version(root, path, live):
-    """(version, version_from, reason)."""
-    reasons = []
+def _from_version_files(root, path, reasons):
+    """(version, version_from) from version.json, else version.txt; None when neither answers."""
     if root.exists(path + "/version.json"):
         text, reason = root.read_text(path + "/version.json")
         if text is not None:
             try:
-                return version_from_json(text), "version.json", None
+                return version_from_json(text), "version.json"
             except (ValueError, AttributeError) as exc:
                 reasons.append(f"{path}/version.json: {exc}")
         else:
@@ -50,7 +49,11 @@ def toolkit_version(root, path, live):
         text, _ = root.read_text(path + "/version.txt")
         match = re.search(r"CUDA Version (\d+\.\d+\.\d+)", text or "")
         if match:
-            return match.group(1), "version.txt", None
+            return match.group(1), "version.txt"
+    return None
+
+
+def _from_cuda_h(root, path, reasons):
     for header in (
         path + "/include/cuda.h",
         path + "/targets/x86_64-linux/include/cuda.h",
@@ -60,19 +63,37 @@ def toolkit_version(root, path, live):
             text, reason = root.read_text(header)
             version = version_from_cuda_h(text)
             if version:
-                return version, "cuda.h", None
+                return version, "cuda.h"
             reasons.append(reason or f"{header}: no CUDA_VERSION")
-            break
+            return None
+    return None
+
+
+def _from_nvcc(root, path, live, reasons):
     nvcc = path + "/bin/nvcc"
-    if root.exists(nvcc):
-        if live:
-            rc, out, _, reason = run_command([root.outer(nvcc), "--version"], timeout=10)
-            version = version_from_nvcc(out) if rc == 0 else None
-            if version:
-                return version, "nvcc", None
-            reasons.append(reason or "nvcc --version: unrecognized output")
-        else:
-            reasons.append("nvcc not run: root is not /")
+    if not root.exists(nvcc):
+        return None
+    if not live:
+        reasons.append("nvcc not run: root is not /")
+        return None
+    rc, out, _, reason = run_command([root.outer(nvcc), "--version"], timeout=10)
+    version = version_from_nvcc(out) if rc == 0 else None
+    if version:
+        return version, "nvcc"
+    reasons.append(reason or "nvcc --version: unrecognized output")
+    return None
+
+
+def toolkit_version(root, path, live):
+    """(version, version_from, reason)."""
+    reasons = []
+    found = (
+        _from_version_files(root, path, reasons)
+        or _from_cuda_h(root, path, reasons)
+        or _from_nvcc(root, path, live, reasons)
+    )
+    if found:
+        return found[0], found[1], None
     return UNKNOWN, "unknown", "; ".join(reasons) or f"no version.json, cuda.h or nvcc in {path}"
 
 

@@ -208,6 +208,60 @@ def network_mounts(root):
     return mounts
 
 
+def _entries(root, inner, scan, visited):
+    """The entries of a directory not seen yet (by device and inode), or None (seen, gone or unlistable)."""
+    try:
+        st = os.stat(root.outer(inner), follow_symlinks=False)
+    except OSError:
+        return None
+    key = (st.st_dev, st.st_ino)
+    if key in visited:
+        return None
+    visited.add(key)
+    scan.dirs += 1
+    try:
+        with scandir(root.outer(inner)) as iterator:
+            return list(iterator)
+    except OSError as exc:
+        scan.warnings.append(f"cannot list {inner}: {exc.strerror or exc}")
+        return None
+
+
+def _children(scan, inner, depth, entries, max_depth):
+    """Subdirectories to walk (libraries and headers found here are recorded in ``scan``)."""
+    children = []
+    for entry in entries:
+        name = entry.name
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            continue
+        path = inner.rstrip("/") + "/" + name
+        if is_dir:
+            if depth < max_depth and name not in SKIP_NAMES and name != "conda-meta":
+                children.append((path, depth + 1))
+        elif name.startswith("libcudnn") and LIB_NAME.match(name):
+            scan.libraries.append(path)
+        elif name in HEADER_NAMES:
+            scan.headers.append(path)
+    return children
+
+
+def _visit(scan, inner, depth, entries, max_depth):
+    """What to walk below one directory, after recording what it holds."""
+    names = {e.name for e in entries}
+    base = os.path.basename(inner)
+    if base in SITE_DIRS:
+        scan.site_packages.append(inner)
+        return []  # handled by probe_pip: never walk a site-packages tree (can be huge)
+    if "conda-meta" in names:
+        scan.conda_envs.append(inner)
+    if PYTHON_LIB.match(base) and os.path.basename(os.path.dirname(inner)) in ("lib", "lib64"):
+        # a Python's lib dir: only its site-packages can hold cuDNN (the stdlib is thousands of dirs)
+        return [(inner + "/" + n, depth + 1) for n in sorted(names) if n in SITE_DIRS]
+    return _children(scan, inner, depth, entries, max_depth)
+
+
 def walk(root, search_paths, max_depth=6, deadline=None, skip=()):
     scan = Scan()
     skip_paths = set(SKIP_PATHS) | set(skip) | network_mounts(root)
@@ -226,48 +280,9 @@ def walk(root, search_paths, max_depth=6, deadline=None, skip=()):
         inner, depth = stack.pop()
         if inner in skip_paths:
             continue
-        try:
-            st = os.stat(root.outer(inner), follow_symlinks=False)
-        except OSError:
-            continue
-        key = (st.st_dev, st.st_ino)
-        if key in visited:
-            continue
-        visited.add(key)
-        scan.dirs += 1
-        try:
-            with scandir(root.outer(inner)) as iterator:
-                entries = list(iterator)
-        except OSError as exc:
-            scan.warnings.append(f"cannot list {inner}: {exc.strerror or exc}")
-            continue
-        names = {e.name for e in entries}
-        base = os.path.basename(inner)
-        if base in SITE_DIRS:
-            scan.site_packages.append(inner)
-            continue  # handled by probe_pip: never walk a site-packages tree (can be huge)
-        if "conda-meta" in names:
-            scan.conda_envs.append(inner)
-        if PYTHON_LIB.match(base) and os.path.basename(os.path.dirname(inner)) in ("lib", "lib64"):
-            # a Python's lib dir: only its site-packages can hold cuDNN (the stdlib is thousands of dirs)
-            stack.extend((inner + "/" + n, depth + 1) for n in sorted(names, reverse=True) if n in SITE_DIRS)
-            continue
-        children = []
-        for entry in entries:
-            name = entry.name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            path = inner.rstrip("/") + "/" + name
-            if is_dir:
-                if depth < max_depth and name not in SKIP_NAMES and name != "conda-meta":
-                    children.append((path, depth + 1))
-            elif name.startswith("libcudnn") and LIB_NAME.match(name):
-                scan.libraries.append(path)
-            elif name in HEADER_NAMES:
-                scan.headers.append(path)
-        stack.extend(sorted(children, reverse=True))
+        entries = _entries(root, inner, scan, visited)
+        if entries is not None:
+            stack.extend(sorted(_visit(scan, inner, depth, entries, max_depth), reverse=True))
     return scan
 
 
@@ -494,70 +509,83 @@ def _python_env(root, site_packages):
     return os.path.dirname(site_packages)
 
 
+def _pip_dists(names):
+    """[(dist-info name, CUDA major or None)] of the cuDNN wheels in a site-packages listing."""
+    dists = []
+    for name in names:
+        match = PIP_DIST.match(name)
+        if match:
+            dists.append((name, int(match.group(1))))
+        elif PIP_DIST_PLAIN.match(name):
+            dists.append((name, None))
+    return dists
+
+
+def _pip_trees(root, sp):
+    """[(tree, kind)]: the nvidia-cudnn wheel's tree and torch's bundled copy, when present."""
+    trees = []
+    if root.isdir(sp + "/nvidia/cudnn"):
+        trees.append((sp + "/nvidia/cudnn", "nvidia-cudnn"))
+    if root.isdir(sp + "/torch/lib"):
+        libs, _ = root.listdir(sp + "/torch/lib")
+        if any(LIB_NAME.match(n) for n in libs or ()):
+            trees.append((sp + "/torch/lib", "torch"))
+    return trees
+
+
+def _pip_package(root, copy, sp, dists):
+    """The wheel of an nvidia/cudnn tree (from its dist-info METADATA); returns its version or None."""
+    if len(dists) > 1:
+        copy["reasons"]["package"] = "several cuDNN dists share this tree: {}".format(
+            ", ".join(d for d, _ in dists)
+        )
+    if not dists:
+        copy["reasons"]["package"] = "no nvidia_cudnn*.dist-info next to nvidia/cudnn"
+        return None
+    dist, cuda_major = dists[-1]
+    text, reason = root.read_text(f"{sp}/{dist}/METADATA", limit=1024 * 1024)
+    name, version, meta_reason = parse_metadata(text) if text is not None else (None, None, reason)
+    if meta_reason:
+        copy["reasons"]["package"] = f"{sp}/{dist}: {meta_reason}"
+    name = name or dist.split("-")[0].replace("_", "-")
+    copy["package"] = {"name": name, "version": version or UNKNOWN, "held": False, "manager": "pip"}
+    cuda_major = cuda_major if cuda_major is not None else cuda_major_from_text(name)
+    if cuda_major is not None:
+        copy["cuda_major"], copy["cuda_major_from"] = cuda_major, "pip"
+    return version
+
+
+def _pip_copy(root, sp, tree, kind, dists):
+    copy = new_copy(tree, "pip")
+    copy["python_env"] = _python_env(root, sp)
+    copy["held"] = False
+    package_version = None
+    if kind == "nvidia-cudnn":
+        package_version = _pip_package(root, copy, sp, dists)
+        headers = [
+            tree + sub for sub in ("/include/cudnn_version.h", "/include/cudnn.h") if root.exists(tree + sub)
+        ]
+        libs, _ = root.listdir(tree + "/lib")
+        fill_header(root, copy, _pick_header(root, headers))
+        fill_library(root, copy, [tree + "/lib/" + n for n in libs or () if LIB_NAME.match(n)])
+    else:
+        libs, _ = root.listdir(tree)
+        copy["package"] = {"name": "torch", "version": UNKNOWN, "held": False, "manager": "pip"}
+        fill_header(root, copy, None)
+        fill_library(root, copy, [tree + "/" + n for n in libs or () if LIB_NAME.match(n)])
+    copy["_package_version"] = package_version
+    return copy
+
+
 def pip_copies(root, site_packages_dirs, owned):
     copies = []
     for sp in sorted(set(site_packages_dirs)):
-        names, reason = root.listdir(sp)
+        names, _reason = root.listdir(sp)
         if names is None:
             continue
-        dists = []
-        for name in names:
-            match = PIP_DIST.match(name)
-            if match:
-                dists.append((name, int(match.group(1))))
-            elif PIP_DIST_PLAIN.match(name):
-                dists.append((name, None))
-        trees = []
-        if root.isdir(sp + "/nvidia/cudnn"):
-            trees.append((sp + "/nvidia/cudnn", "nvidia-cudnn"))
-        if root.isdir(sp + "/torch/lib"):
-            libs, _ = root.listdir(sp + "/torch/lib")
-            if any(LIB_NAME.match(n) for n in libs or ()):
-                trees.append((sp + "/torch/lib", "torch"))
-        for tree, kind in trees:
-            copy = new_copy(tree, "pip")
-            copy["python_env"] = _python_env(root, sp)
-            copy["held"] = False
-            package_version = None
-            if kind == "nvidia-cudnn":
-                if len(dists) > 1:
-                    copy["reasons"]["package"] = "several cuDNN dists share this tree: {}".format(
-                        ", ".join(d for d, _ in dists)
-                    )
-                if dists:
-                    dist, cuda_major = dists[-1]
-                    text, reason = root.read_text(f"{sp}/{dist}/METADATA", limit=1024 * 1024)
-                    name, version, meta_reason = (
-                        parse_metadata(text) if text is not None else (None, None, reason)
-                    )
-                    if meta_reason:
-                        copy["reasons"]["package"] = f"{sp}/{dist}: {meta_reason}"
-                    name = name or dist.split("-")[0].replace("_", "-")
-                    copy["package"] = {
-                        "name": name,
-                        "version": version or UNKNOWN,
-                        "held": False,
-                        "manager": "pip",
-                    }
-                    package_version = version
-                    cuda_major = cuda_major if cuda_major is not None else cuda_major_from_text(name)
-                    if cuda_major is not None:
-                        copy["cuda_major"], copy["cuda_major_from"] = cuda_major, "pip"
-                else:
-                    copy["reasons"]["package"] = "no nvidia_cudnn*.dist-info next to nvidia/cudnn"
-                headers = []
-                for sub in ("/include/cudnn_version.h", "/include/cudnn.h"):
-                    if root.exists(tree + sub):
-                        headers.append(tree + sub)
-                libs, _ = root.listdir(tree + "/lib")
-                fill_header(root, copy, _pick_header(root, headers))
-                fill_library(root, copy, [tree + "/lib/" + n for n in libs or () if LIB_NAME.match(n)])
-            else:
-                libs, _ = root.listdir(tree)
-                copy["package"] = {"name": "torch", "version": UNKNOWN, "held": False, "manager": "pip"}
-                fill_header(root, copy, None)
-                fill_library(root, copy, [tree + "/" + n for n in libs or () if LIB_NAME.match(n)])
-            copy["_package_version"] = package_version
+        dists = _pip_dists(names)
+        for tree, kind in _pip_trees(root, sp):
+            copy = _pip_copy(root, sp, tree, kind, dists)
             for path in (copy["header"], copy["library"]):
                 if path:
                     owned.add(path)
@@ -565,103 +593,130 @@ def pip_copies(root, site_packages_dirs, owned):
     return copies
 
 
+def _conda_meta(root, env, name):
+    """(metadata dict, reason) of a conda-meta/<package>.json."""
+    text, reason = root.read_text(f"{env}/conda-meta/{name}", limit=16 * 1024 * 1024)
+    if text is None:
+        return {}, reason
+    try:
+        meta = json.loads(text)
+        if not isinstance(meta, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as exc:
+        return {}, f"{env}/conda-meta/{name}: {exc}"
+    return meta, reason
+
+
+def _conda_cuda_major(depends, build):
+    """The CUDA major of a conda cuDNN: its cuda-version dependency, else its build string."""
+    match = re.search(r"cuda-version\s*>=\s*(\d+)", depends) or re.search(
+        r"cuda(?:toolkit|-cudart)?\s*[>=]*\s*(\d+)", depends
+    )
+    if match:
+        return int(match.group(1))
+    found = re.search(r"cuda(\d+)", build)
+    return cuda_major_from_text(build) or (int(found.group(1)) if found else None)
+
+
+def _conda_files(root, env, meta):
+    """(headers, libraries) of a conda cuDNN: its files list, else what env/include and env/lib hold."""
+    files = [env + "/" + f for f in meta.get("files") or () if isinstance(f, str)]
+    headers = [f for f in files if os.path.basename(f) in HEADER_NAMES] or [
+        env + "/include/" + h for h in HEADER_NAMES if root.exists(env + "/include/" + h)
+    ]
+    libs = [f for f in files if LIB_NAME.match(os.path.basename(f))]
+    if not libs:
+        listed, _ = root.listdir(env + "/lib")
+        libs = [env + "/lib/" + n for n in listed or () if LIB_NAME.match(n)]
+    return headers, libs
+
+
+def _conda_copy(root, env, name, owned):
+    copy = new_copy(env, "conda")
+    copy["python_env"] = env
+    copy["held"] = False
+    meta, reason = _conda_meta(root, env, name)
+    if reason:
+        copy["reasons"]["package"] = reason
+    version = meta.get("version") if isinstance(meta.get("version"), str) else None
+    copy["package"] = {
+        "name": str(meta.get("name") or name.split("-")[0]),
+        "version": version or UNKNOWN,
+        "build": str(meta.get("build") or UNKNOWN),
+        "held": False,
+        "manager": "conda",
+    }
+    depends = " ".join(str(d) for d in meta.get("depends") or () if isinstance(d, str))
+    cuda_major = _conda_cuda_major(depends, copy["package"]["build"])
+    if cuda_major is not None:
+        copy["cuda_major"], copy["cuda_major_from"] = cuda_major, "conda"
+    headers, libs = _conda_files(root, env, meta)
+    fill_header(root, copy, _pick_header(root, headers))
+    fill_library(root, copy, libs)
+    for path in headers + libs:
+        real, _ = root.realpath(path)
+        owned.add(real)
+    copy["_package_version"] = version
+    return copy
+
+
 def conda_copies(root, env_dirs, owned):
     copies = []
     for env in sorted(set(env_dirs)):
-        names, reason = root.listdir(env + "/conda-meta")
-        for name in names or ():
-            if not re.match(r"^(cudnn|libcudnn)-\d.*\.json$", name):
-                continue
-            copy = new_copy(env, "conda")
-            copy["python_env"] = env
-            copy["held"] = False
-            text, reason = root.read_text(f"{env}/conda-meta/{name}", limit=16 * 1024 * 1024)
-            meta = {}
-            if text is not None:
-                try:
-                    meta = json.loads(text)
-                    if not isinstance(meta, dict):
-                        raise ValueError("not a JSON object")
-                except ValueError as exc:
-                    reason = f"{env}/conda-meta/{name}: {exc}"
-                    meta = {}
-            if reason:
-                copy["reasons"]["package"] = reason
-            version = meta.get("version") if isinstance(meta.get("version"), str) else None
-            copy["package"] = {
-                "name": str(meta.get("name") or name.split("-")[0]),
-                "version": version or UNKNOWN,
-                "build": str(meta.get("build") or UNKNOWN),
-                "held": False,
-                "manager": "conda",
-            }
-            depends = " ".join(str(d) for d in meta.get("depends") or () if isinstance(d, str))
-            cuda_major = None
-            match = re.search(r"cuda-version\s*>=\s*(\d+)", depends) or re.search(
-                r"cuda(?:toolkit|-cudart)?\s*[>=]*\s*(\d+)", depends
-            )
-            if match:
-                cuda_major = int(match.group(1))
-            else:
-                cuda_major = cuda_major_from_text(copy["package"]["build"]) or (
-                    int(re.search(r"cuda(\d+)", copy["package"]["build"]).group(1))
-                    if re.search(r"cuda(\d+)", copy["package"]["build"])
-                    else None
-                )
-            if cuda_major is not None:
-                copy["cuda_major"], copy["cuda_major_from"] = cuda_major, "conda"
-            files = [env + "/" + f for f in meta.get("files") or () if isinstance(f, str)]
-            headers = [f for f in files if os.path.basename(f) in HEADER_NAMES] or [
-                env + "/include/" + h for h in HEADER_NAMES if root.exists(env + "/include/" + h)
-            ]
-            libs = [f for f in files if LIB_NAME.match(os.path.basename(f))]
-            if not libs:
-                listed, _ = root.listdir(env + "/lib")
-                libs = [env + "/lib/" + n for n in listed or () if LIB_NAME.match(n)]
-            fill_header(root, copy, _pick_header(root, headers))
-            fill_library(root, copy, libs)
-            for path in headers + libs:
-                real, _ = root.realpath(path)
-                owned.add(real)
-            copy["_package_version"] = version
-            copies.append(copy)
+        names, _reason = root.listdir(env + "/conda-meta")
+        copies.extend(
+            _conda_copy(root, env, name, owned)
+            for name in names or ()
+            if re.match(r"^(cudnn|libcudnn)-\d.*\.json$", name)
+        )
     return copies
+
+
+def _reported_header(root, path):
+    """False for a cudnn.h that its cudnn_version.h (or the library) reports instead."""
+    if os.path.basename(path) != "cudnn.h":
+        return True
+    if os.path.exists(root.outer(os.path.dirname(path) + "/cudnn_version.h")):
+        return False
+    text, _ = root.read_text(path, limit=1024 * 1024)
+    return text is None or "CUDNN_MAJOR" in text  # v8+ cudnn.h without its cudnn_version.h: the library
+
+
+def _unowned_groups(root, scan, owned):
+    """{prefix: (headers, libraries)} of what no package, wheel or conda env owns."""
+    groups = {}
+    for path in scan.headers:
+        real, _ = root.realpath(path)
+        if real in owned or path in owned or not _reported_header(root, path):
+            continue
+        groups.setdefault(_prefix(os.path.dirname(path)), ([], []))[0].append(path)
+    for path in scan.libraries:
+        real, _reason = root.realpath(path)
+        if real in owned or path in owned:
+            continue
+        groups.setdefault(_prefix(os.path.dirname(path)), ([], []))[1].append(path)
+    return groups
+
+
+def _libs_by_major(libs):
+    by_major = {}
+    bare = []
+    for lib in libs:
+        match = re.search(r"libcudnn\.so\.(\d+)", lib)
+        if match:
+            by_major.setdefault(int(match.group(1)), []).append(lib)
+        else:
+            bare.append(lib)  # the unversioned dev link belongs to whichever major is there
+    if not by_major:
+        by_major[None] = bare
+    return sorted(by_major.items(), key=lambda kv: str(kv[0]))
 
 
 def tarball_copies(root, scan, owned):
     """Headers and libraries no package/pip/conda owns, grouped by prefix."""
-    groups = {}
-    for path in scan.headers:
-        real, _ = root.realpath(path)
-        if real in owned or path in owned:
-            continue
-        if os.path.basename(path) == "cudnn.h" and os.path.exists(
-            root.outer(os.path.dirname(path) + "/cudnn_version.h")
-        ):
-            continue
-        if os.path.basename(path) == "cudnn.h":
-            text, _ = root.read_text(path, limit=1024 * 1024)
-            if text is not None and "CUDNN_MAJOR" not in text:
-                continue  # v8+ cudnn.h without its cudnn_version.h: reported through the library
-        groups.setdefault(_prefix(os.path.dirname(path)), ([], []))[0].append(path)
-    for path in scan.libraries:
-        real, reason = root.realpath(path)
-        if real in owned or path in owned:
-            continue
-        groups.setdefault(_prefix(os.path.dirname(path)), ([], []))[1].append(path)
     copies = []
-    for prefix, (headers, libs) in sorted(groups.items()):
-        by_major = {}
-        bare = []
-        for lib in libs:
-            match = re.search(r"libcudnn\.so\.(\d+)", lib)
-            if match:
-                by_major.setdefault(int(match.group(1)), []).append(lib)
-            else:
-                bare.append(lib)  # the unversioned dev link belongs to whichever major is there
-        if not by_major:
-            by_major[None] = bare
-        for index, (_major, major_libs) in enumerate(sorted(by_major.items(), key=lambda kv: str(kv[0]))):
+    for prefix, (headers, libs) in sorted(_unowned_groups(root, scan, owned).items()):
+        for index, (_major, major_libs) in enumerate(_libs_by_major(libs)):
             copy = new_copy(prefix, "tarball" if headers or "cudnn" in prefix.lower() else UNKNOWN)
             copy["held"] = False
             if copy["source"] == UNKNOWN:

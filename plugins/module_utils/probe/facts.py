@@ -19,7 +19,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common impor
     describe_error,
     new_probe_state,
 )
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.packages import Packages, owned_by
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.packages import Packages
 
 SUBSETS = ("gpu", "driver", "cuda", "cudnn")
 
@@ -57,13 +57,7 @@ def empty_facts(root_path, subsets):
         "probes": {name: new_probe_state("skipped") for name in ("host", *SUBSETS)},
         "warnings": [],
         "elapsed_ms": 0,
-        "host": {
-            "container": "unknown",
-            "vm": "unknown",
-            "driver_managed_externally": None,
-            "driver_managed_externally_reason": "",
-            "reasons": {},
-        },
+        "host": probe_host.empty_host(),
         "gpus": [],
         "gpu_count": 0,
         "nvswitch_count": 0,
@@ -75,153 +69,147 @@ def empty_facts(root_path, subsets):
     }
 
 
-def _nvml_location(root, ld_entries, packages):
-    path = probe_ldcache.resolve(ld_entries, "libnvidia-ml.so.1")
-    if path is None:
-        return None
-    real, _ = root.realpath(path)
-    owner = owned_by(packages, path) or owned_by(packages, real)
-    return path, real, owner
+class _Gathering:
+    """One gather run: the facts being filled, the root, and what the probes share (packages, ld cache)."""
+
+    def __init__(self, facts, root, live, *, timeout, started):
+        self.facts = facts
+        self.root = root
+        self.live = live
+        self.timeout_given = timeout  # as the caller wrote it, for messages
+        self.timeout = float(timeout)
+        self.per_call = max(1.0, min(10.0, self.timeout))
+        self.started = started
+        self._packages = None
+        self._ld = None
+        self.ld_reason = None
+        self.gpu_driver_info = {"driver_version": None, "cuda_driver_version_int": None, "reason": None}
+
+    def timed(self, name, func):
+        t0 = time.monotonic()
+        state = self.facts["probes"][name] = new_probe_state("ok")
+        try:
+            func(state)
+        except Exception as exc:  # a probe bug must not fail the host: report it
+            state.update(state="unknown", reason=f"probe error: {describe_error(exc)}")
+            self.facts["warnings"].append(f"{name} probe error: {describe_error(exc)}")
+        state["elapsed_ms"] = int((time.monotonic() - t0) * 1000)
+
+    def packages(self):
+        if self._packages is None:
+            self._packages = Packages(self.root)
+            for reason in self._packages.reasons:
+                self.facts["warnings"].append(f"package database: {reason}")
+        return self._packages
+
+    def ld(self):
+        if self._ld is None:
+            self._ld, self.ld_reason = probe_ldcache.load_ld_cache(self.root)
+        return self._ld
+
+    def host(self, state):
+        self.facts["host"] = probe_host.probe(self.root, self.live)
+
+    def gpu(self, state, keep):
+        gpus, nvswitches, info, reasons = probe_gpu.probe(self.root, self.live, timeout=self.per_call)
+        self.gpu_driver_info.update(info)
+        if not keep:
+            return
+        self.facts.update(
+            gpus=gpus, gpu_count=len(gpus), nvswitch_count=nvswitches, fabric_manager_required=nvswitches > 0
+        )
+        if reasons:
+            state.update(state="partial", reason="; ".join(reasons))
+
+    def driver(self, state):
+        packages = self.packages()
+        ld = self.ld()
+        self.facts["driver"] = probe_driver.probe(
+            self.root,
+            self.live,
+            packages,
+            nvml=probe_ldcache.nvml_location(self.root, ld, packages),
+            gpu_driver_info=self.gpu_driver_info,
+            host=self.facts["host"],
+            timeout=self.per_call,
+        )
+        problems = [r for r in [self.ld_reason, *packages.reasons] if r]
+        if problems:
+            state.update(state="partial", reason="; ".join(problems))
+
+    def cuda(self, state):
+        packages = self.packages()
+        self.facts["cuda"] = probe_cuda.probe(self.root, self.live, packages)
+        if packages.reasons:
+            state.update(state="partial", reason="; ".join(packages.reasons))
+
+    def cudnn(self, state, search_paths, max_depth):
+        packages = self.packages()
+        copies, resolved, warnings, truncated = probe_cudnn.probe(
+            self.root,
+            self.live,
+            packages,
+            self.ld(),
+            search_paths=search_paths,
+            max_depth=max_depth,
+            deadline=self.started + self.timeout,
+            timeout=self.per_call,
+        )
+        self.facts["cudnn"] = copies
+        self.facts["cudnn_resolved"] = resolved
+        self.facts["warnings"].extend(w for w in warnings if "deadline" in w)
+        problems = [*packages.reasons]
+        unlisted = [w for w in warnings if w.startswith("cannot list")]
+        if unlisted:
+            more = f" (and {len(unlisted) - 5} more)" if len(unlisted) > 5 else ""
+            problems.append("; ".join(unlisted[:5]) + more)
+        if self.ld_reason:
+            problems.append(f"loader cache: {self.ld_reason}")
+        if truncated:
+            problems.append(f"scan deadline of {self.timeout_given}s reached: results are partial")
+        if problems:
+            state.update(state="partial", reason="; ".join(problems))
+
+
+def _missing_root(facts, root, root_path, subsets):
+    """Every probe `unknown` with the reason: the root does not exist or is not a directory."""
+    if not os.path.exists(root.root):
+        reason = f"root {root_path} does not exist"
+    else:
+        reason = f"root {root_path} is not a directory"
+    for name in facts["probes"]:
+        if name == "host" or name in subsets:
+            facts["probes"][name] = new_probe_state("unknown", reason)
+    facts["warnings"].append(reason)
+    return facts
 
 
 def gather(
     root_path="/", gather_subset=("all",), *, cudnn_search_paths=(), max_depth=6, timeout=20.0, live=None
 ):
-    """The `nvidia` fact. `live` (run NVML, nvidia-smi, ctypes) defaults to root being `/`."""
+    """The `nvidia` fact. `live` (run NVML, nvidia-smi, modinfo, ctypes) defaults to root being `/`."""
     started = time.monotonic()
     subsets = resolve_subsets(gather_subset)
     facts = empty_facts(root_path, subsets)
     root = Root(root_path)
     if live is None:
         live = root.is_slash
-    per_call = max(1.0, min(10.0, float(timeout)))
-
     if not os.path.isdir(root.root):
-        reason = (
-            f"root {root_path} does not exist"
-            if not os.path.exists(root.root)
-            else (f"root {root_path} is not a directory")
-        )
-        for name in facts["probes"]:
-            if name == "host" or name in subsets:
-                facts["probes"][name] = new_probe_state("unknown", reason)
-        facts["warnings"].append(reason)
-        facts["elapsed_ms"] = int((time.monotonic() - started) * 1000)
-        return facts
-
-    def timed(name, func):
-        t0 = time.monotonic()
-        state = facts["probes"][name] = new_probe_state("ok")
-        try:
-            func(state)
-        except Exception as exc:  # a probe bug must not fail the host: report it
-            state.update(state="unknown", reason=f"probe error: {describe_error(exc)}")
-            facts["warnings"].append(f"{name} probe error: {describe_error(exc)}")
-        state["elapsed_ms"] = int((time.monotonic() - t0) * 1000)
-
-    shared = {}
-
-    def need_packages():
-        if "packages" not in shared:
-            shared["packages"] = Packages(root)
-            for reason in shared["packages"].reasons:
-                facts["warnings"].append(f"package database: {reason}")
-        return shared["packages"]
-
-    def need_ld():
-        if "ld" not in shared:
-            shared["ld"], shared["ld_reason"] = probe_ldcache.load_ld_cache(root)
-        return shared["ld"]
-
-    def do_host(state):
-        facts["host"] = probe_host.probe(root, live)
-
-    timed("host", do_host)
-
-    gpu_driver_info = {"driver_version": None, "cuda_driver_version_int": None, "reason": None}
-    if "gpu" in subsets or "driver" in subsets:
-
-        def do_gpu(state):
-            gpus, nvswitches, info, reasons = probe_gpu.probe(root, live, timeout=per_call)
-            gpu_driver_info.update(info)
-            if "gpu" in subsets:
-                facts["gpus"] = gpus
-                facts["gpu_count"] = len(gpus)
-                facts["nvswitch_count"] = nvswitches
-                facts["fabric_manager_required"] = nvswitches > 0
-                if reasons:
-                    state.update(state="partial", reason="; ".join(reasons))
-
-        timed("gpu", do_gpu)
-        if "gpu" not in subsets:
-            facts["probes"]["gpu"] = new_probe_state("skipped")
-
-    if "driver" in subsets:
-
-        def do_driver(state):
-            packages = need_packages()
-            ld = need_ld()
-            facts["driver"] = probe_driver.probe(
-                root,
-                live,
-                packages,
-                nvml=_nvml_location(root, ld, packages),
-                gpu_driver_info=gpu_driver_info,
-                host=facts["host"],
-                timeout=per_call,
-            )
-            if shared.get("ld_reason") or packages.reasons:
-                state.update(
-                    state="partial",
-                    reason="; ".join(r for r in [shared.get("ld_reason"), *packages.reasons] if r),
-                )
-
-        timed("driver", do_driver)
+        _missing_root(facts, root, root_path, subsets)
     else:
-        facts["host"]["reasons"].setdefault("driver_managed_externally", "driver subset not gathered")
-
-    if "cuda" in subsets:
-
-        def do_cuda(state):
-            packages = need_packages()
-            facts["cuda"] = probe_cuda.probe(root, live, packages)
-            if packages.reasons:
-                state.update(state="partial", reason="; ".join(packages.reasons))
-
-        timed("cuda", do_cuda)
-
-    if "cudnn" in subsets:
-
-        def do_cudnn(state):
-            packages = need_packages()
-            ld = need_ld()
-            deadline = started + float(timeout)
-            copies, resolved, warnings, truncated = probe_cudnn.probe(
-                root,
-                live,
-                packages,
-                ld,
-                search_paths=cudnn_search_paths,
-                max_depth=max_depth,
-                deadline=deadline,
-                timeout=per_call,
-            )
-            facts["cudnn"] = copies
-            facts["cudnn_resolved"] = resolved
-            facts["warnings"].extend(w for w in warnings if "deadline" in w)
-            problems = [*packages.reasons]
-            unlisted = [w for w in warnings if w.startswith("cannot list")]
-            if unlisted:
-                more = f" (and {len(unlisted) - 5} more)" if len(unlisted) > 5 else ""
-                problems.append("; ".join(unlisted[:5]) + more)
-            if shared.get("ld_reason"):
-                problems.append("loader cache: {}".format(shared["ld_reason"]))
-            if truncated:
-                problems.append(f"scan deadline of {timeout}s reached: results are partial")
-            if problems:
-                state.update(state="partial", reason="; ".join(problems))
-
-        timed("cudnn", do_cudnn)
-
+        run = _Gathering(facts, root, live, timeout=timeout, started=started)
+        run.timed("host", run.host)
+        if "gpu" in subsets or "driver" in subsets:  # the driver probe uses what NVML said
+            run.timed("gpu", lambda state: run.gpu(state, keep="gpu" in subsets))
+            if "gpu" not in subsets:
+                facts["probes"]["gpu"] = new_probe_state("skipped")
+        if "driver" in subsets:
+            run.timed("driver", run.driver)
+        else:
+            facts["host"]["reasons"].setdefault("driver_managed_externally", "driver subset not gathered")
+        if "cuda" in subsets:
+            run.timed("cuda", run.cuda)
+        if "cudnn" in subsets:
+            run.timed("cudnn", lambda state: run.cudnn(state, cudnn_search_paths, max_depth))
     facts["elapsed_ms"] = int((time.monotonic() - started) * 1000)
     return facts

@@ -8,59 +8,37 @@ import contextlib
 import ctypes
 import re
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import arch as kb_arch
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import gpus as _kb_gpus
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import (
     UNKNOWN,
     run_command,
     run_isolated,
     which,
 )
-
-try:  # the knowledge base of the compatibility work; optional (falls back to the table below)
-    from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import gpus as _kb_gpus
-except ImportError:  # pragma: no cover - depends on what is installed next to this file
-    _kb_gpus = None
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.ldcache import NVML_SONAME
 
 NVIDIA_VENDOR = "0x10de"
-GPU_CLASSES = ("0x0300", "0x0302")  # VGA compatible, 3D controller
+DISPLAY_CLASS = "0x03"  # PCI base class 0x03, display controller (0x0300 VGA, 0x0302 3D, 0x0380 other)
 NVSWITCH_CLASS = "0x0680"  # bridge, other: NVSwitch
 PCI_DEVICES = "/sys/bus/pci/devices"
-
-# Compute capability major.minor -> architecture; source: NVIDIA CUDA GPUs page
-# (developer.nvidia.com/cuda-gpus)
-# and CUDA programming guide, compute capabilities table. Used only when module_utils/gpus.py is absent.
-CC_ARCH = {
-    "3": "Kepler",
-    "5": "Maxwell",
-    "6": "Pascal",
-    "7.0": "Volta",
-    "7.2": "Volta",
-    "7.5": "Turing",
-    "8.0": "Ampere",
-    "8.6": "Ampere",
-    "8.7": "Ampere",
-    "8.8": "Ampere",
-    "8.9": "Ada Lovelace",
-    "9": "Hopper",
-    "10": "Blackwell",
-    "11": "Blackwell",
-    "12": "Blackwell",
-}
+_PCI_ID = re.compile(r"^0x[0-9a-f]{4}$")
 
 
 def _kb_resolve(item):
-    """gpus.resolve_gpu of the knowledge base (optional); None when absent or when it raises."""
+    """plan/gpus.resolve_gpu (identification through the kb tables); None when it cannot identify the item."""
     resolve_gpu = getattr(_kb_gpus, "resolve_gpu", None)
     if resolve_gpu is None:
         return None
     try:
         gpu, _warnings = resolve_gpu(item)
-    except Exception:  # the knowledge base is optional here; never fail for it
+    except Exception:  # a probe never fails for an odd value it observed
         return None
     return gpu if isinstance(gpu, dict) else None
 
 
 def architecture(compute_capability, device_id=None, name=None):
-    """(architecture, reason) from the knowledge base (module_utils/gpus.py) if present, else the CC table."""
+    """(architecture, reason): the device/CC identification of plan/gpus.py, else kb/arch.py by CC family."""
     if compute_capability and compute_capability != UNKNOWN:
         known = _kb_resolve({"compute_capability": compute_capability})
         if known and known.get("architecture") not in (None, UNKNOWN):
@@ -70,8 +48,7 @@ def architecture(compute_capability, device_id=None, name=None):
         if known and known.get("architecture") not in (None, UNKNOWN):
             return known["architecture"], None
     if compute_capability and compute_capability != UNKNOWN:
-        major = compute_capability.split(".")[0]
-        arch = CC_ARCH.get(compute_capability) or CC_ARCH.get(major)
+        arch = kb_arch.cc_architecture(compute_capability, by_major=True)
         if arch:
             return arch, None
         return UNKNOWN, f"compute capability {compute_capability} is not in the architecture table"
@@ -108,8 +85,55 @@ def _attr(root, device, name):
     return text.strip().lower() if text else None
 
 
+def _pci_id(value):
+    """'0x18bf' -> '0x18BF' (the `gpus` item form of nvidia_compat); None when not a 16-bit PCI id."""
+    return "0x" + value[2:].upper() if value and _PCI_ID.match(value) else None
+
+
+def new_gpu(source, **fields):
+    """One GPU entry of the facts (the one schema, for sysfs and NVML/nvidia-smi GPUs alike)."""
+    gpu = {
+        "index": None,
+        "name": UNKNOWN,
+        "pci_bus_id": UNKNOWN,
+        "vendor_id": NVIDIA_VENDOR,
+        "device_id": UNKNOWN,
+        "subsystem_vendor_id": UNKNOWN,
+        "subsystem_device_id": UNKNOWN,
+        "pci_class": UNKNOWN,
+        "kernel_driver": UNKNOWN,
+        "architecture": UNKNOWN,
+        "compute_capability": UNKNOWN,
+        "memory_mib": None,
+        "uuid": UNKNOWN,
+        "vbios": UNKNOWN,
+        "persistence_mode": None,
+        "mig_mode": UNKNOWN,
+        "source": source,
+        "reasons": {},
+    }
+    gpu.update(fields)
+    gpu["pci_device_id"] = _pci_id(gpu["device_id"])
+    gpu["pci_subsystem_vendor_id"] = _pci_id(gpu["subsystem_vendor_id"])
+    gpu["pci_subsystem_id"] = _pci_id(gpu["subsystem_device_id"])
+    return gpu
+
+
+def _sysfs_gpu(root, device, pci_class):
+    driver = root.readlink(f"{PCI_DEVICES}/{device}/driver")
+    return new_gpu(
+        "sysfs",
+        pci_bus_id=normalize_bus_id(device),
+        device_id=_attr(root, device, "device") or UNKNOWN,
+        subsystem_vendor_id=_attr(root, device, "subsystem_vendor") or UNKNOWN,
+        subsystem_device_id=_attr(root, device, "subsystem_device") or UNKNOWN,
+        pci_class=pci_class,
+        kernel_driver=driver.rstrip("/").split("/")[-1] if driver else "none",
+    )
+
+
 def scan_pci(root):
-    """(gpus, nvswitch_count, reason) from sysfs."""
+    """(gpus, nvswitch_count, reason) from sysfs: NVIDIA display controllers and NVSwitches."""
     names, reason = root.listdir(PCI_DEVICES)
     if names is None:
         if not root.exists(PCI_DEVICES):
@@ -123,32 +147,8 @@ def scan_pci(root):
         pci_class = _attr(root, device, "class") or ""
         if pci_class[:6] == NVSWITCH_CLASS:
             nvswitches += 1
-            continue
-        if pci_class[:6] not in GPU_CLASSES:
-            continue
-        driver = root.readlink(f"{PCI_DEVICES}/{device}/driver")
-        gpus.append(
-            {
-                "index": None,
-                "name": UNKNOWN,
-                "pci_bus_id": normalize_bus_id(device),
-                "vendor_id": NVIDIA_VENDOR,
-                "device_id": _attr(root, device, "device") or UNKNOWN,
-                "subsystem_vendor_id": _attr(root, device, "subsystem_vendor") or UNKNOWN,
-                "subsystem_device_id": _attr(root, device, "subsystem_device") or UNKNOWN,
-                "pci_class": pci_class,
-                "kernel_driver": driver.rstrip("/").split("/")[-1] if driver else "none",
-                "architecture": UNKNOWN,
-                "compute_capability": UNKNOWN,
-                "memory_mib": None,
-                "uuid": UNKNOWN,
-                "vbios": UNKNOWN,
-                "persistence_mode": None,
-                "mig_mode": UNKNOWN,
-                "source": "sysfs",
-                "reasons": {},
-            }
-        )
+        elif pci_class[:4] == DISPLAY_CLASS:
+            gpus.append(_sysfs_gpu(root, device, pci_class))
     return gpus, nvswitches, None
 
 
@@ -172,7 +172,56 @@ class _Memory(ctypes.Structure):  # nvmlMemory_t
 NVML_ERROR_NOT_SUPPORTED = 3
 
 
-def nvml_query(library="libnvidia-ml.so.1"):
+def _nvml_text(getter, handle, buf):
+    return buf.value.decode() if getter(handle, buf, 96) == 0 else None
+
+
+def _nvml_mig_mode(nvml, handle):
+    current, pending = ctypes.c_uint(), ctypes.c_uint()
+    rc = nvml.nvmlDeviceGetMigMode(handle, ctypes.byref(current), ctypes.byref(pending))
+    if rc == 0:
+        return "enabled" if current.value == 1 else "disabled"
+    return "unsupported" if rc == NVML_ERROR_NOT_SUPPORTED else None
+
+
+def _nvml_gpu(nvml, handle, index, buf):
+    """What NVML says about one device (keys only for the values it reported)."""
+    gpu = {
+        "index": index,
+        "name": _nvml_text(nvml.nvmlDeviceGetName, handle, buf),
+        "uuid": _nvml_text(nvml.nvmlDeviceGetUUID, handle, buf),
+        "vbios": _nvml_text(nvml.nvmlDeviceGetVbiosVersion, handle, buf),
+        "mig_mode": _nvml_mig_mode(nvml, handle),
+    }
+    pci = _PciInfo()
+    if nvml.nvmlDeviceGetPciInfo_v3(handle, ctypes.byref(pci)) == 0:
+        gpu["pci_bus_id"] = pci.busId.decode()
+        gpu["pci_device_id"] = pci.pciDeviceId
+        gpu["pci_subsystem_id"] = pci.pciSubSystemId
+    memory = _Memory()
+    if nvml.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(memory)) == 0:
+        gpu["memory_mib"] = memory.total // (1024 * 1024)
+    mode = ctypes.c_uint()
+    if nvml.nvmlDeviceGetPersistenceMode(handle, ctypes.byref(mode)) == 0:
+        gpu["persistence_mode"] = mode.value == 1
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    if nvml.nvmlDeviceGetCudaComputeCapability(handle, ctypes.byref(major), ctypes.byref(minor)) == 0:
+        gpu["compute_capability"] = f"{major.value}.{minor.value}"
+    return {k: v for k, v in gpu.items() if v is not None}
+
+
+def _nvml_system(nvml, buf):
+    result = {"driver_version": None, "cuda_driver_version_int": None, "gpus": []}
+    if nvml.nvmlSystemGetDriverVersion(buf, 96) == 0:
+        result["driver_version"] = buf.value.decode()
+    cuda_version = ctypes.c_int()
+    getter = getattr(nvml, "nvmlSystemGetCudaDriverVersion_v2", None) or nvml.nvmlSystemGetCudaDriverVersion
+    if getter(ctypes.byref(cuda_version)) == 0:
+        result["cuda_driver_version_int"] = cuda_version.value
+    return result
+
+
+def nvml_query(library=NVML_SONAME):
     """Everything NVML says about the GPUs (call through run_isolated: it loads a vendor library)."""
     nvml = ctypes.CDLL(library)
     rc = nvml.nvmlInit_v2()
@@ -180,15 +229,7 @@ def nvml_query(library="libnvidia-ml.so.1"):
         return {"error": f"nvmlInit_v2 returned {rc}"}
     try:
         buf = ctypes.create_string_buffer(96)
-        result = {"driver_version": None, "cuda_driver_version_int": None, "gpus": []}
-        if nvml.nvmlSystemGetDriverVersion(buf, 96) == 0:
-            result["driver_version"] = buf.value.decode()
-        cuda_version = ctypes.c_int()
-        getter = (
-            getattr(nvml, "nvmlSystemGetCudaDriverVersion_v2", None) or nvml.nvmlSystemGetCudaDriverVersion
-        )
-        if getter(ctypes.byref(cuda_version)) == 0:
-            result["cuda_driver_version_int"] = cuda_version.value
+        result = _nvml_system(nvml, buf)
         count = ctypes.c_uint()
         rc = nvml.nvmlDeviceGetCount_v2(ctypes.byref(count))
         if rc != 0:
@@ -196,36 +237,8 @@ def nvml_query(library="libnvidia-ml.so.1"):
             return result
         for index in range(count.value):
             handle = ctypes.c_void_p()
-            if nvml.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(handle)) != 0:
-                continue
-            gpu = {"index": index}
-            if nvml.nvmlDeviceGetName(handle, buf, 96) == 0:
-                gpu["name"] = buf.value.decode()
-            pci = _PciInfo()
-            if nvml.nvmlDeviceGetPciInfo_v3(handle, ctypes.byref(pci)) == 0:
-                gpu["pci_bus_id"] = pci.busId.decode()
-                gpu["pci_device_id"] = pci.pciDeviceId
-                gpu["pci_subsystem_id"] = pci.pciSubSystemId
-            if nvml.nvmlDeviceGetUUID(handle, buf, 96) == 0:
-                gpu["uuid"] = buf.value.decode()
-            memory = _Memory()
-            if nvml.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(memory)) == 0:
-                gpu["memory_mib"] = memory.total // (1024 * 1024)
-            if nvml.nvmlDeviceGetVbiosVersion(handle, buf, 96) == 0:
-                gpu["vbios"] = buf.value.decode()
-            mode = ctypes.c_uint()
-            if nvml.nvmlDeviceGetPersistenceMode(handle, ctypes.byref(mode)) == 0:
-                gpu["persistence_mode"] = mode.value == 1
-            current, pending = ctypes.c_uint(), ctypes.c_uint()
-            rc = nvml.nvmlDeviceGetMigMode(handle, ctypes.byref(current), ctypes.byref(pending))
-            if rc == 0:
-                gpu["mig_mode"] = "enabled" if current.value == 1 else "disabled"
-            elif rc == NVML_ERROR_NOT_SUPPORTED:
-                gpu["mig_mode"] = "unsupported"
-            major, minor = ctypes.c_int(), ctypes.c_int()
-            if nvml.nvmlDeviceGetCudaComputeCapability(handle, ctypes.byref(major), ctypes.byref(minor)) == 0:
-                gpu["compute_capability"] = f"{major.value}.{minor.value}"
-            result["gpus"].append(gpu)
+            if nvml.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(handle)) == 0:
+                result["gpus"].append(_nvml_gpu(nvml, handle, index, buf))
         return result
     finally:
         nvml.nvmlShutdown()
@@ -252,6 +265,38 @@ def _na(value):
     return None if not value or value.startswith("[") or value in ("N/A", "[N/A]") else value
 
 
+def _smi_gpu(values):
+    """One GPU of the nvidia-smi CSV ({field: text}) in nvml_query()'s form."""
+    gpu = {}
+    if _na(values.get("index")) and values["index"].isdigit():
+        gpu["index"] = int(values["index"])
+    for key, field in (
+        ("name", "name"),
+        ("pci_bus_id", "pci.bus_id"),
+        ("vbios", "vbios_version"),
+        ("uuid", "uuid"),
+        ("compute_capability", "compute_cap"),
+    ):
+        if _na(values.get(field)):
+            gpu[key] = values[field]
+    for key, field in (("pci_device_id", "pci.device_id"), ("pci_subsystem_id", "pci.sub_device_id")):
+        if _na(values.get(field)):
+            with contextlib.suppress(ValueError):
+                gpu[key] = int(values[field], 16)
+    memory = re.match(r"^(\d+)", _na(values.get("memory.total")) or "")
+    if memory:
+        gpu["memory_mib"] = int(memory.group(1))
+    persistence = _na(values.get("persistence_mode"))
+    if persistence:
+        gpu["persistence_mode"] = persistence.lower() == "enabled"
+    mig = (values.get("mig.mode.current") or "").strip()
+    if mig.lower() in ("enabled", "disabled"):
+        gpu["mig_mode"] = mig.lower()
+    elif mig in ("[N/A]", "N/A"):
+        gpu["mig_mode"] = "unsupported"
+    return gpu
+
+
 def parse_smi_csv(text, fields=SMI_FIELDS):
     """nvidia-smi --query-gpu csv (with or without header/units) -> result like nvml_query()."""
     result = {"driver_version": None, "cuda_driver_version_int": None, "gpus": []}
@@ -259,38 +304,9 @@ def parse_smi_csv(text, fields=SMI_FIELDS):
         if not line.strip() or line.startswith("index"):
             continue
         values = dict(zip(fields, [v.strip() for v in line.split(",")]))
-        gpu = {}
-        if _na(values.get("index")) and values["index"].isdigit():
-            gpu["index"] = int(values["index"])
-        for key, field in (
-            ("name", "name"),
-            ("pci_bus_id", "pci.bus_id"),
-            ("vbios", "vbios_version"),
-            ("uuid", "uuid"),
-            ("compute_capability", "compute_cap"),
-        ):
-            if _na(values.get(field)):
-                gpu[key] = values[field]
-        for key, field in (("pci_device_id", "pci.device_id"), ("pci_subsystem_id", "pci.sub_device_id")):
-            if _na(values.get(field)):
-                with contextlib.suppress(ValueError):
-                    gpu[key] = int(values[field], 16)
-        memory = _na(values.get("memory.total"))
-        if memory:
-            match = re.match(r"^(\d+)", memory)
-            if match:
-                gpu["memory_mib"] = int(match.group(1))
-        persistence = _na(values.get("persistence_mode"))
-        if persistence:
-            gpu["persistence_mode"] = persistence.lower() == "enabled"
-        mig = (values.get("mig.mode.current") or "").strip()
-        if mig.lower() in ("enabled", "disabled"):
-            gpu["mig_mode"] = mig.lower()
-        elif mig in ("[N/A]", "N/A"):
-            gpu["mig_mode"] = "unsupported"
         if _na(values.get("driver_version")):
             result["driver_version"] = values["driver_version"]
-        result["gpus"].append(gpu)
+        result["gpus"].append(_smi_gpu(values))
     return result
 
 
@@ -313,6 +329,33 @@ def smi_query(timeout=10.0):
     return None, reason
 
 
+MERGED_KEYS = (
+    "index",
+    "name",
+    "uuid",
+    "vbios",
+    "memory_mib",
+    "persistence_mode",
+    "mig_mode",
+    "compute_capability",
+)
+
+
+def _runtime_only_gpu(bus, data, source):
+    """A GPU NVML/nvidia-smi reports but sysfs does not show (e.g. a container without /sys/bus/pci)."""
+    device = data.get("pci_device_id")
+    subsystem = data.get("pci_subsystem_id")
+    known = isinstance(subsystem, int)
+    return new_gpu(
+        source,
+        pci_bus_id=bus or UNKNOWN,
+        device_id=("0x%04x" % (device >> 16)) if isinstance(device, int) else UNKNOWN,
+        subsystem_vendor_id=("0x%04x" % (subsystem & 0xFFFF)) if known else UNKNOWN,
+        subsystem_device_id=("0x%04x" % (subsystem >> 16)) if known else UNKNOWN,
+        reasons={"pci_class": f"GPU not visible in sysfs ({PCI_DEVICES} under root)"},
+    )
+
+
 def merge(sysfs_gpus, enriched, source):
     """Enrich sysfs GPUs with NVML/nvidia-smi data (matched by PCI bus id); keep GPUs only one side saw."""
     by_bus = {g["pci_bus_id"]: g for g in sysfs_gpus}
@@ -320,44 +363,10 @@ def merge(sysfs_gpus, enriched, source):
         bus = normalize_bus_id(data.get("pci_bus_id", ""))
         gpu = by_bus.get(bus)
         if gpu is None:
-            device = data.get("pci_device_id")
-            subsystem = data.get("pci_subsystem_id")
-            gpu = {
-                "index": None,
-                "name": UNKNOWN,
-                "pci_bus_id": bus or UNKNOWN,
-                "vendor_id": NVIDIA_VENDOR,
-                "device_id": ("0x%04x" % (device >> 16)) if isinstance(device, int) else UNKNOWN,
-                "subsystem_vendor_id": ("0x%04x" % (subsystem & 0xFFFF))
-                if isinstance(subsystem, int)
-                else UNKNOWN,
-                "subsystem_device_id": ("0x%04x" % (subsystem >> 16))
-                if isinstance(subsystem, int)
-                else UNKNOWN,
-                "pci_class": UNKNOWN,
-                "kernel_driver": UNKNOWN,
-                "architecture": UNKNOWN,
-                "compute_capability": UNKNOWN,
-                "memory_mib": None,
-                "uuid": UNKNOWN,
-                "vbios": UNKNOWN,
-                "persistence_mode": None,
-                "mig_mode": UNKNOWN,
-                "source": source,
-                "reasons": {"pci_class": f"GPU not visible in sysfs ({PCI_DEVICES} under root)"},
-            }
+            gpu = _runtime_only_gpu(bus, data, source)
             by_bus[gpu["pci_bus_id"]] = gpu
         gpu["source"] = source
-        for key in (
-            "index",
-            "name",
-            "uuid",
-            "vbios",
-            "memory_mib",
-            "persistence_mode",
-            "mig_mode",
-            "compute_capability",
-        ):
+        for key in MERGED_KEYS:
             if data.get(key) is not None:
                 gpu[key] = data[key]
     return [by_bus[k] for k in sorted(by_bus)]

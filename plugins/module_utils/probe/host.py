@@ -1,12 +1,30 @@
 # Copyright: gpufleet contributors
 # Apache-2.0
-"""Host context: container, VM, and whether the NVIDIA driver is managed from outside this filesystem."""
+"""Host context: OS, kernel release, EFI and Secure Boot, container, VM, and whether the NVIDIA driver is
+managed from outside this filesystem (the one definition of a host-managed driver)."""
 
 from __future__ import annotations
 
 import os
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import distributions as kb_distributions
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import UNKNOWN
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.ldcache import NVML_SONAME
+
+OS_RELEASE = ("/etc/os-release", "/usr/lib/os-release")  # os-release(5): the second is the fallback
+KERNEL_RELEASE = "/proc/sys/kernel/osrelease"
+EFI_DIR = "/sys/firmware/efi"
+SECURE_BOOT_VAR = EFI_DIR + "/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+CONTAINER_FILES = (("/.dockerenv", "docker"), ("/run/.containerenv", "podman"))
+CONTAINER_ENV = {"lxc": "lxc", "podman": "podman", "docker": "docker", "systemd-nspawn": "systemd-nspawn"}
+CGROUP_MARKERS = (
+    ("kubepods", "kubernetes"),
+    ("docker", "docker"),
+    ("libpod", "podman"),
+    ("containerd", "containerd"),
+    ("lxc", "lxc"),
+)
 
 VM_DMI = (
     # (substring of sys_vendor/product_name lower-cased, name)
@@ -25,39 +43,31 @@ VM_DMI = (
 )
 
 
+def _container_from_environ(root):
+    """The `container=` variable of PID 1 (systemd's convention), or None."""
+    text, _ = root.read_text("/proc/1/environ", limit=65536)
+    for item in (text or "").split("\0"):
+        if item.startswith("container="):
+            value = item.split("=", 1)[1].strip() or "other"
+            return CONTAINER_ENV.get(value, "other")
+    return None
+
+
 def detect_container(root, environ=None):
     """(name, reason)."""
     environ = os.environ if environ is None else environ
-    if root.exists("/.dockerenv"):
-        return "docker", None
-    if root.exists("/run/.containerenv"):
-        return "podman", None
+    for path, name in CONTAINER_FILES:
+        if root.exists(path):
+            return name, None
     if "KUBERNETES_SERVICE_HOST" in environ and root.is_slash:
         return "kubernetes", None
-    text, _ = root.read_text("/proc/1/environ", limit=65536)
-    if text:
-        for item in text.split("\0"):
-            if item.startswith("container="):
-                value = item.split("=", 1)[1].strip() or "other"
-                return {
-                    "lxc": "lxc",
-                    "podman": "podman",
-                    "docker": "docker",
-                    "systemd-nspawn": "systemd-nspawn",
-                }.get(value, "other"), None
+    name = _container_from_environ(root)
+    if name:
+        return name, None
     cgroup, reason = root.read_text("/proc/1/cgroup", limit=65536)
     if cgroup is None:
         return UNKNOWN, reason or "no /proc/1/cgroup under root"
-    for marker, name in (
-        ("kubepods", "kubernetes"),
-        ("docker", "docker"),
-        ("libpod", "podman"),
-        ("containerd", "containerd"),
-        ("lxc", "lxc"),
-    ):
-        if marker in cgroup:
-            return name, None
-    return "none", None
+    return next((name for marker, name in CGROUP_MARKERS if marker in cgroup), "none"), None
 
 
 def detect_vm(root):
@@ -88,7 +98,7 @@ def detect_vm(root):
 def driver_managed_externally(container, nvml_path, nvml_real, packages_owning, *, readonly):
     """(bool|None, evidence) from where libnvidia-ml.so.1 lives and who owns it."""
     if nvml_path is None:
-        return None, "no libnvidia-ml.so.1 in the loader cache: no driver user-space to judge"
+        return None, f"no {NVML_SONAME} in the loader cache: no driver user-space to judge"
     if packages_owning:
         return False, f"{nvml_real} is owned by package {packages_owning}"
     evidence = []
@@ -99,8 +109,8 @@ def driver_managed_externally(container, nvml_path, nvml_real, packages_owning, 
     if container not in ("none", UNKNOWN):
         evidence.append(f"inside a {container} container")
     if evidence:
-        return True, "libnvidia-ml.so.1 at {} ({}, no package owns it)".format(nvml_real, ", ".join(evidence))
-    return False, f"libnvidia-ml.so.1 at {nvml_real} is not owned by a package (runfile or manual install)"
+        return True, "{} at {} ({}, no package owns it)".format(NVML_SONAME, nvml_real, ", ".join(evidence))
+    return False, f"{NVML_SONAME} at {nvml_real} is not owned by a package (runfile or manual install)"
 
 
 def is_readonly(path):
@@ -110,14 +120,81 @@ def is_readonly(path):
         return False
 
 
-def probe(root, live):
-    host = {
+def parse_os_release(text):
+    """{KEY: value} of an os-release file (quotes removed, comments and blank lines skipped)."""
+    values = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and not key.strip().startswith("#"):
+            values[key.strip()] = value.strip().strip("\"'")
+    return values
+
+
+def read_os(root):
+    """({distribution, version, key}, reason) from <root>/etc/os-release (else usr/lib/os-release).
+
+    ``distribution`` is Ansible's name (ubuntu -> Ubuntu, rhel -> RedHat, ol -> OracleLinux, ...),
+    ``version`` the VERSION_ID, ``key`` kb/hosts.os_key() (None for an OS gpufleet does not support).
+    """
+    reasons = []
+    for path in OS_RELEASE:
+        text, reason = root.read_text(path, limit=65536) if root.exists(path) else (None, None)
+        values = parse_os_release(text)
+        if values.get("ID"):
+            distribution = kb_distributions.ansible_name(values["ID"])
+            version = values.get("VERSION_ID", "")
+            return {
+                "distribution": distribution,
+                "version": version,
+                "key": kb_hosts.os_key(distribution, version),
+            }, None
+        reasons.append(reason or (f"no ID in {path}" if text is not None else f"{path} does not exist"))
+    return {"distribution": UNKNOWN, "version": UNKNOWN, "key": None}, "; ".join(reasons)
+
+
+def kernel_release(root, live):
+    """(release, reason): <root>/proc/sys/kernel/osrelease, else the running kernel's when live, else ""."""
+    text, reason = root.read_text(KERNEL_RELEASE, limit=4096) if root.exists(KERNEL_RELEASE) else (None, None)
+    if text and text.strip():
+        return text.strip(), None
+    if live:
+        return os.uname().release, None
+    return "", reason or f"{KERNEL_RELEASE} not present under root (and root is not /)"
+
+
+def efi(root):
+    """True when the system booted through EFI (the firmware exposes /sys/firmware/efi)."""
+    return root.isdir(EFI_DIR)
+
+
+def secure_boot(root):
+    """(state, reason): "enabled"|"disabled"|"unknown" from the SecureBoot EFI variable."""
+    if not efi(root):
+        return UNKNOWN, "no EFI variables (legacy BIOS boot or not exposed)"
+    data, reason = root.read_bytes(SECURE_BOOT_VAR, limit=64)
+    if data is None:
+        return UNKNOWN, reason if root.exists(SECURE_BOOT_VAR) else "no SecureBoot EFI variable"
+    if len(data) < 5:
+        return UNKNOWN, f"SecureBoot EFI variable is {len(data)} bytes long (expected 5)"
+    return ("enabled" if data[4] == 1 else "disabled"), None
+
+
+def empty_host():
+    """The `host` fact before anything is probed."""
+    return {
         "container": UNKNOWN,
         "vm": UNKNOWN,
         "driver_managed_externally": None,
         "driver_managed_externally_reason": "",
+        "kernel_release": "",
+        "os": {"distribution": UNKNOWN, "version": UNKNOWN, "key": None},
+        "efi": False,
         "reasons": {},
     }
+
+
+def _probe_runtime(root, live, host):
+    """Container and VM: they describe a running system (skipped for an image without /proc or /sys)."""
     if live or root.exists("/proc/1") or root.exists("/.dockerenv"):
         host["container"], reason = detect_container(root)
         if reason:
@@ -130,4 +207,16 @@ def probe(root, live):
             host["reasons"]["vm"] = reason
     else:
         host["reasons"]["vm"] = "runtime probe skipped: root is not / (no /proc or /sys under root)"
+
+
+def probe(root, live):
+    host = empty_host()
+    _probe_runtime(root, live, host)
+    host["os"], reason = read_os(root)
+    if reason:
+        host["reasons"]["os"] = reason
+    host["kernel_release"], reason = kernel_release(root, live)
+    if reason:
+        host["reasons"]["kernel_release"] = reason
+    host["efi"] = efi(root)
     return host

@@ -16,7 +16,9 @@ import re
 import struct
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import run_command, which
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.packages import owned_by
 
+NVML_SONAME = "libnvidia-ml.so.1"  # the driver's NVML library: where the loader finds it locates the driver
 OLD_MAGIC = b"ld.so-1.7.0"
 NEW_MAGIC = b"glibc-ld.so.cache1.1"
 CACHE = "/etc/ld.so.cache"
@@ -109,6 +111,16 @@ def resolve(entries, soname, machine=None):
         if name == soname and _arch_ok(flags, machine):
             return path
     return None
+
+
+def nvml_location(root, entries, packages):
+    """(cache path, real inner path, owning package or None) of libnvidia-ml.so.1, or None when absent."""
+    path = resolve(entries, NVML_SONAME)
+    if path is None:
+        return None
+    real, _ = root.realpath(path)
+    owner = owned_by(packages, path) or owned_by(packages, real)
+    return path, real, owner
 
 
 def sonames(entries, pattern, machine=None):

@@ -13,8 +13,14 @@ import re
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import run_command, which
 
 RELEVANT = re.compile(
-    r"^(lib)?(cudnn|nvidia|cuda|nccl|kmod-nvidia|dkms-nvidia|xserver-xorg-video-nvidia|firmware-nvidia)",
+    r"^(lib)?(cudnn|nvidia|cuda|nccl|kmod-nvidia|dkms-nvidia|xserver-xorg-video-nvidia|firmware-nvidia|"
+    r"linux-modules-nvidia|datacenter-gpu-manager)",
     re.IGNORECASE,
+)
+# The packages of an NVIDIA driver installation (`driver.packages` of the facts, deb and rpm names).
+DRIVER_PACKAGES = re.compile(
+    r"^(nvidia-|libnvidia-|cuda-drivers|linux-modules-nvidia-|libcuda1$|firmware-nvidia-gsp|kmod-nvidia|"
+    r"datacenter-gpu-manager)"
 )
 DPKG_STATUS = "/var/lib/dpkg/status"
 RPM_DB_DIRS = ("/var/lib/rpm", "/usr/lib/sysimage/rpm")
@@ -178,6 +184,14 @@ class Packages:
             else:
                 self._files[key] = rpm_files(self.root, package)
         return self._files[key]
+
+    def driver_packages(self):
+        """Every installed NVIDIA driver package: [{name, version, held}] sorted by name."""
+        return [
+            {"name": p["name"], "version": p["version"], "held": bool(p["held"])}
+            for _, p in sorted(self.all().items())
+            if DRIVER_PACKAGES.match(p["name"])
+        ]
 
     def public(self, package):
         """The package as reported in facts."""

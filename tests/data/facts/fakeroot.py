@@ -2,8 +2,9 @@
 
 Every tree is made at test time in a temporary directory (nothing binary is committed). `h200()` rebuilds
 the real H200 host (tests/data/h200-ubuntu2404, captured 2026-11-30) as files: sysfs attributes,
-/proc/driver/nvidia, the dpkg database, the loader cache built from `ldconfig -p`, CUDA 13.0 behind
-alternatives, the libcudnn9-cuda-13 package and the nvidia-cudnn-cu13 wheel in /opt/torch/.venv.
+/proc/driver/nvidia, the kernel release and /etc/os-release, the dpkg database, the loader cache built
+from `ldconfig -p`, CUDA 13.0 behind alternatives, the libcudnn9-cuda-13 package and the nvidia-cudnn-cu13
+wheel in /opt/torch/.venv.
 """
 
 from __future__ import annotations
@@ -158,6 +159,14 @@ def h200(root):
     write(root, "/proc/cmdline", "console=ttyS0 reboot=k panic=1 virtio_mmio.device=4K@0xd0000000:5\n")
     write(root, "/proc/cpuinfo", "processor\t: 0\nflags\t\t: fpu vme sse2 hypervisor avx\n")
     write(root, "/proc/1/cgroup", "0::/\n")
+    # kernel and OS as the README of the capture names them (Ubuntu 24.04.3 LTS, kernel 6.18.44)
+    write(root, "/proc/sys/kernel/osrelease", "6.18.44\n")
+    write(
+        root,
+        "/etc/os-release",
+        'PRETTY_NAME="Ubuntu 24.04.3 LTS"\nNAME="Ubuntu"\nVERSION_ID="24.04"\n'
+        'VERSION="24.04.3 LTS (Noble Numbat)"\nVERSION_CODENAME=noble\nID=ubuntu\nID_LIKE=debian\n',
+    )
     # dpkg database from `dpkg-query -W` and `dpkg -L`
     packages = []
     for line in (H200_DATA / "dpkg-query-nvidia-cuda.tsv").read_text().splitlines():

@@ -4,6 +4,9 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.nvidia.plugins.filter import nvidia
 from ansible_collections.gpufleet.nvidia.plugins.filter.nvidia import FilterModule
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import facts as probe_facts
+
+from tests.data.facts import fakeroot
 
 FILTERS = FilterModule().filters()
 
@@ -84,3 +87,13 @@ def test_bad_input(name, args, message):
 
 def test_module_level_functions_are_the_filters():
     assert FILTERS["gpu_architecture"] is nvidia.gpu_architecture
+
+
+def test_gpu_of_the_facts_is_accepted(tmp_path):
+    """ansible_facts.nvidia.gpus[0] | gpufleet.nvidia.gpu_architecture: a GPU of the facts as it comes."""
+    fakeroot.h200(tmp_path)
+    (gpu,) = probe_facts.gather(str(tmp_path), ["gpu"])["gpus"]
+    assert FILTERS["gpu_architecture"](gpu) == "Hopper"
+    assert FILTERS["gpu_info"](gpu)["pci_subsystem_id"] == "0x18BF"
+    unknown_cc = dict(gpu, compute_capability="unknown", name="unknown")
+    assert FILTERS["gpu_architecture"](unknown_cc) == "Hopper"  # identified by its PCI id

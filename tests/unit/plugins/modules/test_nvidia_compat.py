@@ -4,7 +4,9 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import facts as probe_facts
 from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_compat
 
 FIXTURE = Path(__file__).resolve().parents[3] / "data/compat/h200-ubuntu2404"
@@ -187,8 +189,121 @@ def test_bad_input_fails_with_one_sentence(capsys, monkeypatch, tmp_path, args, 
     assert "Traceback" not in json.dumps(result)
 
 
-def test_read_os_release_fallbacks(tmp_path):
-    assert nvidia_compat.read_os_release(str(tmp_path)) is None
-    (tmp_path / "usr/lib").mkdir(parents=True)
-    (tmp_path / "usr/lib/os-release").write_text("ID='debian'\nVERSION_ID='12'\n# comment\n")
-    assert nvidia_compat.read_os_release(str(tmp_path)) == {"distribution": "debian", "version": "12"}
+# ------------------------------------------------------------------ facts: given, or gathered here
+def h200_facts(h200_root):
+    """ansible_facts.nvidia of the fake H200 root, as gpufleet.nvidia.nvidia_facts returns it."""
+    return probe_facts.gather(str(h200_root), ["gpu", "driver"])
+
+
+def test_gathers_the_gpu_and_driver_subsets_without_facts(capsys, monkeypatch, h200_root):
+    seen = []
+    real = nvidia_compat.gather
+
+    def spy(root, subsets):
+        seen.append((root, subsets))
+        return real(root, subsets)
+
+    monkeypatch.setattr(nvidia_compat, "gather", spy)
+    result = run(capsys, monkeypatch, h200_root, cuda_version="13.0")
+    assert seen == [(str(h200_root), ["gpu", "driver"])]
+    assert [g["name"] for g in result["gpus"]] == ["NVIDIA H200"]
+
+
+def no_gathering(*args, **kwargs):
+    raise AssertionError("nvidia_compat gathered facts although facts were given")
+
+
+def test_facts_given_nothing_is_read_from_the_host(capsys, monkeypatch, h200_root, tmp_path_factory):
+    facts = h200_facts(h200_root)
+    monkeypatch.setattr(nvidia_compat, "gather", no_gathering)
+    # the host root now would answer differently: no GPU, no driver, Ubuntu 20.04
+    other = tmp_path_factory.mktemp("other")
+    (other / "etc").mkdir()
+    (other / "etc/os-release").write_text("ID=ubuntu\nVERSION_ID=20.04\n")
+    result = run(capsys, monkeypatch, other, facts=facts, cuda_version="13.0", cudnn_version="9.14.0")
+    assert result.get("failed") is not True
+    assert result["compatible"] is True
+    (gpu,) = result["gpus"]
+    assert (gpu["name"], gpu["architecture"], gpu["compute_capability"]) == ("NVIDIA H200", "Hopper", "9.0")
+    assert result["recommended"]["driver_branch"] == "580"
+
+
+def test_facts_give_the_loaded_driver_flavor_and_os(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(nvidia_compat, "gather", no_gathering)
+    facts = {
+        "schema_version": 1,
+        "gpus": [],
+        "driver": {"loaded_version": "580.159.04", "loaded_kernel_module": "open"},
+        "host": {"os": {"distribution": "Ubuntu", "version": "20.04", "key": None}},
+    }
+    result = run(capsys, monkeypatch, tmp_path, facts=facts, cuda_version="13.0", fail_on_incompatible=False)
+    assert any("does not support ubuntu 20.04" in e for e in result["errors"])
+    # the loaded open module cannot drive a Volta GPU; the driver 580.159.04 is the loaded one
+    result = run(
+        capsys,
+        monkeypatch,
+        tmp_path,
+        facts=facts,
+        gpus=[{"pci_device_id": "0x1DB5"}],
+        os={"distribution": "ubuntu", "version": "24.04"},
+        fail_on_incompatible=False,
+    )
+    assert any("needs the proprietary kernel module" in e for e in result["errors"])
+    assert not any("ubuntu" in e.lower() for e in result["errors"])
+
+
+def test_parameters_override_the_facts(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(nvidia_compat, "gather", no_gathering)
+    facts = {
+        "gpus": [{"pci_device_id": "0x1DB5", "name": "Tesla V100-SXM2-32GB", "compute_capability": "7.0"}],
+        "driver": {"loaded_version": "470.256.02", "loaded_kernel_module": "proprietary"},
+        "host": {"os": {"distribution": "Ubuntu", "version": "20.04"}},
+    }
+    result = run(
+        capsys,
+        monkeypatch,
+        tmp_path,
+        facts=facts,
+        gpus=[{"pci_device_id": "0x2335"}],
+        driver_branch="580",
+        kernel_module="open",
+        os={"distribution": "Ubuntu", "version": "24.04"},
+        cuda_version="13.0",
+    )
+    assert result.get("failed") is not True, result.get("msg")
+    assert [g["name"] for g in result["gpus"]] == ["NVIDIA H200"]
+
+
+def test_all_of_ansible_facts_is_accepted(capsys, monkeypatch, h200_root):
+    facts = {"nvidia": h200_facts(h200_root), "distribution": "Ubuntu"}
+    monkeypatch.setattr(nvidia_compat, "gather", no_gathering)
+    result = run(capsys, monkeypatch, h200_root, facts=facts, cuda_version="13.0")
+    assert [g["name"] for g in result["gpus"]] == ["NVIDIA H200"]
+
+
+def test_facts_gpus_that_nothing_identifies_are_left_out(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(nvidia_compat, "gather", no_gathering)
+    facts = {
+        "gpus": [
+            {
+                "pci_device_id": None,
+                "compute_capability": "unknown",
+                "name": "unknown",
+                "pci_bus_id": "0000:05:00.0",
+            },
+            {"pci_device_id": "0x2335", "pci_subsystem_id": "0x18BF", "compute_capability": "9.0"},
+        ],
+        "driver": {},
+        "host": {},
+    }
+    result = run(capsys, monkeypatch, tmp_path, facts=facts, cuda_version="13.0")
+    assert [g["pci_device_id"] for g in result["gpus"]] == ["0x2335"]
+
+
+def test_documentation_matches_the_argument_spec():
+    doc = yaml.safe_load(nvidia_compat.DOCUMENTATION)
+    assert set(doc["options"]) == set(nvidia_compat.ARGUMENT_SPEC)
+    for name, spec in nvidia_compat.ARGUMENT_SPEC.items():
+        assert doc["options"][name]["type"] == spec["type"], name
+        assert doc["options"][name].get("default") == spec.get("default"), name
+    assert set(doc["attributes"]) == {"check_mode", "diff_mode", "platform"}

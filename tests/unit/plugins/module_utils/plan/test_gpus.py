@@ -1,4 +1,7 @@
-"""GPU identification: the real H200 fixture, sysfs detection, loaded driver, fallbacks, bad items."""
+"""GPU identification: the real H200 fixture (GPUs of the facts as items), fallbacks, bad items.
+
+The readers moved to the probes: sysfs detection is probe/gpu.py (tests/unit/.../probe/test_gpu.py), the
+loaded driver probe/driver.py (probe/test_driver.py)."""
 
 from pathlib import Path
 
@@ -6,13 +9,15 @@ import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import gpus
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import (
     GpuSpecError,
-    detect_gpus_sysfs,
+    item_from_fact,
+    items_from_facts,
     parse_compute_capability,
     parse_pci_id,
     pci_ids_lookup,
-    read_loaded_driver,
     resolve_gpu,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import gpu as probe_gpu
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
 
 FIXTURE = Path(__file__).resolve().parents[4] / "data/compat/h200-ubuntu2404"
 
@@ -45,14 +50,21 @@ def h200_root(tmp_path):
 
 
 def test_h200_fixture_detected_and_resolved(h200_root):
-    found = detect_gpus_sysfs(str(h200_root))
+    (fact,), _, _ = probe_gpu.scan_pci(Root(str(h200_root)))
+    assert (
+        fact["pci_bus_id"],
+        fact["pci_device_id"],
+        fact["pci_subsystem_vendor_id"],
+        fact["pci_subsystem_id"],
+        fact["pci_class"],
+    ) == ("0000:00:06.0", "0x2335", "0x10DE", "0x18BF", "0x030200")
+    found = items_from_facts([fact])
     assert found == [
         {
-            "pci_slot": "0000:00:06.0",
             "pci_device_id": "0x2335",
             "pci_subsystem_vendor_id": "0x10DE",
             "pci_subsystem_id": "0x18BF",
-            "pci_class": "0x030200",
+            "pci_bus_id": "0000:00:06.0",
         }
     ]
     gpu, warnings = resolve_gpu(found[0])
@@ -67,37 +79,10 @@ def test_h200_fixture_detected_and_resolved(h200_root):
     assert (gpu["pci_device_id"], gpu["pci_subsystem_id"]) == ("0x2335", "0x18BF")
 
 
-def test_h200_fixture_driver(h200_root):
-    assert read_loaded_driver(str(h200_root)) == {
-        "version": "580.159.04",
-        "branch": 580,
-        "kernel_module": "open",
-        "source": "/proc/driver/nvidia/version",
-    }
-
-
-def test_proprietary_driver_and_sys_module_fallback(tmp_path):
-    proc = tmp_path / "proc/driver/nvidia"
-    proc.mkdir(parents=True)
-    (proc / "version").write_text(
-        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.195.03  Release Build\n"
-    )
-    assert read_loaded_driver(str(tmp_path))["kernel_module"] == "proprietary"
-    (proc / "version").write_text("garbage\n")
-    mod = tmp_path / "sys/module/nvidia"
-    mod.mkdir(parents=True)
-    (mod / "version").write_text("575.57.08\n")
-    assert read_loaded_driver(str(tmp_path)) == {
-        "version": "575.57.08",
-        "branch": 575,
-        "kernel_module": None,
-        "source": "/sys/module/nvidia/version",
-    }
-
-
-def test_no_driver_no_sysfs(tmp_path):
-    assert read_loaded_driver(str(tmp_path)) is None
-    assert detect_gpus_sysfs(str(tmp_path)) == []
+def test_no_sysfs_no_items(tmp_path):
+    gpus, _, _ = probe_gpu.scan_pci(Root(str(tmp_path)))
+    assert items_from_facts(gpus) == []
+    assert items_from_facts(None) == []
 
 
 def test_sysfs_filters_and_sorts(tmp_path):
@@ -109,11 +94,24 @@ def test_sysfs_filters_and_sorts(tmp_path):
     make_sysfs(tmp_path, "0000:04:00.0", {"vendor": "0x8086", "device": "0x1234", "class": "0x030000"})
     make_sysfs(tmp_path, "0000:05:00.0", {"vendor": "0x10de", "device": "zzzz", "class": "0x030000"})
     make_sysfs(tmp_path, "0000:06:00.0", {"vendor": "0x10de"})
-    found = detect_gpus_sysfs(str(tmp_path))
-    assert [g["pci_slot"] for g in found] == ["0000:01:00.0", "0000:02:00.0"]
-    assert found[1]["pci_subsystem_id"] is None
+    gpus, nvswitches, _ = probe_gpu.scan_pci(Root(str(tmp_path)))
+    assert nvswitches == 1
+    # the GPU with an unreadable device id is in the facts ("unknown"), but no item identifies it
+    assert [g["pci_bus_id"] for g in gpus] == ["0000:01:00.0", "0000:02:00.0", "0000:05:00.0"]
+    found = items_from_facts(gpus)
+    assert [g["pci_bus_id"] for g in found] == ["0000:01:00.0", "0000:02:00.0"]
+    assert "pci_subsystem_id" not in found[1]
     resolved = [resolve_gpu(g)[0]["architecture"] for g in found]
     assert resolved == ["Hopper", "Volta"]
+
+
+def test_item_from_fact_keeps_only_known_identification():
+    assert item_from_fact({"pci_device_id": None, "compute_capability": "unknown", "name": "unknown"}) is None
+    assert item_from_fact("0x2335") is None
+    assert item_from_fact({"compute_capability": "9.0", "name": "NVIDIA H200", "uuid": "GPU-1"}) == {
+        "compute_capability": "9.0",
+        "name": "NVIDIA H200",
+    }
 
 
 @pytest.mark.parametrize(

@@ -40,7 +40,21 @@ def h200_live(tmp_path, monkeypatch):
         probe_gpu, "run_isolated", lambda func, args=(), timeout=10.0: (nvml_from_csv(), None)
     )
     monkeypatch.setattr(probe_driver, "run_isolated", lambda func, args=(), timeout=10.0: (13000, None))
+    monkeypatch.setattr(probe_driver, "which", lambda name, root=None: f"/usr/sbin/{name}")
+    monkeypatch.setattr(probe_driver, "run_command", modinfo_of_the_open_580)
+    monkeypatch.setattr(probe_facts.probe_host.os, "uname", lambda: FakeUname("6.18.44"))
     return tmp_path
+
+
+class FakeUname:
+    def __init__(self, release):
+        self.release = release
+
+
+def modinfo_of_the_open_580(argv, timeout=10.0, env=None):
+    """`modinfo -F version|license nvidia` as a host with the open 580.159.04 module installed answers."""
+    assert argv[1:] in (["-F", "version", "nvidia"], ["-F", "license", "nvidia"])
+    return 0, {"version": "580.159.04\n", "license": "Dual MIT/GPL\n"}[argv[2]], "", None
 
 
 def test_h200_everything(h200_live):
@@ -183,6 +197,32 @@ def test_unreadable_dpkg_database(tmp_path, monkeypatch):
     assert "9.14.0" in [c["version"] for c in facts["cudnn"]]
 
 
+# Keys the facts gained after tests/data/audit/h200.json was captured (schema_version 1 only adds keys).
+ADDED_SINCE_THE_AUDIT_FIXTURE = {
+    "host": {"kernel_release", "os", "efi"},
+    "gpus": {"pci_device_id", "pci_subsystem_vendor_id", "pci_subsystem_id"},
+    "driver": {
+        "loaded_version",
+        "loaded_kernel_module",
+        "module_for_running_kernel",
+        "packages",
+        "runfile_markers",
+    },
+}
+
+
+def _without_added(shape):
+    out = dict(shape)
+    for key, added in ADDED_SINCE_THE_AUDIT_FIXTURE.items():
+        if key not in out:
+            continue
+        if key == "gpus":
+            out[key] = [{k: v for k, v in out[key][0].items() if k not in added}]
+        else:
+            out[key] = {k: v for k, v in out[key].items() if k not in added}
+    return out
+
+
 def _shape(value):
     """Keys of every dict, recursively (lists: the shape of their first element)."""
     if isinstance(value, dict):
@@ -196,9 +236,13 @@ def test_same_shape_as_the_audit_fixture_of_the_h200(h200_live):
     """The audit builds fleet reports from tests/data/audit/h200.json: the module returns that very shape."""
     audit = json.loads((DOC.parents[1] / "tests" / "data" / "audit" / "h200.json").read_text())
     facts = probe_facts.gather(str(h200_live), live=True)
-    assert _shape(facts) == _shape(audit)
+    shape = _shape(facts)
+    assert _without_added(shape) == _shape(audit)
+    for key, added in ADDED_SINCE_THE_AUDIT_FIXTURE.items():
+        got = shape[key][0] if key == "gpus" else shape[key]
+        assert added <= set(got)
     for key in ("gpus", "driver", "cudnn_resolved"):
-        assert _shape(facts[key]) == _shape(audit[key])
+        assert _without_added({key: _shape(facts[key])})[key] == _shape(audit[key])
     assert [(c["source"], c["version"], c["cuda_major"], c["held"]) for c in facts["cudnn"]] == [
         (c["source"], c["version"], c["cuda_major"], c["held"]) for c in audit["cudnn"]
     ]
@@ -226,3 +270,39 @@ def test_search_path_that_is_a_link_stays_inside_the_root(tmp_path):
     fakeroot.link(tmp_path, "/workspace", "/data/sdk")  # absolute: must resolve under the root
     facts = probe_facts.gather(str(tmp_path), cudnn_search_paths=["/workspace"])
     assert [(c["path"], c["version"]) for c in facts["cudnn"]] == [("/data/sdk/cudnn", "9.5.0")]
+
+
+def test_h200_host_os_kernel_and_loaded_module(h200_live):
+    """The fields the roles plan from (docs/facts.md): the real H200 rebuilt as a tree."""
+    facts = probe_facts.gather(str(h200_live), live=True)
+    host, driver = facts["host"], facts["driver"]
+    assert host["os"] == {"distribution": "Ubuntu", "version": "24.04", "key": "ubuntu2404"}
+    assert (host["kernel_release"], host["efi"]) == ("6.18.44", False)
+    assert (driver["loaded_version"], driver["loaded_kernel_module"]) == ("580.159.04", "open")
+    assert driver["module_for_running_kernel"] == {"version": "580.159.04", "kernel_module": "open"}
+    # the driver comes from the host (no package of it inside), and no .run installer left traces
+    assert (driver["packages"], driver["runfile_markers"]) == ([], [])
+    (gpu,) = facts["gpus"]
+    assert (gpu["pci_device_id"], gpu["pci_subsystem_vendor_id"], gpu["pci_subsystem_id"]) == (
+        "0x2335",
+        "0x10DE",
+        "0x18BF",
+    )
+
+
+def test_image_root_gives_reasons_not_guesses(tmp_path):
+    """Not live: no modinfo, no uname; every unknown new field says why."""
+    fakeroot.h200(tmp_path)
+    (tmp_path / "proc/sys/kernel/osrelease").unlink()
+    facts = probe_facts.gather(str(tmp_path))
+    host, driver = facts["host"], facts["driver"]
+    assert host["kernel_release"] == ""
+    assert host["reasons"]["kernel_release"].startswith("/proc/sys/kernel/osrelease not present")
+    assert driver["module_for_running_kernel"] == {"version": None, "kernel_module": None}
+    assert driver["reasons"]["module_for_running_kernel"] == "runtime probe skipped: root is not /"
+    assert driver["loaded_version"] == "580.159.04"  # /proc/driver/nvidia/version is in the tree
+
+
+def test_nonexistent_root_has_the_new_keys_too(tmp_path):
+    host = probe_facts.gather(str(tmp_path / "missing"))["host"]
+    assert (host["kernel_release"], host["efi"], host["os"]["key"]) == ("", False, None)

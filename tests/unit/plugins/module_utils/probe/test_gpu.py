@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import arch as kb_arch
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import gpu as probe_gpu
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
 
@@ -146,3 +148,62 @@ def test_gpu_named_without_a_driver_from_the_knowledge_base(tmp_path):
 def test_normalize_bus_id():
     assert probe_gpu.normalize_bus_id("00000000:00:06.0") == "0000:00:06.0"
     assert probe_gpu.normalize_bus_id("0000:C1:00.0") == "0000:c1:00.0"
+
+
+def test_one_class_filter_every_display_controller(tmp_path):
+    """NVIDIA PCI base class 0x03 (VGA 0x0300, 3D 0x0302, other 0x0380) are GPUs; audio and bridges not."""
+    for i, cls in enumerate(("0x030000", "0x030200", "0x038000", "0x040300", "0x060400")):
+        fakeroot.write(tmp_path, f"/sys/bus/pci/devices/0000:0{i}:00.0/vendor", "0x10de\n")
+        fakeroot.write(tmp_path, f"/sys/bus/pci/devices/0000:0{i}:00.0/class", cls + "\n")
+        fakeroot.write(tmp_path, f"/sys/bus/pci/devices/0000:0{i}:00.0/device", "0x2335\n")
+    gpus, nvswitches, _ = probe_gpu.scan_pci(Root(str(tmp_path)))
+    assert [g["pci_class"] for g in gpus] == ["0x030000", "0x030200", "0x038000"]
+    assert nvswitches == 0
+
+
+def test_pci_ids_in_the_form_of_gpus_items(tmp_path):
+    fakeroot.h200(tmp_path)
+    (gpu,), _, _ = probe_gpu.scan_pci(Root(str(tmp_path)))
+    assert (gpu["pci_device_id"], gpu["pci_subsystem_vendor_id"], gpu["pci_subsystem_id"]) == (
+        "0x2335",
+        "0x10DE",
+        "0x18BF",
+    )
+    (tmp_path / "sys/bus/pci/devices/0000:00:06.0/subsystem_device").unlink()
+    (gpu,), _, _ = probe_gpu.scan_pci(Root(str(tmp_path)))
+    assert (gpu["subsystem_device_id"], gpu["pci_subsystem_id"]) == ("unknown", None)
+
+
+def test_nvml_only_gpu_has_the_same_schema(tmp_path):
+    (gpu,) = probe_gpu.merge(
+        [],
+        [{"pci_bus_id": "00000000:C1:00.0", "pci_device_id": 0x233510DE, "pci_subsystem_id": 0x18BF10DE}],
+        "nvml",
+    )
+    sysfs = probe_gpu.new_gpu("sysfs")
+    assert set(gpu) == set(sysfs)
+    assert (gpu["pci_bus_id"], gpu["pci_device_id"], gpu["pci_subsystem_id"]) == (
+        "0000:c1:00.0",
+        "0x2335",
+        "0x18BF",
+    )
+
+
+# The compute capability -> architecture table probe/gpu.py had before it used kb/arch.py (issue 11): the
+# results must stay identical.
+OLD_PROBE_CC_ARCH = {
+    "3": "Kepler", "5": "Maxwell", "6": "Pascal", "7.0": "Volta", "7.2": "Volta", "7.5": "Turing",
+    "8.0": "Ampere", "8.6": "Ampere", "8.7": "Ampere", "8.8": "Ampere", "8.9": "Ada Lovelace", "9": "Hopper",
+    "10": "Blackwell", "11": "Blackwell", "12": "Blackwell",
+}  # fmt: skip
+
+
+def old_architecture(cc):
+    if cc in kb_arch.CC_ARCH:  # the old probe asked the knowledge base first
+        return kb_arch.CC_ARCH[cc]
+    return OLD_PROBE_CC_ARCH.get(cc) or OLD_PROBE_CC_ARCH.get(cc.split(".")[0]) or "unknown"
+
+
+@pytest.mark.parametrize("cc", [f"{major}.{minor}" for major in range(1, 15) for minor in range(10)])
+def test_architecture_results_are_those_of_the_old_table(cc):
+    assert probe_gpu.architecture(cc)[0] == old_architecture(cc)

@@ -1,0 +1,108 @@
+"""probe_host: OS (os-release), kernel release, EFI and Secure Boot, container markers."""
+
+import pytest
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import host as probe_host
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
+
+from tests.data.facts import fakeroot
+
+
+def test_read_os_release_fallbacks(tmp_path):
+    """Moved from nvidia_compat (its own os-release reader is gone): etc/, else usr/lib/os-release."""
+    root = Root(str(tmp_path))
+    os_info, reason = probe_host.read_os(root)
+    assert os_info == {"distribution": "unknown", "version": "unknown", "key": None}
+    assert reason == "/etc/os-release does not exist; /usr/lib/os-release does not exist"
+    fakeroot.write(tmp_path, "/usr/lib/os-release", "ID='debian'\nVERSION_ID='12'\n# comment\n")
+    assert probe_host.parse_os_release((tmp_path / "usr/lib/os-release").read_text()) == {
+        "ID": "debian",
+        "VERSION_ID": "12",
+    }
+    assert probe_host.read_os(root) == ({"distribution": "Debian", "version": "12", "key": "debian12"}, None)
+
+
+@pytest.mark.parametrize(
+    ("os_release", "expected"),
+    [
+        ('NAME="Ubuntu"\nID=ubuntu\nVERSION_ID="24.04"\n', ("Ubuntu", "24.04", "ubuntu2404")),
+        ("ID=ubuntu\nVERSION_ID=22.10\n", ("Ubuntu", "22.10", None)),  # 22.10 is not 22.04
+        ('ID="rhel"\nVERSION_ID="9.4"\n', ("RedHat", "9.4", "rhel9")),
+        ("ID=rocky\nVERSION_ID=9.5\n", ("Rocky", "9.5", "rhel9")),
+        ("ID=almalinux\nVERSION_ID=10.0\n", ("AlmaLinux", "10.0", "rhel10")),
+        ('ID="ol"\nVERSION_ID="8.10"\n', ("OracleLinux", "8.10", "rhel8")),
+        ("ID=centos\nVERSION_ID=9\n", ("CentOS", "9", "rhel9")),
+        ("ID=debian\nVERSION_ID=13\n", ("Debian", "13", "debian13")),
+        ("ID=fedora\nVERSION_ID=42\n", ("Fedora", "42", None)),
+        ("ID=arch\n", ("Arch", "", None)),
+    ],
+)
+def test_os_names_are_ansibles_and_the_key_is_kb_hosts(tmp_path, os_release, expected):
+    fakeroot.write(tmp_path, "/etc/os-release", os_release)
+    os_info, reason = probe_host.read_os(Root(str(tmp_path)))
+    assert reason is None
+    assert (os_info["distribution"], os_info["version"], os_info["key"]) == expected
+
+
+def test_kernel_release(tmp_path, monkeypatch):
+    root = Root(str(tmp_path))
+    assert probe_host.kernel_release(root, live=False) == (
+        "",
+        "/proc/sys/kernel/osrelease not present under root (and root is not /)",
+    )
+    monkeypatch.setattr(probe_host.os, "uname", type("U", (), {"release": "6.8.0-88-generic"}))
+    assert probe_host.kernel_release(root, live=True) == ("6.8.0-88-generic", None)
+    fakeroot.write(tmp_path, "/proc/sys/kernel/osrelease", "6.18.44\n")
+    assert probe_host.kernel_release(root, live=False) == ("6.18.44", None)
+    assert probe_host.kernel_release(root, live=True) == ("6.18.44", None)
+
+
+def test_efi_and_secure_boot(tmp_path):
+    root = Root(str(tmp_path))
+    assert probe_host.efi(root) is False
+    assert probe_host.secure_boot(root) == ("unknown", "no EFI variables (legacy BIOS boot or not exposed)")
+    (tmp_path / "sys/firmware/efi/efivars").mkdir(parents=True)
+    assert probe_host.efi(root) is True
+    assert probe_host.secure_boot(root) == ("unknown", "no SecureBoot EFI variable")
+    fakeroot.write(tmp_path, probe_host.SECURE_BOOT_VAR, b"\x06\x00\x00\x00\x01")
+    assert probe_host.secure_boot(root) == ("enabled", None)
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"/.dockerenv": ""}, "docker"),
+        ({"/run/.containerenv": ""}, "podman"),
+        ({"/proc/1/environ": "PATH=/bin\0container=lxc\0", "/proc/1/cgroup": "0::/\n"}, "lxc"),
+        ({"/proc/1/environ": "container=weird\0", "/proc/1/cgroup": "0::/\n"}, "other"),
+        ({"/proc/1/cgroup": "12:pids:/kubepods/burstable/pod1\n"}, "kubernetes"),
+        ({"/proc/1/cgroup": "0::/system.slice/docker-abc.scope\n"}, "docker"),
+        ({"/proc/1/cgroup": "0::/\n"}, "none"),
+    ],
+)
+def test_container_markers(tmp_path, files, expected):
+    for path, text in files.items():
+        fakeroot.write(tmp_path, path, text)
+    assert probe_host.detect_container(Root(str(tmp_path)), environ={}) == (expected, None)
+
+
+def test_container_unknown_without_proc(tmp_path):
+    assert probe_host.detect_container(Root(str(tmp_path)), environ={}) == (
+        "unknown",
+        "cannot read /proc/1/cgroup: /proc does not exist",
+    )
+
+
+def test_host_fact_of_the_h200_tree(tmp_path):
+    fakeroot.h200(tmp_path)
+    host = probe_host.probe(Root(str(tmp_path)), live=False)
+    assert host["os"] == {"distribution": "Ubuntu", "version": "24.04", "key": "ubuntu2404"}
+    assert host["kernel_release"] == "6.18.44"
+    assert host["efi"] is False
+    assert host["container"] == "docker"
+    assert "kernel_release" not in host["reasons"] and "os" not in host["reasons"]
+
+
+def test_host_fact_of_an_empty_tree(tmp_path):
+    host = probe_host.probe(Root(str(tmp_path)), live=False)
+    assert (host["kernel_release"], host["efi"], host["os"]["key"]) == ("", False, None)
+    assert set(host["reasons"]) >= {"kernel_release", "os", "container", "vm"}
