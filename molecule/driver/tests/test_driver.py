@@ -58,22 +58,21 @@ def test_nvidia_smi_present_but_no_driver(host):
     assert not host.file("/proc/driver/nvidia/version").exists
 
 
-def test_state_module_reports_container_and_reboot_decision(host):
-    """The role's own module, run on the instance: container detected, no reboot, the reason given."""
+def test_plan_module_reports_container_and_reboot_decision(host):
+    """The role's plan module, run on the instance (it gathers the facts itself): container detected, no
+    reboot, the reason given, nothing left to change."""
     result = host.ansible(
-        "gpufleet.nvidia.nvidia_driver_state",
-        "branch={} source=distro distribution=Debian distribution_version={}".format(
-            "535" if host.system_info.release.startswith("12") else "550",
-            host.system_info.release.split(".")[0],
-        ),
+        "gpufleet.nvidia.nvidia_driver_plan",
+        "branch={} source=distro".format("535" if host.system_info.release.startswith("12") else "550"),
         check=True,
     )
-    assert result["state"]["container"] is True
-    assert result["state"]["host_managed"] is False
-    assert result["plan"]["build_kernel_module"] is False
-    assert result["reboot"]["reboot"] is False
-    assert "container" in result["reboot"]["reason"]
-    assert result["transition"]["kind"] == "none", json.dumps(result["transition"])
+    plan = result["plan"]
+    assert plan["container"] is True
+    assert plan["host_managed"] is False
+    assert plan["build_kernel_module"] is False
+    assert plan["reboot"]["reboot"] is False
+    assert "container" in plan["reboot"]["reason"]
+    assert plan["transition"]["kind"] == "none", json.dumps(plan["transition"])
 
 
 def test_upgrade_playbook_did_not_drain_an_unchanged_host(host):

@@ -1,21 +1,23 @@
 # Copyright: gpufleet contributors
 # Apache-2.0
-"""The NVIDIA driver plan: which packages, streams, services and kernel steps a host needs.
+"""The NVIDIA driver plan: every decision of the ``nvidia_driver`` role, from the request and the facts.
 
-Pure Python, stdlib only, Python >= 3.9 (runs on targets inside ``nvidia_driver_state`` and in tests).
-Decisions about the driver are made here once, from data; the ``nvidia_driver`` role only executes them.
+Pure Python (no I/O), stdlib only, Python >= 3.9: runs on targets inside ``nvidia_driver_plan``, on the
+controller in the ``gpufleet.nvidia.driver_*`` filters, and in tests.
 
 Main entry points:
 
-* :func:`validate_request` -- every refusal about the user's variables, before any change.
+* :func:`decide` -- ``decide(request, facts, compat=None)``: the one plan of a run. ``request`` holds the
+  role's variables without their ``nvidia_driver_`` prefix (:data:`REQUEST_DEFAULTS`), ``facts`` what
+  ``ansible_facts.nvidia`` holds (docs/facts.md), ``compat`` the result of ``plan.compat.check``. The plan
+  says everything the tasks do: packages, locks, services, sources, refusals (``errors``), the reboot now.
+* :func:`reboot_after` -- the reboot decision after the install, from a fresh facts read.
 * :func:`build_plan` -- packages / dnf module stream / holds / fabric manager / initramfs per
   OS x source x branch x kernel-module flavor.
-* :func:`resolve_flavor` -- ``auto`` -> ``open`` or ``proprietary``.
-* :func:`reboot_decision` -- the ``auto|never|always`` reboot policy.
-* :func:`host_managed` and :func:`runfile_conflict` -- states in which the role must not install.
-* :func:`parse_proc_version`, :func:`flavor_from_license` -- reading what the kernel reports.
+* :func:`validate_request` -- every refusal about the user's variables, before any change.
 
-Every table row carries its source. ``confidence`` follows /work/shared/reference conventions:
+Knowledge about branches and module flavors is kb/driver.py's, about operating systems kb/hosts.py's;
+the packaging tables below (what each source packages, and how) carry their sources. ``confidence``:
 high = NVIDIA's / the distribution's own text or index; medium = indirect.
 """
 
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver as kb_driver
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import (
     VersionError,
     parse_version,
@@ -31,6 +35,31 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import (
 SOURCES = ("nvidia_repo", "distro")
 FLAVORS = ("auto", "open", "proprietary")
 REBOOT_POLICIES = ("auto", "never", "always")
+TRISTATE = ("auto", "true", "false")
+
+# The role's variables (nvidia_driver_<key>) a plan is made from, with the role's defaults; plus what the
+# module adds: whether the MOK files exist, the controller test, nvidia_compat's recommendation.
+REQUEST_DEFAULTS = {
+    "source": "nvidia_repo",
+    "branch": "580",
+    "version": "",
+    "kernel_module": "auto",
+    "reboot": "auto",
+    "ubuntu_server": True,
+    "fabricmanager": "auto",
+    "dcgm": False,
+    "build_kernel_module": "auto",
+    "replace_runfile": False,
+    "mok_key": "",
+    "mok_cert": "",
+    "mok_key_exists": None,
+    "mok_cert_exists": None,
+    "hold": True,
+    "persistenced": True,
+    "debian_mirror": "",
+    "is_controller": False,
+    "recommended_kernel_module": None,
+}
 
 
 class DriverPlanError(ValueError):
@@ -38,59 +67,22 @@ class DriverPlanError(ValueError):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Operating systems
+# Operating systems: initramfs tools (initramfs-tools on Debian/Ubuntu, dracut on RHEL)
 # ---------------------------------------------------------------------------------------------------
-# os key -> (family, package manager, NVIDIA repository directory, initramfs command)
-# Repository directories: NVIDIA Driver Installation Guide (R580 and R610 'introduction' pages),
-# Rocky/Alma map to rhelN (high). Initramfs tools: initramfs-tools on Debian/Ubuntu, dracut on RHEL.
-OS_TABLE = {
-    "ubuntu2204": {"family": "ubuntu", "pkg_mgr": "apt", "label": "Ubuntu 22.04"},
-    "ubuntu2404": {"family": "ubuntu", "pkg_mgr": "apt", "label": "Ubuntu 24.04"},
-    "debian12": {"family": "debian", "pkg_mgr": "apt", "label": "Debian 12"},
-    "debian13": {"family": "debian", "pkg_mgr": "apt", "label": "Debian 13"},
-    "rhel8": {"family": "rhel", "pkg_mgr": "dnf", "label": "RHEL 8 (or Rocky/Alma 8)"},
-    "rhel9": {"family": "rhel", "pkg_mgr": "dnf", "label": "RHEL 9 (or Rocky/Alma 9)"},
-    "rhel10": {"family": "rhel", "pkg_mgr": "dnf", "label": "RHEL 10 (or Rocky/Alma 10)"},
-}
-
-_RHEL_LIKE = ("redhat", "rhel", "rocky", "almalinux", "alma", "centos", "oraclelinux", "ol")
-
 INITRAMFS_COMMANDS = {
     "ubuntu": ["update-initramfs", "-u", "-k", "all"],
     "debian": ["update-initramfs", "-u", "-k", "all"],
     "rhel": ["dracut", "--force", "--regenerate-all"],
 }
 
-
-def os_key(distribution, major_version):
-    """'Ubuntu', '24.04' -> 'ubuntu2404'; 'Rocky', '9' -> 'rhel9'. Raises DriverPlanError if unsupported."""
-    dist = str(distribution or "").strip().lower().replace(" ", "")
-    ver = str(major_version or "").strip()
-    key = None
-    if dist == "ubuntu":
-        key = "ubuntu" + ver.replace(".", "")
-    elif dist == "debian":
-        key = "debian" + ver.split(".")[0]
-    elif dist in _RHEL_LIKE:
-        key = "rhel" + ver.split(".")[0]
-    if key not in OS_TABLE:
-        raise DriverPlanError(
-            f"operating system: {distribution} {major_version} is not supported by nvidia_driver; "
-            f"supported: {', '.join(v['label'] for v in OS_TABLE.values())}"
-        )
-    return key
-
-
 # ---------------------------------------------------------------------------------------------------
 # Branches each source packages, per OS
 # ---------------------------------------------------------------------------------------------------
-# NVIDIA network repositories: branches whose driver packages the repository carries.
-# Source: NVIDIA data-center driver lifecycle (compat-facts driver_branch_lifecycle, high) intersected
-# with the repository's lifetime: ubuntu2204 first CUDA 11.7 (R515), debian12 first CUDA 12.3 (R545),
-# ubuntu2404 created 2024-05 (R550), debian13 and rhel10 from 2025 (R575/R580), rhel9 from 2022 (R515)
+# NVIDIA network repositories: the branches of kb/driver.py from the first one the repository carries.
+# Source: NVIDIA data-center driver lifecycle (kb/driver.py) intersected with the repository's lifetime:
+# ubuntu2204 first CUDA 11.7 (R515), debian12 first CUDA 12.3 (R545), ubuntu2404 created 2024-05 (R550),
+# debian13 and rhel10 from 2025 (R575/R580), rhel9 from 2022 (R515)
 # (compat-facts os_support.cuda_version_os_facts; the per-branch listing itself was not read: medium).
-_NVIDIA_BRANCHES_ALL = (450, 460, 470, 510, 515, 520, 525, 530, 535, 545, 550, 555)
-_NVIDIA_BRANCHES_ALL += (560, 565, 570, 575, 580, 590, 595, 610, 615, 620)
 NVIDIA_REPO_FIRST_BRANCH = {
     "ubuntu2204": 515,
     "ubuntu2404": 550,
@@ -115,25 +107,37 @@ UBUNTU_ARCHIVE_BRANCHES = {
 # firmware-nvidia-gsp in non-free-firmware, nvidia-persistenced in contrib.
 DEBIAN_ARCHIVE_BRANCH = {"debian12": 535, "debian13": 550}
 DEBIAN_COMPONENTS = ("main", "contrib", "non-free", "non-free-firmware")
+# Release codenames (the suites of the non-free source) and Debian's own mirror, used when neither
+# nvidia_driver_debian_mirror nor the host's Debian source (facts host.os.debian_mirror) names one.
+# Source: https://www.debian.org/releases/ (high); deb.debian.org is Debian's CDN (high).
+DEBIAN_CODENAMES = {"debian12": "bookworm", "debian13": "trixie"}
+DEBIAN_DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
-# Flavors per branch. Open modules exist from R515; open is NVIDIA's default from R560; R620 removes the
-# proprietary modules (medium: R620 guide table of contents only -> warning, not refusal).
-# Source: compat-facts open_kernel_modules (high except the R620 row, medium).
-OPEN_FIRST_BRANCH = 515
-OPEN_DEFAULT_FROM = 560
-PROPRIETARY_REMOVED_FROM = 620  # medium confidence
 # Ubuntu/Debian NVIDIA repositories switched to a pin package + unversioned metapackages at R590.
 # Source: compat-facts ubuntu_packaging_590_plus (NVIDIA driver guide 'Ubuntu 590 and later packages',
 # medium).
 PINNING_FROM = 590
+
+# Services the role enables (systemd unit names of NVIDIA's packages, high).
+PERSISTENCED_SERVICE = "nvidia-persistenced"
+FABRICMANAGER_SERVICE = "nvidia-fabricmanager"
+DCGM_SERVICE = "nvidia-dcgm"
+
+
+def _os_label(os_name):
+    return kb_hosts.OS_TABLE[os_name]["label"]
+
+
+def _family(os_name):
+    return kb_hosts.OS_TABLE[os_name]["family"]
 
 
 def available_branches(os_name, source):
     """Branches ``source`` packages for ``os_name`` (sorted ints)."""
     if source == "nvidia_repo":
         first = NVIDIA_REPO_FIRST_BRANCH[os_name]
-        return [b for b in _NVIDIA_BRANCHES_ALL if b >= first]
-    family = OS_TABLE[os_name]["family"]
+        return [b for b in sorted(kb_driver.DRIVER_BRANCHES) if b >= first]
+    family = _family(os_name)
     if family == "ubuntu":
         return list(UBUNTU_ARCHIVE_BRANCHES[os_name])
     if family == "debian":
@@ -149,9 +153,96 @@ def parse_branch_value(value, param="nvidia_driver_branch"):
         raise DriverPlanError(str(exc)) from None
 
 
+def branch_of(version):
+    """'580.159.04' -> '580' (None if not a version)."""
+    if not version:
+        return None
+    try:
+        return str(parse_version(version, "driver version").major)
+    except VersionError:
+        return None
+
+
+def native_cuda_major(branch):
+    """The CUDA major a branch runs natively (kb/driver.py), or None when the knowledge base has none."""
+    row = kb_driver.DRIVER_BRANCHES.get(int(branch))
+    if not row or not row[2]:
+        return None
+    return int(row[2].split(".")[0])
+
+
 # ---------------------------------------------------------------------------------------------------
 # Validation of the request (preflight)
 # ---------------------------------------------------------------------------------------------------
+def _choice_errors(source, kernel_module, reboot):
+    errors = []
+    if source not in SOURCES:
+        errors.append(f"nvidia_driver_source: {source!r} is not allowed; allowed: {', '.join(SOURCES)}")
+    if kernel_module not in FLAVORS:
+        errors.append(
+            f"nvidia_driver_kernel_module: {kernel_module!r} is not allowed; allowed: {', '.join(FLAVORS)}"
+        )
+    if reboot not in REBOOT_POLICIES:
+        errors.append(
+            f"nvidia_driver_reboot: {reboot!r} is not allowed; allowed: {', '.join(REBOOT_POLICIES)}"
+        )
+    return errors
+
+
+def _branch_errors(os_name, source, branch, branch_int, kernel_module):
+    errors = []
+    if branch_int is None or source not in SOURCES or os_name not in kb_hosts.OS_TABLE:
+        return errors
+    avail = available_branches(os_name, source)
+    if branch_int not in avail:
+        hint = ""
+        if source == "distro" and _family(os_name) == "debian":
+            hint = " (Debian ships one branch per release; use nvidia_driver_source: nvidia_repo for others)"
+        elif source == "distro" and _family(os_name) == "rhel":
+            hint = " (RHEL has no distribution driver; use nvidia_driver_source: nvidia_repo)"
+        errors.append(
+            f"nvidia_driver_branch: {branch!r} is not a driver branch {source} packages for "
+            f"{_os_label(os_name)}; available: {', '.join(str(b) for b in avail) or 'none'}{hint}"
+        )
+    first_open = kb_driver.OPEN_MODULES_FIRST_BRANCH
+    if kernel_module == "open" and branch_int < first_open:
+        errors.append(
+            f"nvidia_driver_kernel_module: 'open' needs branch >= {first_open}, "
+            f"nvidia_driver_branch is {branch!r}; use proprietary or a newer branch"
+        )
+    return errors
+
+
+def _version_errors(version, branch, branch_int):
+    if version in (None, ""):
+        return []
+    try:
+        parsed = parse_version(version, "nvidia_driver_version", 2, 3)
+    except VersionError as exc:
+        return [str(exc)]
+    if branch_int is not None and parsed.major != branch_int:
+        return [
+            f"nvidia_driver_version: {version!r} is not in nvidia_driver_branch {branch!r}; "
+            f"set nvidia_driver_branch: '{parsed.major}' or a {branch_int}.x version"
+        ]
+    return []
+
+
+def _mok_errors(mok_key, mok_cert, mok_paths_exist):
+    errors = []
+    for name, path in (("nvidia_driver_mok_key", mok_key), ("nvidia_driver_mok_cert", mok_cert)):
+        if path in (None, ""):
+            continue
+        if mok_paths_exist is not None and not mok_paths_exist.get(path, False):
+            errors.append(f"{name}: {path!r} does not exist on the host; give the path of an existing file")
+    if bool(mok_key) != bool(mok_cert):
+        errors.append(
+            "nvidia_driver_mok_key and nvidia_driver_mok_cert: give both "
+            "(private key and DER/PEM certificate) or neither"
+        )
+    return errors
+
+
 def validate_request(
     os_name,
     source,
@@ -168,63 +259,28 @@ def validate_request(
 
     ``mok_paths_exist`` maps each given MOK path to whether it exists on the target.
     """
-    errors = []
-    if source not in SOURCES:
-        errors.append(f"nvidia_driver_source: {source!r} is not allowed; allowed: {', '.join(SOURCES)}")
-    if kernel_module not in FLAVORS:
-        errors.append(
-            f"nvidia_driver_kernel_module: {kernel_module!r} is not allowed; allowed: {', '.join(FLAVORS)}"
-        )
-    if reboot not in REBOOT_POLICIES:
-        errors.append(
-            f"nvidia_driver_reboot: {reboot!r} is not allowed; allowed: {', '.join(REBOOT_POLICIES)}"
-        )
+    errors = _choice_errors(source, kernel_module, reboot)
     branch_int = None
     try:
         branch_int = parse_branch_value(branch)
     except DriverPlanError as exc:
         errors.append(str(exc))
-    if branch_int is not None and source in SOURCES and os_name in OS_TABLE:
-        avail = available_branches(os_name, source)
-        if branch_int not in avail:
-            hint = ""
-            if source == "distro" and OS_TABLE[os_name]["family"] == "debian":
-                hint = (
-                    " (Debian ships one branch per release; use nvidia_driver_source: nvidia_repo for others)"
-                )
-            elif source == "distro" and OS_TABLE[os_name]["family"] == "rhel":
-                hint = " (RHEL has no distribution driver; use nvidia_driver_source: nvidia_repo)"
-            errors.append(
-                f"nvidia_driver_branch: {branch!r} is not a driver branch {source} packages for "
-                f"{OS_TABLE[os_name]['label']}; available: {', '.join(str(b) for b in avail) or 'none'}{hint}"
-            )
-        if kernel_module == "open" and branch_int < OPEN_FIRST_BRANCH:
-            errors.append(
-                f"nvidia_driver_kernel_module: 'open' needs branch >= {OPEN_FIRST_BRANCH}, "
-                f"nvidia_driver_branch is {branch!r}; use proprietary or a newer branch"
-            )
-    if version not in (None, ""):
-        try:
-            parsed = parse_version(version, "nvidia_driver_version", 2, 3)
-        except VersionError as exc:
-            errors.append(str(exc))
-        else:
-            if branch_int is not None and parsed.major != branch_int:
-                errors.append(
-                    f"nvidia_driver_version: {version!r} is not in nvidia_driver_branch {branch!r}; "
-                    f"set nvidia_driver_branch: '{parsed.major}' or a {branch_int}.x version"
-                )
-    for name, path in (("nvidia_driver_mok_key", mok_key), ("nvidia_driver_mok_cert", mok_cert)):
-        if path in (None, ""):
-            continue
-        if mok_paths_exist is not None and not mok_paths_exist.get(path, False):
-            errors.append(f"{name}: {path!r} does not exist on the host; give the path of an existing file")
-    if bool(mok_key) != bool(mok_cert):
-        errors.append(
-            "nvidia_driver_mok_key and nvidia_driver_mok_cert: give both "
-            "(private key and DER/PEM certificate) or neither"
-        )
+    errors += _branch_errors(os_name, source, branch, branch_int, kernel_module)
+    errors += _version_errors(version, branch, branch_int)
+    errors += _mok_errors(mok_key, mok_cert, mok_paths_exist)
     return errors
+
+
+def tristate(value, name):
+    """auto/true/false (also YAML booleans) -> 'auto'|'true'|'false'; DriverPlanError naming the variable."""
+    text = str(value).strip().lower() if value is not None else "auto"
+    if text in ("yes", "on", "1"):
+        text = "true"
+    elif text in ("no", "off", "0"):
+        text = "false"
+    if text not in TRISTATE:
+        raise DriverPlanError(f"nvidia_driver_{name}: {value!r} is not allowed; allowed: auto, true, false")
+    return text
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -235,14 +291,14 @@ def resolve_flavor(requested, branch, recommended=None):
 
     ``requested`` open/proprietary is kept (nvidia_compat refuses impossible ones); ``auto`` takes
     ``recommended`` (from nvidia_compat, which knows the GPUs) when given, else NVIDIA's default for the
-    branch: open from R560, proprietary before (compat-facts open_kernel_modules, high).
+    branch (kb/driver.py OPEN_MODULES_DEFAULT_FROM).
     """
     branch = int(branch)
     if requested in ("open", "proprietary"):
         return requested
     if recommended in ("open", "proprietary"):
         return recommended
-    if branch >= OPEN_DEFAULT_FROM:
+    if branch >= kb_driver.OPEN_MODULES_DEFAULT_FROM:
         return "open"
     return "proprietary"
 
@@ -261,7 +317,7 @@ def ubuntu_precompiled_available(kernel_release):
 
 def header_packages(os_name, kernel_release):
     """Headers for the running kernel (DKMS builds against them)."""
-    family = OS_TABLE[os_name]["family"]
+    family = _family(os_name)
     if not kernel_release:
         return []
     if family in ("ubuntu", "debian"):
@@ -270,7 +326,7 @@ def header_packages(os_name, kernel_release):
 
 
 # ---------------------------------------------------------------------------------------------------
-# The plan
+# The package plan
 # ---------------------------------------------------------------------------------------------------
 def _apt_versioned(name, version):
     return f"{name}={version}*" if version else name
@@ -280,27 +336,10 @@ def _dnf_versioned(name, version):
     return f"{name}-{version}" if version else name
 
 
-def build_plan(
-    os_name,
-    source,
-    branch,
-    flavor,
-    *,
-    version=None,
-    kernel_release=None,
-    ubuntu_server=True,
-    fabricmanager=False,
-    dcgm=False,
-    build_kernel_module=True,
-):
-    """The driver plan for one host (a dict; see RETURN of nvidia_driver_state for the keys).
-
-    ``flavor`` must already be resolved (open or proprietary). ``build_kernel_module`` false (containers,
-    where no module can be loaded) keeps only the userspace packages.
-    """
-    if os_name not in OS_TABLE:
+def _check_plan_input(os_name, source, branch, flavor):
+    if os_name not in kb_hosts.OS_TABLE:
         raise DriverPlanError(
-            f"operating system: {os_name!r} is not supported; supported: {', '.join(OS_TABLE)}"
+            f"operating system: {os_name!r} is not supported; supported: {', '.join(kb_hosts.OS_TABLE)}"
         )
     if source not in SOURCES:
         raise DriverPlanError(
@@ -313,17 +352,21 @@ def build_plan(
     if b not in avail:
         raise DriverPlanError(
             f"nvidia_driver_branch: {str(branch)!r} is not packaged by {source} "
-            f"for {OS_TABLE[os_name]['label']}; "
+            f"for {_os_label(os_name)}; "
             f"available: {', '.join(str(x) for x in avail) or 'none'}"
         )
-    if flavor == "open" and b < OPEN_FIRST_BRANCH:
+    if flavor == "open" and b < kb_driver.OPEN_MODULES_FIRST_BRANCH:
         raise DriverPlanError(
-            f"nvidia_driver_kernel_module: 'open' needs branch >= {OPEN_FIRST_BRANCH}, got {b}"
+            f"nvidia_driver_kernel_module: 'open' needs branch >= {kb_driver.OPEN_MODULES_FIRST_BRANCH}, "
+            f"got {b}"
         )
-    info = OS_TABLE[os_name]
+    return b
+
+
+def _empty_plan(os_name, source, b, flavor, *, version, build_kernel_module):
+    info = kb_hosts.OS_TABLE[os_name]
     family = info["family"]
-    version = str(version) if version not in (None, "") else None
-    plan = {
+    return {
         "os": os_name,
         "family": family,
         "pkg_mgr": info["pkg_mgr"],
@@ -341,22 +384,47 @@ def build_plan(
         "dnf_module": None,
         "dnf_module_reset": None,
         "fabricmanager_packages": [],
-        "fabricmanager_service": "nvidia-fabricmanager",
+        "fabricmanager_service": FABRICMANAGER_SERVICE,
         "dcgm_packages": [],
-        "dcgm_service": "nvidia-dcgm",
+        "dcgm_service": DCGM_SERVICE,
         "hold_packages": [],
         "versionlock": False,
         "other_flavor_packages": [],
         "persistenced_packages": [],
-        "persistenced_service": "nvidia-persistenced",
+        "persistenced_service": PERSISTENCED_SERVICE,
         "initramfs_command": list(INITRAMFS_COMMANDS[family]),
         "module_signing_needed_with_secure_boot": False,
         "build_kernel_module": bool(build_kernel_module),
         "warnings": [],
     }
-    if flavor == "proprietary" and b >= PROPRIETARY_REMOVED_FROM:
+
+
+def build_plan(
+    os_name,
+    source,
+    branch,
+    flavor,
+    *,
+    version=None,
+    kernel_release=None,
+    ubuntu_server=True,
+    fabricmanager=False,
+    dcgm=False,
+    build_kernel_module=True,
+):
+    """The package plan for one host (a dict; :func:`decide` adds what the tasks need around it).
+
+    ``flavor`` must already be resolved (open or proprietary). ``build_kernel_module`` false (containers,
+    where no module can be loaded) keeps only the userspace packages.
+    """
+    b = _check_plan_input(os_name, source, branch, flavor)
+    version = str(version) if version not in (None, "") else None
+    plan = _empty_plan(os_name, source, b, flavor, version=version, build_kernel_module=build_kernel_module)
+    family = plan["family"]
+    removed_from = kb_driver.PROPRIETARY_REMOVED_FROM[0]
+    if flavor == "proprietary" and b >= removed_from:
         plan["warnings"].append(
-            f"NVIDIA's R{PROPRIETARY_REMOVED_FROM} guide lists the proprietary kernel modules as removed "
+            f"NVIDIA's R{removed_from} guide lists the proprietary kernel modules as removed "
             f"(medium confidence): branch {b} may have no proprietary packages; prefer open"
         )
     if source == "nvidia_repo" and family in ("ubuntu", "debian"):
@@ -367,30 +435,32 @@ def build_plan(
         _plan_ubuntu_archive(plan, b, flavor, version, kernel_release=kernel_release, server=ubuntu_server)
     elif family == "debian":
         _plan_debian_archive(plan, flavor)
-    else:  # pragma: no cover - validate_request/available_branches refuse distro on RHEL first
+    else:  # pragma: no cover - _check_plan_input/available_branches refuse distro on RHEL first
         raise DriverPlanError(
             "nvidia_driver_source: 'distro' has no driver packages on RHEL; use nvidia_repo"
         )
-
-    if plan["kernel_build"] == "dkms":
-        plan["module_signing_needed_with_secure_boot"] = True
-        plan["header_packages"] = header_packages(os_name, kernel_release)
-    if not build_kernel_module:
-        plan["kernel_packages"] = []
-        plan["header_packages"] = []
-        plan["module_signing_needed_with_secure_boot"] = False
+    _plan_kernel_side(plan, os_name, kernel_release)
     if fabricmanager:
         _plan_fabricmanager(plan, os_name, b)
     if dcgm:
-        # DCGM 4 packages per CUDA major; R580+ drivers run CUDA 13
-        # (compat-facts driver_branch_native_cuda_version).
-        major = 13 if b >= 580 else 12
+        # DCGM 4 packages per CUDA major: the branch's native CUDA major (kb/driver.py), 12 at least.
+        major = max(12, native_cuda_major(b) or 12)
         plan["dcgm_packages"] = ["datacenter-gpu-manager-4-core", f"datacenter-gpu-manager-4-cuda{major}"]
     if plan["pkg_mgr"] == "apt":
         plan["hold_packages"] = _bare_names(
             plan["pin_packages"] + plan["packages"] + plan["kernel_packages"] + plan["fabricmanager_packages"]
         )
     return plan
+
+
+def _plan_kernel_side(plan, os_name, kernel_release):
+    if plan["kernel_build"] == "dkms":
+        plan["module_signing_needed_with_secure_boot"] = True
+        plan["header_packages"] = header_packages(os_name, kernel_release)
+    if not plan["build_kernel_module"]:
+        plan["kernel_packages"] = []
+        plan["header_packages"] = []
+        plan["module_signing_needed_with_secure_boot"] = False
 
 
 def _bare_names(names):
@@ -552,73 +622,8 @@ def _plan_fabricmanager(plan, os_name, b):
 
 
 # ---------------------------------------------------------------------------------------------------
-# What the kernel says
-# ---------------------------------------------------------------------------------------------------
-_PROC_VERSION_RE = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
-
-
-def parse_proc_version(text):
-    """/proc/driver/nvidia/version -> {'version': '580.159.04', 'flavor': 'open'} (None values if unknown)."""
-    text = text or ""
-    match = _PROC_VERSION_RE.search(text)
-    version = match.group(1) if match else None
-    if not match:
-        return {"version": None, "flavor": None}
-    flavor = "open" if "Open Kernel Module" in text else "proprietary"
-    return {"version": version, "flavor": flavor}
-
-
-def flavor_from_license(license_text):
-    """modinfo -F license nvidia: 'Dual MIT/GPL' -> open, 'NVIDIA' -> proprietary, else None."""
-    lic = (license_text or "").strip()
-    if not lic:
-        return None
-    if "MIT" in lic or "GPL" in lic:
-        return "open"
-    if lic.upper() == "NVIDIA":
-        return "proprietary"
-    return None
-
-
-def branch_of(version):
-    """'580.159.04' -> '580' (None if not a version)."""
-    if not version:
-        return None
-    try:
-        return str(parse_version(version, "driver version").major)
-    except VersionError:
-        return None
-
-
-# ---------------------------------------------------------------------------------------------------
 # States that forbid an install
 # ---------------------------------------------------------------------------------------------------
-def host_managed(container, loaded_version, nvml_paths, nvml_owned_by_package, readonly_driver_mount):
-    """Whether the driver is provided from outside (a container runtime or a hypervisor).
-
-    True when a driver is loaded (or its library present) and no package owns the NVML library, and the
-    host is a container or the library sits on a read-only mount (e.g. /usr/local/nvidia on the H200 VM).
-    Returns (bool, [reasons]).
-    """
-    reasons = []
-    visible = bool(loaded_version) or bool(nvml_paths)
-    if not visible:
-        return False, []
-    if nvml_owned_by_package:
-        return False, []
-    if container:
-        reasons.append("the host is a container")
-    if readonly_driver_mount:
-        reasons.append(f"the driver libraries are on a read-only mount ({readonly_driver_mount})")
-    if not reasons:
-        return False, []
-    if loaded_version:
-        reasons.append(f"driver {loaded_version} is loaded and no package owns libnvidia-ml")
-    else:
-        reasons.append("libnvidia-ml is present and no package owns it")
-    return True, reasons
-
-
 def host_managed_mismatch(
     requested_branch, requested_flavor, requested_version, loaded_version, loaded_flavor
 ):
@@ -653,9 +658,6 @@ def host_managed_mismatch(
     return errors
 
 
-RUNFILE_MARKERS = ("/usr/bin/nvidia-uninstall", "/var/log/nvidia-installer.log")
-
-
 def runfile_conflict(markers_present, nvml_owned_by_package, replace_runfile):
     """(conflict: bool, message). A runfile-installed driver blocks packages unless replacement is allowed."""
     if not markers_present or nvml_owned_by_package:
@@ -673,6 +675,21 @@ def runfile_conflict(markers_present, nvml_owned_by_package, replace_runfile):
 # ---------------------------------------------------------------------------------------------------
 # Reboot
 # ---------------------------------------------------------------------------------------------------
+def _reboot_need(loaded_version, loaded_flavor, installed_version, installed_flavor, is_container):
+    if installed_version is None:
+        why = "no NVIDIA kernel module is installed for the running kernel"
+        if is_container:
+            why += " (a container: kernel modules cannot be built or loaded here)"
+        return False, why
+    if loaded_version is None:
+        return True, f"module {installed_version} is installed but no NVIDIA module is loaded"
+    if loaded_version != installed_version:
+        return True, f"loaded module {loaded_version} differs from installed {installed_version}"
+    if installed_flavor and loaded_flavor and installed_flavor != loaded_flavor:
+        return True, f"loaded {loaded_flavor} module differs from installed {installed_flavor} module"
+    return False, f"loaded module {loaded_version} is the installed one"
+
+
 def reboot_decision(
     policy,
     loaded_version,
@@ -702,23 +719,9 @@ def reboot_decision(
             "needed": False,
             "reason": "the driver is host-managed: nothing to reboot for",
         }
-    if installed_version is None:
-        needed = False
-        why = "no NVIDIA kernel module is installed for the running kernel"
-        if is_container:
-            why += " (a container: kernel modules cannot be built or loaded here)"
-    elif loaded_version is None:
-        needed = True
-        why = f"module {installed_version} is installed but no NVIDIA module is loaded"
-    elif loaded_version != installed_version:
-        needed = True
-        why = f"loaded module {loaded_version} differs from installed {installed_version}"
-    elif installed_flavor and loaded_flavor and installed_flavor != loaded_flavor:
-        needed = True
-        why = f"loaded {loaded_flavor} module differs from installed {installed_flavor} module"
-    else:
-        needed = False
-        why = f"loaded module {loaded_version} is the installed one"
+    needed, why = _reboot_need(
+        loaded_version, loaded_flavor, installed_version, installed_flavor, is_container
+    )
     want = needed if policy == "auto" else (needed or changed) if policy == "always" else False
     if not want:
         if policy == "never" and needed:
@@ -744,6 +747,25 @@ def reboot_decision(
 # ---------------------------------------------------------------------------------------------------
 # Changes of state
 # ---------------------------------------------------------------------------------------------------
+_BRANCH_IN_NAME = re.compile(r"-(\d{3})(?:-|$)")
+_BRANCH_FROM_VERSION = ("nvidia-open", "cuda-drivers", "libcuda1", "nvidia-smi", "nvidia-driver")
+
+
+def installed_branches(packages):
+    """Driver branches of installed packages ([{name, version}] as in facts driver.packages), sorted."""
+    branches = set()
+    for package in packages or ():
+        name, version = package.get("name") or "", str(package.get("version") or "")
+        match = _BRANCH_IN_NAME.search(name)
+        if match and name.startswith(("nvidia-", "cuda-drivers", "linux-modules-nvidia")):
+            branches.add(match.group(1))
+        elif name in _BRANCH_FROM_VERSION:
+            branch = branch_of(version.rsplit(":", 1)[-1].split("-", 1)[0])
+            if branch:
+                branches.add(branch)
+    return sorted(branches)
+
+
 def transition(plan, installed_packages, installed_branches, held_packages):
     """What moving from the installed driver to ``plan`` involves.
 
@@ -764,3 +786,368 @@ def transition(plan, installed_packages, installed_branches, held_packages):
         kind = "none"
     unhold = sorted(held_packages or ()) if kind in ("branch_change", "flavor_switch") else []
     return {"kind": kind, "unhold": unhold, "remove": remove, "from_branches": branches}
+
+
+# ---------------------------------------------------------------------------------------------------
+# What the plan reads of the facts (ansible_facts.nvidia, docs/facts.md)
+# ---------------------------------------------------------------------------------------------------
+def _section(facts, name):
+    value = (facts or {}).get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def _flavor_or_none(value):
+    return value if value in ("open", "proprietary") else None
+
+
+def host_state(facts):
+    """The facts fields the plan uses, normalized (absent or unknown values become None/False/[])."""
+    host, driver = _section(facts, "host"), _section(facts, "driver")
+    os_info = _section(host, "os")
+    running = _section(driver, "module_for_running_kernel")
+    packages = [p for p in driver.get("packages") or [] if isinstance(p, dict) and p.get("name")]
+    return {
+        "os_key": os_info.get("key"),
+        "distribution": os_info.get("distribution"),
+        "os_version": os_info.get("version"),
+        "debian_mirror": os_info.get("debian_mirror") or None,
+        "kernel_release": host.get("kernel_release") or "",
+        "container": host.get("container") not in (None, "none", "unknown"),
+        "host_managed": host.get("driver_managed_externally") is True,
+        "host_managed_reason": host.get("driver_managed_externally_reason") or "",
+        "loaded_version": driver.get("loaded_version") or None,
+        "loaded_flavor": _flavor_or_none(driver.get("loaded_kernel_module")),
+        "installed_version": running.get("version") or None,
+        "installed_flavor": _flavor_or_none(running.get("kernel_module")),
+        "packages": packages,
+        "held": sorted(p["name"] for p in packages if p.get("held")),
+        "runfile_markers": list(driver.get("runfile_markers") or []),
+        "owned_by_package": driver.get("install_method") == "package",
+        "secure_boot": driver.get("secure_boot") == "enabled",
+        "nvswitch_count": int((facts or {}).get("nvswitch_count") or 0),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------
+# The plan of a run
+# ---------------------------------------------------------------------------------------------------
+def normalize_request(request):
+    """REQUEST_DEFAULTS updated with the given values (None = not given)."""
+    req = dict(REQUEST_DEFAULTS)
+    req.update({k: v for k, v in (request or {}).items() if v is not None})
+    for key in ("version", "mok_key", "mok_cert", "debian_mirror"):
+        req[key] = str(req[key] or "")
+    req["branch"] = str(req["branch"])
+    return req
+
+
+def validate(request, facts):
+    """Every refusal about the request on this host's OS (one line each, naming the variable)."""
+    req, state = normalize_request(request), host_state(facts)
+    os_name = state["os_key"]
+    if os_name not in kb_hosts.OS_TABLE:
+        shown = f"{state['distribution'] or 'unknown'} {state['os_version'] or ''}".strip()
+        return [
+            f"operating system: {shown} is not supported by nvidia_driver; supported: {kb_hosts.SUPPORTED_OS}"
+        ]
+    mok_exists = {}
+    for key in ("mok_key", "mok_cert"):
+        if req[key] and req[f"{key}_exists"] is not None:
+            mok_exists[req[key]] = bool(req[f"{key}_exists"])
+    errors = validate_request(
+        os_name,
+        req["source"],
+        req["branch"],
+        kernel_module=req["kernel_module"],
+        version=req["version"],
+        reboot=req["reboot"],
+        mok_key=req["mok_key"],
+        mok_cert=req["mok_cert"],
+        mok_paths_exist=mok_exists if mok_exists else None,
+    )
+    for key in ("fabricmanager", "build_kernel_module"):
+        try:
+            tristate(req[key], key)
+        except DriverPlanError as exc:
+            errors.append(str(exc))
+    return errors
+
+
+def decide(request, facts, compat=None):
+    """The driver plan of one host: a dict with everything the role's tasks do (see the module's RETURN).
+
+    ``compat`` is ``plan.compat.check``'s result for the request (None: not checked); its errors and
+    warnings join the plan's, its ``recommended.kernel_module`` resolves ``kernel_module: auto``.
+    A plan with ``errors`` must not be executed; ``made`` is false when no package plan could be made.
+    """
+    req, state = normalize_request(request), host_state(facts)
+    errors = validate(req, facts)
+    if errors:
+        return {"made": False, "errors": errors, "warnings": [], "flavor": None}
+    compat = compat or {}
+    errors, warnings = list(compat.get("errors") or []), list(compat.get("warnings") or [])
+    recommended = (compat.get("recommended") or {}).get("kernel_module") or req["recommended_kernel_module"]
+    branch = parse_branch_value(req["branch"])
+    flavor = resolve_flavor(req["kernel_module"], branch, recommended)
+    if state["host_managed"]:
+        errors += host_managed_mismatch(
+            req["branch"],
+            req["kernel_module"],
+            req["version"],
+            state["loaded_version"],
+            state["loaded_flavor"],
+        )
+        flavor = state["loaded_flavor"] or flavor
+    build = tristate(req["build_kernel_module"], "build_kernel_module")
+    fabric = tristate(req["fabricmanager"], "fabricmanager")
+    try:
+        plan = build_plan(
+            state["os_key"],
+            req["source"],
+            branch,
+            flavor,
+            version=req["version"],
+            kernel_release=state["kernel_release"],
+            ubuntu_server=bool(req["ubuntu_server"]),
+            fabricmanager=state["nvswitch_count"] > 0 if fabric == "auto" else fabric == "true",
+            dcgm=bool(req["dcgm"]),
+            build_kernel_module=(not state["container"]) if build == "auto" else build == "true",
+        )
+    except DriverPlanError as exc:
+        return {"made": False, "errors": [*errors, str(exc)], "warnings": warnings, "flavor": flavor}
+    _add_state(plan, req, state, errors, warnings)
+    _add_tasks(plan, req, state)
+    return plan
+
+
+def _add_state(plan, req, state, errors, warnings):
+    """Host-managed, transition, Secure Boot and runfile refusals; the warnings the user sees."""
+    managed = state["host_managed"]
+    if managed:
+        plan["transition"] = {"kind": "none", "unhold": [], "remove": [], "from_branches": []}
+    else:
+        warnings += plan["warnings"]
+        plan["transition"] = transition(
+            plan, [p["name"] for p in state["packages"]], installed_branches(state["packages"]), state["held"]
+        )
+        if state["secure_boot"] and plan["module_signing_needed_with_secure_boot"] and not req["mok_key"]:
+            errors.append(
+                "Secure Boot is enabled and the plan builds the nvidia module with DKMS (unsigned): set "
+                "nvidia_driver_mok_key and nvidia_driver_mok_cert to a MOK key pair enrolled with "
+                "'mokutil --import <cert>' (then reboot to confirm), or disable Secure Boot"
+            )
+    conflict, message = runfile_conflict(
+        state["runfile_markers"], state["owned_by_package"], bool(req["replace_runfile"])
+    )
+    if conflict and not managed:
+        errors.append(message)
+    elif message:
+        warnings.append(message)
+    plan["runfile"] = {
+        "conflict": conflict,
+        "message": message,
+        "remove": bool(req["replace_runfile"]) and bool(state["runfile_markers"]) and not managed,
+    }
+    plan.update(
+        made=True,
+        errors=errors,
+        warnings=warnings,
+        host_managed=managed,
+        host_managed_reason=state["host_managed_reason"],
+        container=state["container"],
+        install=not managed,
+        mok_signing=state["secure_boot"] and plan["module_signing_needed_with_secure_boot"] and not managed,
+    )
+
+
+def _dnf_bare(name):
+    return re.sub(r"-[0-9][0-9.*]*$", "", name)
+
+
+def _services(plan, req, state):
+    state_wanted = "started" if state["loaded_version"] else None  # without /dev/nvidiactl they exit
+    services = []
+    if req["persistenced"]:
+        services.append({"name": plan["persistenced_service"], "enabled": True, "state": state_wanted})
+    if plan["fabricmanager_packages"] or (plan["dnf_module"] or "").endswith("/fm"):
+        services.append({"name": plan["fabricmanager_service"], "enabled": True, "state": state_wanted})
+    if plan["dcgm_packages"]:
+        services.append({"name": plan["dcgm_service"], "enabled": True, "state": state_wanted})
+    return services
+
+
+def _debian_source(plan, req, state):
+    if not plan["debian_components"]:
+        return {"needed": False, "uri": "", "suites": "", "components": ""}
+    codename = DEBIAN_CODENAMES[plan["os"]]
+    return {
+        "needed": True,
+        "uri": req["debian_mirror"] or state["debian_mirror"] or DEBIAN_DEFAULT_MIRROR,
+        "suites": f"{codename} {codename}-updates",
+        "components": " ".join(plan["debian_components"]),
+    }
+
+
+def _add_tasks(plan, req, state):
+    """What the tasks loop over or test: names, locks, services, sources, verify, reboot now, summary."""
+    apt = plan["pkg_mgr"] == "apt"
+    install = (
+        plan["packages"] + plan["kernel_packages"] + plan["fabricmanager_packages"] + plan["dcgm_packages"]
+    )
+    expected = [p.split("=", 1)[0] for p in plan["pin_packages"] + install]
+    locked = plan["packages"] + plan["kernel_packages"] + plan["fabricmanager_packages"]
+    plan.update(
+        install_packages=install,
+        hold_names=plan["hold_packages"] if req["hold"] and apt else [],
+        versionlock_names=_bare_names([_dnf_bare(p) for p in locked])
+        if req["hold"] and plan["versionlock"]
+        else [],
+        dnf_module_reset_needed=bool(plan["dnf_module_reset"])
+        and plan["transition"]["kind"] in ("branch_change", "flavor_switch"),
+        services=_services(plan, req, state),
+        initramfs={"command": plan["initramfs_command"], "run": not state["container"]},
+        verify={
+            "packages": [p for p in expected if "*" not in p],
+            "check_packages": apt,
+            "branch": plan["branch"],
+        },
+        debian_source=_debian_source(plan, req, state),
+        loaded_version=state["loaded_version"],
+    )
+    plan["reboot"] = reboot_decision(
+        req["reboot"],
+        state["loaded_version"],
+        state["loaded_flavor"],
+        state["installed_version"],
+        state["installed_flavor"],
+        is_controller=bool(req["is_controller"]),
+        is_container=state["container"],
+        host_managed_driver=state["host_managed"],
+    )
+    plan["touches_host"] = not state["host_managed"] and (
+        plan["transition"]["kind"] != "none" or plan["reboot"]["needed"]
+    )
+    plan["summary"] = _summary(plan, state)
+    plan["host_managed_report"] = (
+        f"host-managed NVIDIA driver {state['loaded_version']} ({state['loaded_flavor']} kernel module) "
+        f"matches nvidia_driver_branch {plan['branch']}; nothing installed or changed "
+        f"({state['host_managed_reason']})."
+        if state["host_managed"]
+        else ""
+    )
+
+
+def _summary(plan, state):
+    head = (
+        f"driver branch {plan['branch']} ({plan['flavor']} module) from {plan['source']}; "
+        f"loaded {state['loaded_version'] or 'none'}, "
+    )
+    if state["host_managed"]:
+        return f"{head}host-managed ({state['host_managed_reason']})"
+    names = " ".join(plan["pin_packages"] + plan["packages"] + plan["kernel_packages"])
+    text = f"{head}change: {plan['transition']['kind']}, packages: {names}"
+    if plan["dnf_module"]:
+        text += f", module stream {plan['dnf_module']}"
+    if not plan["build_kernel_module"]:
+        text += "; kernel module build skipped (container: module loading is impossible here)"
+    return text
+
+
+# ---------------------------------------------------------------------------------------------------
+# After the install (filters gpufleet.nvidia.driver_reboot / driver_unlocked)
+# ---------------------------------------------------------------------------------------------------
+def reboot_after(plan, facts_after, changed=False, policy="auto", is_controller=False):
+    """The reboot decision from the facts read after the install, plus what verify checks.
+
+    Returns reboot_decision's {reboot, needed, reason} and: container, loaded_version, installed_version
+    (of the module the running kernel loads), check_running (nvidia-smi must answer with
+    installed_version), loaded_in_branch (the loaded module is of the plan's branch) and note (what to
+    tell the user when the module cannot be checked here; empty otherwise).
+    """
+    state = host_state(facts_after)
+    decision = reboot_decision(
+        policy,
+        state["loaded_version"],
+        state["loaded_flavor"],
+        state["installed_version"],
+        state["installed_flavor"],
+        changed=bool(changed),
+        is_controller=bool(is_controller),
+        is_container=state["container"],
+        host_managed_driver=state["host_managed"] or bool((plan or {}).get("host_managed")),
+    )
+    note = ""
+    if state["container"]:
+        note = (
+            f"{decision['reason']}. Module loading is impossible in a container: only the userspace packages "
+            "were installed and checked."
+        )
+    elif decision["needed"]:
+        note = f"{decision['reason']}. A reboot is needed to load the installed driver."
+    decision.update(
+        container=state["container"],
+        loaded_version=state["loaded_version"],
+        installed_version=state["installed_version"],
+        check_running=not state["container"] and bool(state["installed_version"]) and not decision["needed"],
+        loaded_in_branch=branch_of(state["loaded_version"]) == (plan or {}).get("branch"),
+        note=note,
+    )
+    return decision
+
+
+def versionlock_missing(plan, facts):
+    """The plan's versionlock names (dnf) that no held package of ``facts`` covers yet."""
+    held = set(host_state(facts)["held"])
+    return [name for name in (plan or {}).get("versionlock_names") or [] if name not in held]
+
+
+# ---------------------------------------------------------------------------------------------------
+# nvidia_compat input from the request and the facts
+# ---------------------------------------------------------------------------------------------------
+def compat_gpus(request_gpus, facts):
+    """GPU items for plan.compat.check: the request's (nvidia_driver_gpus) when given, else the facts'."""
+    if request_gpus:
+        return list(request_gpus)
+    items = []
+    for gpu in (facts or {}).get("gpus") or []:
+        known = {k: v for k, v in gpu.items() if v not in (None, "", "unknown")}
+        device = known.get("pci_device_id") or known.get("device_id")
+        if device:
+            item = {"pci_device_id": device}
+            subsystem = known.get("pci_subsystem_id") or known.get("subsystem_device_id")
+            if subsystem:
+                item["pci_subsystem_id"] = subsystem
+        elif known.get("compute_capability"):
+            item = {"compute_capability": known["compute_capability"]}
+        else:
+            item = {"name": known.get("name") or "unknown"}
+        items.append(item)
+    return items
+
+
+def compat_os(facts):
+    """{distribution, version} for plan.compat.check from facts host.os (None when unknown)."""
+    os_info = _section(_section(facts, "host"), "os")
+    if not os_info.get("distribution"):
+        return None
+    return {
+        "distribution": str(os_info["distribution"]).lower(),
+        "version": str(os_info.get("version") or ""),
+    }
+
+
+_COMPAT_NAMES = {
+    "cuda_version": "nvidia_driver_cuda_version",
+    "driver_branch": "nvidia_driver_branch",
+    "driver_version": "nvidia_driver_version",
+    "kernel_module": "nvidia_driver_kernel_module",
+}
+_COMPAT_NAME_RE = re.compile(r"(?<![\w.])(cuda_version|driver_branch|driver_version|kernel_module)\b")
+
+
+def user_words(text, gave_gpus=False):
+    """nvidia_compat's parameter names in a message -> the role's variables (gpus[i] only when given)."""
+    text = _COMPAT_NAME_RE.sub(lambda m: _COMPAT_NAMES[m.group(1)], str(text))
+    if gave_gpus:
+        text = re.sub(r"(?<![\w.])gpus\[", "nvidia_driver_gpus[", text)
+    return text

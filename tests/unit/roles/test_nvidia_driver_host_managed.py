@@ -2,7 +2,9 @@
 
 The fake tree copies what the project's H200 shows: /proc/driver/nvidia/version of the open 580.159.04
 module, /.dockerenv, the driver libraries on a read-only /usr/local/nvidia mount, no package owning NVML.
-The role's probe reads it through the internal variable __nvidia_driver_probe_root (check mode, localhost).
+The role's nvidia_facts reads it through the internal variable __nvidia_driver_probe_root (check mode,
+localhost); the loader cache (/etc/ld.so.cache) names the NVML copy under /usr/local/nvidia, and
+/etc/os-release says Ubuntu 24.04 as on the host.
 """
 
 import os
@@ -10,6 +12,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.ldcache import build_ld_cache
 
 ROOT = Path(__file__).resolve().parents[3]
 H200_VERSION = (
@@ -27,10 +31,13 @@ def fake_h200(tmp_path):
         "usr/local/nvidia/lib64/libnvidia-ml.so.1": "",
         "proc/self/mounts": "overlay / overlay rw 0 0\nnvidia /usr/local/nvidia virtiofs ro,relatime 0 0\n",
     }
+    files["etc/os-release"] = 'ID=ubuntu\nVERSION_ID="24.04"\n'
     for rel, text in files.items():
         path = tmp_path / "h200" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+    nvml = [("libnvidia-ml.so.1", "/usr/local/nvidia/lib64/libnvidia-ml.so.1", 0x0303)]
+    (tmp_path / "h200/etc/ld.so.cache").write_bytes(build_ld_cache(nvml))
     return tmp_path / "h200"
 
 
@@ -51,7 +58,7 @@ def run_driver_playbook(tree, branch):
         str(ROOT / "inventory" / "localhost.yml"),
         "--check",
         "-e",
-        "driver_hosts=localhost",
+        "gpufleet_driver_hosts=localhost",
         "-e",
         "ansible_become=false",
         "-e",

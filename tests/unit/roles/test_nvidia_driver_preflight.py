@@ -1,7 +1,7 @@
 """roles/nvidia_driver: bad input is refused in preflight, before any change.
 
 Runs the role's preflight (tags nvidia_driver_preflight) against this machine in check mode through
-ansible-playbook; the preflight only reads (nvidia_compat, nvidia_driver_state).
+ansible-playbook; the preflight only reads (nvidia_facts, nvidia_driver_plan).
 """
 
 import json
@@ -23,7 +23,7 @@ PLAYBOOK = """
 """
 
 
-def run_preflight(tmp_path, role_vars):
+def run_preflight(tmp_path, role_vars, callback=None):
     playbook = tmp_path / "preflight.yml"
     playbook.write_text(PLAYBOOK.format(vars=json.dumps(role_vars)))
     env = dict(os.environ)
@@ -33,7 +33,7 @@ def run_preflight(tmp_path, role_vars):
             "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
             "ANSIBLE_FORCE_COLOR": "false",
             "ANSIBLE_NOCOLOR": "true",
-            "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default",
+            "ANSIBLE_STDOUT_CALLBACK": callback or "ansible.builtin.default",
             "ANSIBLE_FACT_CACHING": "memory",
             "LC_ALL": "C.UTF-8",
         }
@@ -56,6 +56,8 @@ def run_preflight(tmp_path, role_vars):
         timeout=300,
         check=False,
     )
+    if callback:
+        return proc.returncode, proc.stdout
     return proc.returncode, " ".join((proc.stdout + proc.stderr).split())
 
 
@@ -70,7 +72,7 @@ def test_good_input_passes_preflight(tmp_path):
 @pytest.mark.parametrize(
     ("role_vars", "needles"),
     [
-        ({"nvidia_driver_branch": "58O"}, ["nvidia_driver_branch=58O", "allowed: three digits"]),
+        ({"nvidia_driver_branch": "58O"}, ["nvidia_driver_branch: '58O'", "accepted forms: 580, R580"]),
         ({"nvidia_driver_branch": "581"}, ["581"]),
         (
             {"nvidia_driver_kernel_module": "open", "nvidia_driver_gpus": [{"pci_device_id": "0x15F8"}]},
@@ -94,3 +96,41 @@ def test_bad_input_is_refused_in_preflight(tmp_path, role_vars, needles):
     # refused in the preflight: no later phase ran
     assert "Sources |" not in out
     assert "Install |" not in out
+
+
+def failure_messages(stdout):
+    """The msg of every failed task in an ansible.posix.json run."""
+    data = json.loads(stdout[stdout.find("{") :])
+    return [
+        result.get("msg", "")
+        for play in data["plays"]
+        for task in play["tasks"]
+        for result in task["hosts"].values()
+        if result.get("failed")
+    ]
+
+
+VARIABLES = sorted(
+    line.split(":")[0].strip()
+    for line in (ROOT / "roles/nvidia_driver/defaults/main.yml").read_text().splitlines()
+    if line.startswith("nvidia_driver_")
+)
+
+
+@pytest.mark.parametrize(
+    ("role_vars", "variable"),
+    [
+        ({"nvidia_driver_reboot": "sometimes"}, "nvidia_driver_reboot"),
+        ({"nvidia_driver_fabricmanager": "perhaps"}, "nvidia_driver_fabricmanager"),
+        ({"nvidia_driver_version": "575.57.08"}, "nvidia_driver_version"),
+    ],
+)
+def test_a_bad_variable_is_named_alone(tmp_path, role_vars, variable):
+    rc, stdout = run_preflight(tmp_path, role_vars, callback="ansible.posix.json")
+    assert rc != 0, stdout[-2000:]
+    messages = failure_messages(stdout)
+    assert len(messages) == 1, messages
+    assert variable in messages[0], messages
+    named = [name for name in VARIABLES if name != variable and name in messages[0]]
+    # the version error says which branch it is not in (the value the user set), nothing else
+    assert named == (["nvidia_driver_branch"] if variable == "nvidia_driver_version" else []), messages

@@ -3,9 +3,13 @@
 import itertools
 
 import pytest
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver as kb_driver
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import driver as probe_driver
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import host as probe_host
 
-OSES = sorted(dp.OS_TABLE)
+OSES = sorted(kb_hosts.OS_TABLE)
 UBUNTU_KERNEL = "6.8.0-45-generic"
 CUSTOM_KERNEL = "6.18.44-fc-v595"
 H200_PROC_VERSION = (
@@ -22,7 +26,7 @@ def all_combinations():
     for os_name, source in itertools.product(OSES, dp.SOURCES):
         for branch in dp.available_branches(os_name, source):
             for flavor in ("open", "proprietary"):
-                if flavor == "open" and branch < dp.OPEN_FIRST_BRANCH:
+                if flavor == "open" and branch < kb_driver.OPEN_MODULES_FIRST_BRANCH:
                     continue
                 yield os_name, source, branch, flavor
 
@@ -290,13 +294,16 @@ def test_proprietary_on_620_warns_not_refuses():
     ],
 )
 def test_os_key(dist, ver, key):
-    assert dp.os_key(dist, ver) == key
+    assert kb_hosts.os_key(dist, ver) == key
 
 
 @pytest.mark.parametrize(("dist", "ver"), [("Ubuntu", "20.04"), ("Debian", "11"), ("Fedora", "42"), ("", "")])
 def test_os_key_refuses_unsupported(dist, ver):
-    with pytest.raises(dp.DriverPlanError, match="not supported"):
-        dp.os_key(dist, ver)
+    assert kb_hosts.os_key(dist, ver) is None
+    facts = {"host": {"os": {"distribution": dist, "version": ver, "key": None}}}
+    errors = dp.decide({"branch": "580"}, facts)["errors"]
+    assert len(errors) == 1
+    assert "not supported" in errors[0]
 
 
 # --------------------------------------------------------------------------- validation (bad input)
@@ -376,24 +383,28 @@ def test_resolve_flavor(requested, branch, recommended, expected):
 
 
 # --------------------------------------------------------------------------- kernel strings
+# The kernel's strings have one reader, probe/driver.py (these assertions moved with the readers).
 def test_parse_proc_version_open_h200():
-    assert dp.parse_proc_version(H200_PROC_VERSION) == {"version": "580.159.04", "flavor": "open"}
+    assert probe_driver.parse_proc_version(H200_PROC_VERSION) == {
+        "version": "580.159.04",
+        "kernel_module": "open",
+    }
 
 
 def test_parse_proc_version_proprietary_and_garbage():
-    assert dp.parse_proc_version(PROPRIETARY_PROC_VERSION) == {
+    assert probe_driver.parse_proc_version(PROPRIETARY_PROC_VERSION) == {
         "version": "535.104.05",
-        "flavor": "proprietary",
+        "kernel_module": "proprietary",
     }
-    assert dp.parse_proc_version("") == {"version": None, "flavor": None}
-    assert dp.parse_proc_version(None) == {"version": None, "flavor": None}
+    assert probe_driver.parse_proc_version("") is None
+    assert probe_driver.parse_proc_version(None) is None
 
 
 @pytest.mark.parametrize(
     ("lic", "flavor"), [("Dual MIT/GPL", "open"), ("NVIDIA", "proprietary"), ("", None), ("weird", None)]
 )
 def test_flavor_from_license(lic, flavor):
-    assert dp.flavor_from_license(lic) == flavor
+    assert probe_driver.flavor_from_license(lic) == flavor
 
 
 def test_branch_of():
@@ -403,41 +414,36 @@ def test_branch_of():
 
 
 # --------------------------------------------------------------------------- host-managed
+# THE definition is probe/host.py's driver_managed_externally (the plan reads it from the facts); the
+# assertions of the installer's former definition, on the one left.
 def test_h200_is_host_managed():
-    managed, reasons = dp.host_managed(
-        container=True,
-        loaded_version="580.159.04",
-        nvml_paths=["/usr/local/nvidia/lib64/libnvidia-ml.so.1"],
-        nvml_owned_by_package=False,
-        readonly_driver_mount="/usr/local/nvidia",
+    managed, reason = probe_host.driver_managed_externally(
+        "docker",
+        "/usr/local/nvidia/lib64/libnvidia-ml.so.1",
+        "/usr/local/nvidia/lib64/libnvidia-ml.so.1",
+        None,
+        readonly=True,
     )
     assert managed is True
-    assert any("container" in r for r in reasons)
-    assert any("/usr/local/nvidia" in r for r in reasons)
+    assert "container" in reason
+    assert "/usr/local/nvidia" in reason
 
 
 @pytest.mark.parametrize(
     ("case", "expected"),
     [
-        (
-            (False, "580.95.05", ["/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"], True, None),
-            False,
-        ),  # packages
-        ((True, None, [], False, None), False),  # empty container: installable userspace
-        ((False, "580.95.05", ["/usr/lib/libnvidia-ml.so.1"], False, None), False),  # runfile on bare metal
-        (
-            (False, "580.95.05", ["/usr/local/nvidia/lib64/libnvidia-ml.so.1"], False, "/usr/local/nvidia"),
-            True,
-        ),
-        (
-            (True, None, ["/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"], False, None),
-            True,
-        ),  # toolkit-injected
-        ((True, "580.95.05", ["/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"], True, None), False),
+        (("none", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "libnvidia-compute-580", False), False),
+        (("docker", None, None, False), False),  # empty container: installable userspace
+        (("none", "/usr/lib/libnvidia-ml.so.1", None, False), False),  # runfile on bare metal
+        (("none", "/usr/local/nvidia/lib64/libnvidia-ml.so.1", None, True), True),
+        (("docker", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", None, False), True),  # toolkit-injected
+        (("docker", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "libnvidia-compute-580", False), False),
     ],
 )
 def test_host_managed_matrix(case, expected):
-    assert dp.host_managed(*case)[0] is expected
+    container, path, owner, readonly = case
+    managed, _ = probe_host.driver_managed_externally(container, path, path, owner, readonly=readonly)
+    assert bool(managed) is expected
 
 
 def test_host_managed_mismatch_570_on_h200_is_refused_clearly():
@@ -529,3 +535,160 @@ def test_transition_flavor_switch_proprietary_to_open_removes_the_other_flavor()
     assert t["kind"] == "flavor_switch"
     assert t["remove"] == ["cuda-drivers-580"]
     assert t["unhold"] == ["cuda-drivers-580"]
+
+
+# --------------------------------------------------------------------------- decide: what the tasks need
+def facts(os_key="ubuntu2404", **driver):
+    dist, ver = {
+        "ubuntu2404": ("Ubuntu", "24.04"),
+        "rhel9": ("RedHat", "9.4"),
+        "rhel10": ("RedHat", "10.0"),
+    }.get(os_key, ("Debian", os_key[-2:]))
+    base = {"loaded_version": None, "module_for_running_kernel": {}, "packages": [], "runfile_markers": []}
+    base.update(driver)
+    return {
+        "host": {
+            "os": {"distribution": dist, "version": ver, "key": os_key},
+            "kernel_release": "6.8.0-45-generic",
+            "container": "none",
+        },
+        "driver": base,
+        "nvswitch_count": 0,
+    }
+
+
+def test_decide_gives_names_without_version_patterns_for_tasks():
+    plan = dp.decide({"branch": "580", "version": "580.95.05", "dcgm": True}, facts())
+    assert plan["errors"] == []
+    assert plan["install_packages"] == [
+        "nvidia-open-580=580.95.05*",
+        "nvidia-kernel-open-dkms",
+        "datacenter-gpu-manager-4-core",
+        "datacenter-gpu-manager-4-cuda13",
+    ]
+    assert plan["hold_names"] == ["nvidia-open-580", "nvidia-kernel-open-dkms"]
+    assert plan["verify"] == {
+        "packages": [
+            "nvidia-open-580",
+            "nvidia-kernel-open-dkms",
+            "datacenter-gpu-manager-4-core",
+            "datacenter-gpu-manager-4-cuda13",
+        ],
+        "check_packages": True,
+        "branch": "580",
+    }
+    assert [s["name"] for s in plan["services"]] == ["nvidia-persistenced", "nvidia-dcgm"]
+    assert all(s["state"] is None for s in plan["services"])  # nothing loaded: enabled, not started
+    assert plan["versionlock_names"] == []
+    assert plan["debian_source"]["needed"] is False
+    assert plan["summary"].startswith(
+        "driver branch 580 (open module) from nvidia_repo; loaded none, change: install"
+    )
+
+
+def test_hold_and_persistenced_switches():
+    plan = dp.decide({"branch": "580", "hold": False, "persistenced": False}, facts())
+    assert plan["hold_names"] == []
+    assert plan["services"] == []
+    loaded = dp.decide({"branch": "580"}, facts(loaded_version="580.95.05", loaded_kernel_module="open"))
+    assert loaded["services"] == [{"name": "nvidia-persistenced", "enabled": True, "state": "started"}]
+
+
+def test_rhel_versionlock_names_are_bare_and_module_reset_only_on_change():
+    plan = dp.decide({"branch": "580", "fabricmanager": "true"}, facts("rhel10"))
+    assert plan["versionlock_names"] == [
+        "nvidia-open",
+        "kmod-nvidia-open-dkms",
+        "nvidia-fabric-manager",
+        "libnvidia-nscq",
+    ]
+    assert plan["hold_names"] == []
+    assert plan["verify"]["check_packages"] is False
+    stream = dp.decide({"branch": "580", "fabricmanager": True}, facts("rhel9"))
+    assert stream["dnf_module"] == "@nvidia-driver:580-open/fm"
+    assert "nvidia-fabricmanager" in [s["name"] for s in stream["services"]]
+    assert stream["dnf_module_reset_needed"] is False
+    installed = [{"name": "kmod-nvidia-open-dkms", "version": "570.172.08-1.el9", "held": True}]
+    installed.append({"name": "nvidia-driver", "version": "3:570.172.08-1.el9", "held": True})
+    change = dp.decide({"branch": "580"}, facts("rhel9", packages=installed))
+    assert change["transition"]["kind"] == "branch_change"
+    assert change["dnf_module_reset_needed"] is True
+
+
+def test_versionlock_missing_uses_the_held_flags_of_the_facts():
+    plan = dp.decide({"branch": "580"}, facts("rhel10"))
+    after = facts("rhel10", packages=[{"name": "nvidia-open", "version": "580.95.05-1.el10", "held": True}])
+    assert dp.versionlock_missing(plan, after) == ["kmod-nvidia-open-dkms"]
+    assert dp.versionlock_missing({}, after) == []
+
+
+@pytest.mark.parametrize(
+    ("request_mirror", "facts_mirror", "uri"),
+    [
+        ("", None, "http://deb.debian.org/debian"),
+        ("", "http://mirror.example/debian", "http://mirror.example/debian"),
+        ("http://site.example/debian", "http://mirror.example/debian", "http://site.example/debian"),
+    ],
+)
+def test_debian_source_mirror(request_mirror, facts_mirror, uri):
+    host = facts("debian13")
+    host["host"]["os"]["debian_mirror"] = facts_mirror
+    plan = dp.decide({"branch": "550", "source": "distro", "debian_mirror": request_mirror}, host)
+    assert plan["debian_source"]["uri"] == uri
+    assert plan["debian_source"]["suites"] == "trixie trixie-updates"
+
+
+def test_reboot_after_reads_the_fresh_facts():
+    plan = dp.decide({"branch": "580"}, facts())
+    installed = facts(module_for_running_kernel={"version": "580.95.05", "kernel_module": "open"})
+    after = dp.reboot_after(plan, installed, changed=True, policy="auto")
+    assert after["reboot"] is True
+    assert after["needed"] is True
+    assert after["check_running"] is False
+    assert "A reboot is needed" in after["note"]
+    loaded = facts(
+        loaded_version="580.95.05",
+        loaded_kernel_module="open",
+        module_for_running_kernel={"version": "580.95.05", "kernel_module": "open"},
+    )
+    final = dp.reboot_after(plan, loaded, policy="never")
+    assert final["reboot"] is False
+    assert final["check_running"] is True
+    assert final["loaded_in_branch"] is True
+    assert final["installed_version"] == "580.95.05"
+    assert final["note"] == ""
+    assert dp.reboot_after(plan, installed, policy="auto", is_controller=True)["reboot"] is False
+    container = facts()
+    container["host"]["container"] = "docker"
+    boxed = dp.reboot_after(plan, container, changed=True, policy="always")
+    assert boxed["reboot"] is False
+    assert "impossible in a container" in boxed["note"]
+    with pytest.raises(dp.DriverPlanError, match="nvidia_driver_reboot: 'alwasy'"):
+        dp.reboot_after(plan, installed, policy="alwasy")
+
+
+def test_compat_inputs_from_the_facts():
+    gpus = [
+        {"pci_device_id": "0x2335", "subsystem_device_id": "0x18bf", "name": "NVIDIA H200"},
+        {"device_id": "unknown", "compute_capability": "9.0", "name": "x"},
+        {"name": "Tesla V100-SXM2-32GB", "pci_subsystem_id": "unknown"},
+    ]
+    assert dp.compat_gpus([], {"gpus": gpus}) == [
+        {"pci_device_id": "0x2335", "pci_subsystem_id": "0x18bf"},
+        {"compute_capability": "9.0"},
+        {"name": "Tesla V100-SXM2-32GB"},
+    ]
+    assert dp.compat_gpus([{"name": "NVIDIA H200"}], {"gpus": gpus}) == [{"name": "NVIDIA H200"}]
+    assert dp.compat_os(facts()) == {"distribution": "ubuntu", "version": "24.04"}
+    assert dp.compat_os({}) is None
+    assert dp.user_words("cuda_version: '12.99' is unknown; set cuda_version <= 12.9") == (
+        "nvidia_driver_cuda_version: '12.99' is unknown; set nvidia_driver_cuda_version <= 12.9"
+    )
+    assert dp.user_words("gpus[0]: bad", gave_gpus=True) == "nvidia_driver_gpus[0]: bad"
+    assert dp.user_words("gpus[0]: bad") == "gpus[0]: bad"
+    assert dp.user_words("nvidia_driver_kernel_module: x") == "nvidia_driver_kernel_module: x"
+
+
+def test_branches_come_from_the_knowledge_base():
+    assert set(dp.available_branches("rhel8", "nvidia_repo")) <= set(kb_driver.DRIVER_BRANCHES)
+    assert dp.available_branches("ubuntu2404", "nvidia_repo")[-1] == kb_driver.NEWEST_KNOWN_BRANCH

@@ -1,0 +1,32 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""Jinja2 filters over the NVIDIA driver plan (pure decisions of plugins/module_utils/plan/driver.py).
+
+driver_reboot    plan | gpufleet.nvidia.driver_reboot(facts, changed, policy, is_controller)
+                 -> {reboot, needed, reason, container, loaded_version, installed_version, check_running,
+                     loaded_in_branch, note}: the reboot decision from the facts read after the install
+driver_unlocked  plan | gpufleet.nvidia.driver_unlocked(facts)
+                 -> the plan's dnf versionlock names that no held package of the facts covers yet
+
+``plan`` is nvidia_driver_plan's ``plan``, ``facts`` a fresh ``ansible_facts.nvidia`` (nvidia_facts).
+A bad policy fails the task with the one-line message naming nvidia_driver_reboot.
+"""
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
+
+
+def driver_reboot(plan, facts, changed=False, policy="auto", is_controller=False):
+    try:
+        return dp.reboot_after(plan, facts, changed=changed, policy=policy, is_controller=is_controller)
+    except dp.DriverPlanError as err:
+        raise AnsibleFilterError(str(err)) from None
+
+
+def driver_unlocked(plan, facts):
+    return dp.versionlock_missing(plan, facts)
+
+
+class FilterModule:
+    def filters(self):
+        return {"driver_reboot": driver_reboot, "driver_unlocked": driver_unlocked}

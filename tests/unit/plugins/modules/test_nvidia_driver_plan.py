@@ -1,0 +1,361 @@
+"""Unit tests of nvidia_driver_plan: the decision from synthetic facts, compat in the role's words, gather.
+
+The facts dicts are what ``ansible_facts.nvidia`` holds (docs/facts.md); the H200 one copies the project's
+host (open 580.159.04 loaded, a container whose driver sits read-only under /usr/local/nvidia).
+"""
+
+import copy
+
+import pytest
+import yaml
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import ldcache
+from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_driver_plan as mod
+
+H200_VERSION = (
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \n"
+    "GCC version:  gcc version 15.3.0 (GCC) \n"
+)
+SB_GUID = "8be4df61-93ca-11d2-aa0d-00e098032b8c"
+UBUNTU_2404 = {"distribution": "Ubuntu", "version": "24.04", "key": "ubuntu2404"}
+DEBIAN_12 = {"distribution": "Debian", "version": "12", "key": "debian12"}
+
+
+def facts_for(**kw):
+    """Facts of a bare-metal Ubuntu 24.04 host without any driver, updated by host_*/driver_* keywords."""
+    facts = {
+        "schema_version": 1,
+        "root": "/",
+        "host": {
+            "os": dict(UBUNTU_2404),
+            "kernel_release": "6.8.0-45-generic",
+            "container": "none",
+            "efi": False,
+            "driver_managed_externally": None,
+            "driver_managed_externally_reason": "",
+        },
+        "driver": {
+            "loaded_version": None,
+            "loaded_kernel_module": None,
+            "module_for_running_kernel": {"version": None, "kernel_module": None},
+            "packages": [],
+            "runfile_markers": [],
+            "secure_boot": "unknown",
+            "nouveau_loaded": False,
+            "install_method": "none",
+        },
+        "gpus": [],
+        "gpu_count": 0,
+        "nvswitch_count": 0,
+    }
+    for key, value in kw.items():
+        section, _, field = key.partition("_")
+        if section in ("host", "driver"):
+            facts[section][field] = value
+        else:
+            facts[key] = value
+    return facts
+
+
+def h200_facts():
+    return facts_for(
+        host_kernel_release="6.18.44-fc-v595",
+        host_container="docker",
+        host_driver_managed_externally=True,
+        host_driver_managed_externally_reason=(
+            "libnvidia-ml.so.1 at /usr/local/nvidia/lib64/libnvidia-ml.so.1 (under /usr/local/nvidia "
+            "(container runtime / host driver mount), inside a docker container, no package owns it)"
+        ),
+        driver_loaded_version="580.159.04",
+        driver_loaded_kernel_module="open",
+        driver_install_method="host",
+        gpus=[{"pci_device_id": "0x2335", "device_id": "0x2335", "name": "NVIDIA H200"}],
+        gpu_count=1,
+    )
+
+
+def request(**kw):
+    base = {"branch": "580"}
+    base.update(kw)
+    return base
+
+
+def test_h200_580_is_accepted_and_never_rebooted():
+    plan = dp.decide(request(), h200_facts())
+    assert plan["errors"] == []
+    assert plan["warnings"] == []
+    assert plan["transition"]["kind"] == "none"
+    assert plan["flavor"] == "open"
+    assert plan["reboot"]["reboot"] is False
+    assert "host-managed" in plan["reboot"]["reason"]
+    assert plan["host_managed"] is True
+    assert plan["install"] is False
+    assert plan["touches_host"] is False
+    assert (
+        "host-managed NVIDIA driver 580.159.04 (open kernel module) matches nvidia_driver_branch 580"
+        in (plan["host_managed_report"])
+    )
+
+
+def test_h200_570_is_refused_clearly():
+    plan = dp.decide(request(branch="570"), h200_facts())
+    assert len(plan["errors"]) == 1
+    assert "nvidia_driver_branch: '570'" in plan["errors"][0]
+    assert "580.159.04" in plan["errors"][0]
+
+
+def test_empty_debian_container_plans_userspace_only():
+    facts = facts_for(host_os=dict(DEBIAN_12), host_container="docker", host_kernel_release="6.1.0-37-amd64")
+    plan = dp.decide(request(source="distro", branch="535"), facts)
+    assert plan["host_managed"] is False
+    assert plan["errors"] == []
+    assert plan["build_kernel_module"] is False
+    assert plan["kernel_packages"] == []
+    assert "nvidia-smi" in plan["packages"]
+    assert plan["reboot"]["reboot"] is False
+    assert "container" in plan["reboot"]["reason"]
+    assert plan["initramfs"]["run"] is False
+    assert plan["debian_source"] == {
+        "needed": True,
+        "uri": "http://deb.debian.org/debian",
+        "suites": "bookworm bookworm-updates",
+        "components": "main contrib non-free non-free-firmware",
+    }
+
+
+def test_bad_input_refused_before_any_change():
+    plan = dp.decide(
+        request(branch="58O", reboot="sometimes", mok_key="/x.priv", mok_cert="/x.der")
+        | mod.mok_exists({"mok_key": "/x.priv", "mok_cert": "/x.der"}, "/nonexistent-root"),
+        facts_for(),
+    )
+    text = " | ".join(plan["errors"])
+    assert "nvidia_driver_branch: '58O'" in text
+    assert "nvidia_driver_reboot: 'sometimes'" in text
+    assert "nvidia_driver_mok_key: '/x.priv' does not exist" in text
+    assert plan["made"] is False
+
+
+def test_unsupported_os_is_refused():
+    facts = facts_for(host_os={"distribution": "Ubuntu", "version": "20.04", "key": None})
+    assert "not supported" in dp.decide(request(), facts)["errors"][0]
+
+
+@pytest.mark.parametrize(
+    ("kw", "variable"),
+    [
+        ({"reboot": "sometimes"}, "nvidia_driver_reboot"),
+        ({"kernel_module": "opne"}, "nvidia_driver_kernel_module"),
+        ({"source": "runfile"}, "nvidia_driver_source"),
+        ({"fabricmanager": "perhaps"}, "nvidia_driver_fabricmanager"),
+        ({"build_kernel_module": "maybe"}, "nvidia_driver_build_kernel_module"),
+        ({"version": "575.57.08"}, "nvidia_driver_version"),
+    ],
+)
+def test_an_error_names_only_the_wrong_variable(kw, variable):
+    errors = dp.decide(request(**kw), facts_for())["errors"]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"{variable}: "), errors
+    others = {f"nvidia_driver_{k}" for k in dp.REQUEST_DEFAULTS} - {variable, "nvidia_driver_branch"}
+    assert not [name for name in others if name in errors[0]], errors
+    if variable == "nvidia_driver_reboot":
+        assert "nvidia_driver_branch" not in errors[0]
+        assert "allowed: auto, never, always" in errors[0]
+
+
+def test_secure_boot_with_dkms_needs_mok(tmp_path):
+    facts = facts_for(host_kernel_release="6.18.44-custom", host_efi=True, driver_secure_boot="enabled")
+    plan = dp.decide(request(), facts)
+    assert any("Secure Boot is enabled" in e and "nvidia_driver_mok_key" in e for e in plan["errors"])
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root/MOK.priv").write_text("")
+    (tmp_path / "root/MOK.der").write_text("")
+    moks = {"mok_key": "/root/MOK.priv", "mok_cert": "/root/MOK.der"}
+    plan = dp.decide(request(**moks) | mod.mok_exists(moks, str(tmp_path)), facts)
+    assert plan["errors"] == []
+    assert plan["mok_signing"] is True
+
+
+def test_secure_boot_with_precompiled_ubuntu_modules_needs_no_mok():
+    facts = facts_for(host_efi=True, driver_secure_boot="enabled")
+    plan = dp.decide(request(source="distro"), facts)
+    assert plan["errors"] == []
+    assert plan["kernel_build"] == "precompiled"
+    assert plan["mok_signing"] is False
+
+
+def test_runfile_conflict_is_refused_unless_replacing():
+    facts = facts_for(driver_runfile_markers=["/usr/bin/nvidia-uninstall"], driver_install_method="runfile")
+    assert facts["host"]["driver_managed_externally"] is not True
+    plan = dp.decide(request(), facts)
+    assert any("nvidia_driver_replace_runfile: true" in e for e in plan["errors"])
+    plan = dp.decide(request(replace_runfile=True), facts)
+    assert plan["errors"] == []
+    assert plan["runfile"]["message"]
+    assert plan["runfile"]["remove"] is True
+
+
+def test_nvswitch_turns_fabricmanager_on():
+    facts = facts_for(nvswitch_count=2)
+    plan = dp.decide(request(), facts)
+    assert plan["fabricmanager_packages"] == ["nvidia-fabricmanager-580", "libnvidia-nscq-580"]
+    assert "nvidia-fabricmanager" in [s["name"] for s in plan["services"]]
+    plan = dp.decide(request(fabricmanager="false"), facts)
+    assert plan["fabricmanager_packages"] == []
+    plan = dp.decide(request(fabricmanager=False), facts)
+    assert plan["fabricmanager_packages"] == []
+
+
+# what dpkg's status said before (probe/packages.py reads it now): held ('hi') and installed ('ii') only
+DPKG_PACKAGES = [
+    {"name": "nvidia-open-570", "version": "570.172.08-1", "held": True},
+    {"name": "nvidia-kernel-open-dkms", "version": "570.172.08-1", "held": True},
+    {"name": "libnvidia-compute-570", "version": "570.172.08-1", "held": False},
+]
+
+
+def test_packages_holds_and_branches_from_dpkg():
+    facts = facts_for(driver_packages=DPKG_PACKAGES, driver_install_method="package")
+    assert dp.host_state(facts)["held"] == ["nvidia-kernel-open-dkms", "nvidia-open-570"]
+    assert dp.installed_branches(DPKG_PACKAGES) == ["570"]
+    plan = dp.decide(request(), facts)
+    assert plan["transition"]["kind"] == "branch_change"
+    assert plan["transition"]["unhold"] == ["nvidia-kernel-open-dkms", "nvidia-open-570"]
+    assert plan["touches_host"] is True
+
+
+def test_installed_module_from_modinfo():
+    facts = facts_for(driver_module_for_running_kernel={"version": "580.95.05", "kernel_module": "open"})
+    plan = dp.decide(request(), facts)
+    assert plan["reboot"]["needed"] is True
+    assert plan["reboot"]["reboot"] is True
+    assert "no NVIDIA module is loaded" in plan["reboot"]["reason"]
+    controller = dp.decide(request(is_controller=True), facts)
+    assert controller["reboot"]["reboot"] is False
+    assert "controller" in controller["reboot"]["reason"]
+
+
+def test_rpm_fallback():
+    packages = [
+        {"name": "kmod-nvidia-open-dkms", "version": "580.95.05-1.el9", "held": False},
+        {"name": "nvidia-driver", "version": "3:580.95.05-1.el9", "held": False},
+    ]
+    assert dp.installed_branches(packages) == ["580"]
+
+
+# --------------------------------------------------------------------------- the module's own steps
+def params(**kw):
+    base = {key: spec.get("default") for key, spec in mod.ARGUMENT_SPEC.items()}
+    base.update(kw)
+    return base
+
+
+def test_make_plan_checks_compat_from_the_facts_gpus():
+    plan = mod.make_plan(params(branch="580", facts=h200_facts()))
+    assert plan["errors"] == []
+    assert plan["flavor"] == "open"
+
+
+def test_compat_recommendation_resolves_auto_for_pascal():
+    facts = facts_for(gpus=[{"pci_device_id": "0x15F8", "name": "Tesla P100-PCIE-16GB"}])
+    plan = mod.make_plan(params(branch="580", facts=facts))
+    assert plan["errors"] == []
+    assert plan["flavor"] == "proprietary"
+    refused = mod.make_plan(params(branch="580", kernel_module="open", facts=facts))
+    assert any("Pascal" in e for e in refused["errors"])
+
+
+def test_compat_errors_name_the_role_variables():
+    plan = mod.make_plan(params(branch="580", cuda_version="12.99", facts=facts_for()))
+    assert plan["errors"]
+    assert plan["errors"][0].startswith("nvidia_driver_cuda_version: ")
+    given = mod.make_plan(params(branch="580", gpus=[{"pci_device_id": "zz"}], facts=facts_for()))
+    assert given["errors"][0].startswith("nvidia_driver_gpus[0]")
+
+
+def test_bad_request_is_refused_before_compat(monkeypatch):
+    def boom(**_kw):
+        raise AssertionError("compat must not run on a refused request")
+
+    monkeypatch.setattr(mod.compat_rules, "check", boom)
+    plan = mod.make_plan(params(branch="580", reboot="sometimes", facts=facts_for()))
+    assert plan["errors"] == [
+        "nvidia_driver_reboot: 'sometimes' is not allowed; allowed: auto, never, always"
+    ]
+
+
+def test_compat_check_can_be_skipped(monkeypatch):
+    monkeypatch.setattr(mod.compat_rules, "check", lambda **_kw: pytest.fail("compat ran"))
+    assert mod.make_plan(params(branch="580", compat_check=False, facts=facts_for()))["errors"] == []
+
+
+def write(root, path, data=""):
+    target = root / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, bytes):
+        target.write_bytes(data)
+    else:
+        target.write_text(data)
+
+
+@pytest.fixture
+def h200_tree(tmp_path):
+    write(tmp_path, "/etc/os-release", 'ID=ubuntu\nVERSION_ID="24.04"\n')
+    write(tmp_path, "/proc/driver/nvidia/version", H200_VERSION)
+    write(tmp_path, "/sys/module/nvidia/version", "580.159.04\n")
+    write(tmp_path, "/proc/sys/kernel/osrelease", "6.18.44-fc-v595\n")
+    write(tmp_path, "/.dockerenv")
+    write(tmp_path, "/usr/local/nvidia/lib64/libnvidia-ml.so.1")
+    entries = [("libnvidia-ml.so.1", "/usr/local/nvidia/lib64/libnvidia-ml.so.1", 0x0303)]
+    write(tmp_path, "/etc/ld.so.cache", ldcache.build_ld_cache(entries))
+    dev = tmp_path / "sys/bus/pci/devices/0000:00:06.0"
+    dev.mkdir(parents=True)
+    for name, value in (("vendor", "0x10de"), ("device", "0x2335"), ("class", "0x030200")):
+        (dev / name).write_text(value + "\n")
+    return tmp_path
+
+
+def test_h200_facts_are_host_managed(h200_tree):
+    """What the plan reads of the H200 tree (the former module-level probe's assertions, on the facts)."""
+    facts = mod.gather(str(h200_tree), ["gpu", "driver"])
+    assert facts["driver"]["loaded_version"] == "580.159.04"
+    assert facts["driver"]["loaded_kernel_module"] == "open"
+    assert facts["host"]["container"] == "docker"
+    assert facts["host"]["driver_managed_externally"] is True
+    assert facts["host"]["os"]["key"] == "ubuntu2404"
+    assert facts["host"]["efi"] is False
+    assert facts["driver"]["secure_boot"] == "unknown"
+    assert facts["gpu_count"] == 1
+    assert facts["nvswitch_count"] == 0
+    state = dp.host_state(facts)
+    assert state["host_managed"] is True
+    assert state["owned_by_package"] is False
+    assert state["secure_boot"] is False
+
+
+def test_without_facts_the_module_gathers_them(h200_tree):
+    plan = mod.make_plan(params(branch="580", root=str(h200_tree)))
+    assert plan["errors"] == [], plan["errors"]
+    assert plan["host_managed"] is True
+    assert plan["container"] is True
+    assert plan["loaded_version"] == "580.159.04"
+    assert plan["flavor"] == "open"
+
+
+def test_the_facts_given_are_not_changed():
+    facts = h200_facts()
+    before = copy.deepcopy(facts)
+    mod.make_plan(params(branch="580", facts=facts))
+    assert facts == before
+
+
+def test_documentation_matches_the_argument_spec():
+    doc = yaml.safe_load(mod.DOCUMENTATION)
+    assert sorted(doc["options"]) == sorted(mod.ARGUMENT_SPEC)
+    for name, spec in mod.ARGUMENT_SPEC.items():
+        assert doc["options"][name]["type"] == spec["type"], name
+        assert doc["options"][name].get("default") == spec.get("default"), name
+    assert doc["attributes"]["check_mode"]["support"] == "full"
+    returned = yaml.safe_load(mod.RETURN)["plan"]["contains"]
+    plan = dp.decide(request(), facts_for())
+    assert sorted(set(returned) - set(plan)) == []
