@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `make demo`: from a fresh machine, one command. Builds the lab when needed (docker, images, NVIDIA redist
 # mirror), starts 4 lab hosts reached over SSH with the lab key, gives each a deliberately different
-# CUDA/cuDNN stack through playbooks/site.yml (roles cuda_toolkit and cudnn, NVIDIA redist archives from the
-# lab mirror; one host also gets a pip cuDNN in a virtualenv), audits them, prints the summary and the HTML
-# report path.
+# CUDA/cuDNN stack through playbooks/cuda.yml and cudnn.yml (roles cuda_toolkit and cudnn, NVIDIA redist
+# archives from the lab mirror; one host also gets a pip cuDNN in a virtualenv, playbooks/demo.yml), audits
+# them (playbooks/audit.yml), prints the summary and the HTML report path.
 #
 # Environment: GPUFLEET_DEMO_COUNT (4), GPUFLEET_DEMO_PREFIX (gpufleet-demo: names must match
 # inventory/demo/host_vars), GPUFLEET_DEMO_REPORT_DIR (reports/demo).
@@ -31,8 +31,11 @@ step "lab: $COUNT hosts ($PREFIX-*) with sshd on the lab network"
 $PY -m lab hosts up --count "$COUNT" --prefix "$PREFIX"
 INVENTORY=(-i .lab/inventory.yml -i inventory/demo)
 
-step "provision: playbooks/site.yml (roles cuda_toolkit and cudnn, redist from the lab mirror)"
-ansible-playbook "${INVENTORY[@]}" playbooks/site.yml -e cuda_hosts=demo_provisioned -e cudnn_hosts=demo_provisioned
+# The lab hosts have no GPU: no driver role (playbooks/driver.yml); playbooks/cuda.yml and cudnn.yml are the
+# CUDA and cuDNN halves of playbooks/site.yml, limited to the hosts that get a stack (gpufleet-demo-04 stays bare).
+step "provision: playbooks/cuda.yml + cudnn.yml (roles cuda_toolkit and cudnn, redist from the lab mirror)"
+ansible-playbook "${INVENTORY[@]}" playbooks/cuda.yml -e gpufleet_cuda_hosts=demo_provisioned
+ansible-playbook "${INVENTORY[@]}" playbooks/cudnn.yml -e gpufleet_cudnn_hosts=demo_provisioned
 
 step "provision: a pip cuDNN in a virtualenv"
 ansible-playbook "${INVENTORY[@]}" playbooks/demo.yml

@@ -2,13 +2,14 @@
 # Apache-2.0
 """Controller side of the audit: build the fleet report from every host's audit result and write it.
 
-Documentation: plugins/modules/nvidia_fleet_report.py. The work is in module_utils/report.py (pure Python);
+Documentation: plugins/modules/nvidia_fleet_report.py. The work is in module_utils/report/ (pure Python);
 this plugin only reads hostvars, calls it, writes the files atomically and prints the summary table.
 """
 
 from __future__ import annotations
 
 import datetime
+import os
 import time
 
 from ansible.errors import AnsibleActionFail
@@ -18,6 +19,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.drift import 
     BaselineError,
     validate_baseline,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import SUBSETS
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.build import (
     FORMATS,
     build_report,
@@ -27,16 +29,21 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.build impor
     summary_lines,
     write_reports,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.settings import (
+    SettingsError,
+    validate_settings,
+)
 
 display = Display()
 
 ARGS = {
-    "report_dir": {"type": "path", "required": True},
+    "report_dir": {"type": "path"},
     "formats": {"type": "list", "elements": "str", "default": list(FORMATS), "choices": list(FORMATS)},
     "hosts": {"type": "list", "elements": "str"},
     "result_var": {"type": "str", "default": "__gpufleet_audit_facts"},
     "baseline_var": {"type": "str", "default": "gpufleet_baseline"},
     "preflight": {"type": "bool", "default": False},
+    "variables": {"type": "dict"},
     "fail_on_drift": {"type": "bool", "default": False},
     "fail_on_unreachable": {"type": "bool", "default": False},
     "print_summary": {"type": "bool", "default": True},
@@ -55,99 +62,133 @@ def _plain(value):
     return str(value)
 
 
+def validated_variables(raw):
+    """The playbook's gpufleet_audit_* variables, normalized; AnsibleActionFail naming each wrong one."""
+    try:
+        return validate_settings(_plain(raw) or {}, SUBSETS)
+    except SettingsError as exc:
+        raise AnsibleActionFail(str(exc)) from None
+
+
+def default_report_dir(task_vars):
+    """reports/ beside the playbook's directory (the collection's playbooks/ -> reports/)."""
+    playbook_dir = task_vars.get("playbook_dir")
+    if not playbook_dir:
+        raise AnsibleActionFail("report_dir: not given, and no playbook_dir to put reports/ beside")
+    return os.path.join(os.path.dirname(os.path.abspath(str(playbook_dir))), "reports")
+
+
+def host_names(args, task_vars):
+    """The hosts to report: ``hosts``, else every inventory host with the result variable set."""
+    hostvars = task_vars.get("hostvars", {})
+    names = args["hosts"]
+    if names is None:
+        names = [h for h in task_vars.get("groups", {}).get("all", []) if args["result_var"] in hostvars[h]]
+    for name in names:
+        if name not in hostvars:
+            raise AnsibleActionFail(f"hosts: {name!r} is not in the inventory")
+    return names
+
+
+def baselines(names, hostvars, baseline_var):
+    """{host: its baseline as given}; AnsibleActionFail naming the host and the key of a malformed one."""
+    out = {}
+    for name in names:
+        raw = _plain(hostvars[name].get(baseline_var))
+        try:
+            validate_baseline(raw, name=f"{baseline_var} (host {name})")
+        except BaselineError as exc:
+            raise AnsibleActionFail(str(exc)) from None
+        out[name] = raw
+    return out
+
+
+def _now_text(now, given):
+    return given or datetime.datetime.fromtimestamp(now, tz=datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+
+
+def failure_problems(args, report, drift):
+    """What fails the run after the reports are written (drift, hosts not audited), when asked."""
+    s = report["summary"]
+    problems = []
+    if args["fail_on_drift"] and drift:
+        problems.append(f"drift from the baseline on {s['hosts_with_drift']} host(s): " + "; ".join(drift))
+    down = [h["name"] for h in report["hosts"] if h["status"] != "ok"]
+    if args["fail_on_unreachable"] and down:
+        problems.append(f"{len(down)} host(s) not audited (unreachable or failed): " + ", ".join(down))
+    return problems
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        _, args = self.validate_argument_spec(argument_spec=ARGS)
         task_vars = task_vars or {}
-        hostvars = task_vars.get("hostvars", {})
-        report_dir = args["report_dir"]
-
+        # before the argument spec: a wrong variable is named as the user wrote it (gpufleet_audit_*)
+        settings = validated_variables(self._task.args.get("variables"))
+        _, args = self.validate_argument_spec(argument_spec=ARGS)
+        report_dir = args["report_dir"] or default_report_dir(task_vars)
         problem = check_report_dir(report_dir, create=not self._task.check_mode)
         if problem:
             raise AnsibleActionFail(problem)
-
-        names = args["hosts"]
-        if names is None:
-            names = [
-                h for h in task_vars.get("groups", {}).get("all", []) if args["result_var"] in hostvars[h]
-            ]
-        baselines = {}
-        for name in names:
-            if name not in hostvars:
-                raise AnsibleActionFail(f"hosts: {name!r} is not in the inventory")
-            raw = _plain(hostvars[name].get(args["baseline_var"]))
-            try:
-                validate_baseline(raw, name=f"{args['baseline_var']} (host {name})")
-            except BaselineError as exc:
-                raise AnsibleActionFail(str(exc)) from None
-            baselines[name] = raw
-
+        names = host_names(args, task_vars)
+        given = baselines(names, task_vars.get("hostvars", {}), args["baseline_var"])
         if args["preflight"]:
             result.update(
                 changed=False,
                 report_dir=report_dir,
                 hosts=sorted(names),
+                settings=settings,
                 msg=f"report directory {report_dir} is writable; baselines of {len(names)} host(s) valid",
             )
             return result
-
+        hostvars = task_vars.get("hostvars", {})
         records = [
-            record_from_result(name, _plain(hostvars[name].get(args["result_var"])), baselines[name])
+            record_from_result(name, _plain(hostvars[name].get(args["result_var"])), given[name])
             for name in names
         ]
+        result.update(self._report(args, records, report_dir))
+        return result
+
+    def _report(self, args, records, report_dir):
         now = time.time()
-        generated_at = args["generated_at"] or datetime.datetime.fromtimestamp(
-            now, tz=datetime.timezone.utc
-        ).strftime("%Y-%m-%dT%H:%M:%SZ")
         try:
-            report = build_report(records, generated_at=generated_at)
+            report = build_report(records, generated_at=_now_text(now, args["generated_at"]))
         except BaselineError as exc:
             raise AnsibleActionFail(str(exc)) from None
-
-        paths = {}
-        if not self._task.check_mode:
-            try:
-                paths = write_reports(report, report_dir, args["formats"], timestamp=now)
-            except OSError as exc:
-                raise AnsibleActionFail(
-                    f"gpufleet_audit_report_dir: cannot write the reports in {report_dir}: {exc}"
-                ) from None
+        paths = self._write(report, report_dir, args["formats"], now)
         summary = summary_lines(report)
         if args["print_summary"]:
-            display.display(
-                "\n".join(
-                    ["", "gpufleet audit", *summary]
-                    + ([f"HTML report: {paths['html']}"] if "html" in paths else [])
-                )
-            )
+            html = [f"HTML report: {paths['html']}"] if "html" in paths else []
+            display.display("\n".join(["", "gpufleet audit", *summary, *html]))
         drift = drift_lines(report)
         s = report["summary"]
-        result.update(
-            changed=bool(paths),
-            paths=paths,
-            summary=summary,
-            drift=drift,
-            totals=_plain({k: v for k, v in s.items() if k != "distributions"}),
-        )
-        problems = []
-        if args["fail_on_drift"] and drift:
-            problems.append(
-                f"drift from the baseline on {s['hosts_with_drift']} host(s): " + "; ".join(drift)
-            )
-        down = [h["name"] for h in report["hosts"] if h["status"] != "ok"]
-        if args["fail_on_unreachable"] and down:
-            problems.append(f"{len(down)} host(s) not audited (unreachable or failed): " + ", ".join(down))
+        out = {
+            "changed": bool(paths),
+            "paths": paths,
+            "summary": summary,
+            "drift": drift,
+            "totals": _plain({k: v for k, v in s.items() if k != "distributions"}),
+        }
+        problems = failure_problems(args, report, drift)
         if problems:
-            result["failed"] = True
-            result["msg"] = " | ".join(problems)
+            out.update(failed=True, msg=" | ".join(problems))
+        elif paths:
+            out["msg"] = f"fleet report for {s['hosts']} host(s) written to {report_dir}"
         else:
-            result["msg"] = (
-                f"fleet report for {s['hosts']} host(s) written to {report_dir}"
-                if paths
-                else ("check mode: reports not written")
-            )
-        return result
+            out["msg"] = "check mode: reports not written"
+        return out
+
+    def _write(self, report, report_dir, formats, now):
+        if self._task.check_mode:
+            return {}
+        try:
+            return write_reports(report, report_dir, formats, timestamp=now)
+        except OSError as exc:
+            raise AnsibleActionFail(
+                f"gpufleet_audit_report_dir: cannot write the reports in {report_dir}: {exc}"
+            ) from None

@@ -16,17 +16,20 @@ description:
   - Builds the fleet report (per host the GPUs, driver, CUDA toolkits and default, every cuDNN copy and
     which one the loader resolves; findings; drift against the baseline), writes each format atomically into
     O(report_dir) and prints a summary table.
-  - With O(preflight=true) only checks that O(report_dir) can be written (creating it) and that every
-    baseline is well formed, so that a bad setting fails the run before any host is contacted.
+  - With O(preflight=true) only checks the playbook's variables (O(variables)), that O(report_dir) can be
+    written (creating it) and that every baseline is well formed, so that a bad setting fails the run before
+    any host is contacted.
   - The report schema and the exit codes of the audit are documented in docs/audit.md.
 version_added: "0.1.0"
 author:
   - gpufleet maintainers
 options:
   report_dir:
-    description: Directory receiving the reports; created when missing.
+    description:
+      - Directory receiving the reports; created when missing.
+      - Default, C(reports/) beside the playbook's directory (for the collection's C(playbooks/audit.yml),
+        C(reports/) at the top of the collection).
     type: path
-    required: true
   formats:
     description: Formats to write.
     type: list
@@ -50,9 +53,21 @@ options:
     type: str
     default: gpufleet_baseline
   preflight:
-    description: Only check the report directory and the baselines.
+    description: Only check O(variables), the report directory and the baselines.
     type: bool
     default: false
+  variables:
+    description:
+      - The audit playbook's own variables as the user set them, by their names (C(gpufleet_audit_hosts),
+        C(gpufleet_audit_report_dir), C(gpufleet_audit_report_formats), C(gpufleet_audit_fail_on_drift),
+        C(gpufleet_audit_fail_on_unreachable), C(gpufleet_audit_gather_facts), C(gpufleet_audit_strategy),
+        C(gpufleet_audit_gather_subset), C(gpufleet_audit_cudnn_search_paths)); a null value means not set.
+      - >-
+        Checked first, before the other options, so that a wrong one fails with a message naming that
+        variable, its value and what is allowed (and only the wrong ones), for example
+        C(gpufleet_audit_fail_on_drift: 'perhaps' is not a boolean; allowed: true or false ...).
+      - Booleans and lists are read as Ansible reads module options (V(yes), V("true"), V(json,csv)).
+    type: dict
   fail_on_drift:
     description:
       - Fail (after writing the reports) when any host drifts from its baseline; the message lists the drift.
@@ -86,14 +101,16 @@ seealso:
 EXAMPLES = r"""
 - name: Write the fleet report
   gpufleet.nvidia.nvidia_fleet_report:
-    report_dir: "{{ playbook_dir }}/../reports"
+    report_dir: /var/lib/gpufleet/reports
     fail_on_drift: true
 
-- name: Check the report directory and the baselines before contacting any host
+- name: Check the variables, the report directory and the baselines before contacting any host
   gpufleet.nvidia.nvidia_fleet_report:
     report_dir: /var/lib/gpufleet/reports
     hosts: "{{ query('inventory_hostnames', 'gpu_nodes') }}"
     preflight: true
+    variables:
+      gpufleet_audit_fail_on_drift: "{{ gpufleet_audit_fail_on_drift | default(none) }}"
 """
 
 RETURN = r"""
@@ -122,6 +139,15 @@ hosts:
   returned: preflight
   type: list
   elements: str
+report_dir:
+  description: The report directory checked (O(report_dir) or its default).
+  returned: preflight
+  type: str
+settings:
+  description: The variables of O(variables) that are set, normalized (booleans, lists).
+  returned: preflight
+  type: dict
+  sample: {"gpufleet_audit_fail_on_drift": true, "gpufleet_audit_report_formats": ["json", "html"]}
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -46,15 +46,7 @@ def _version(name, key, value, min_parts=1, max_parts=4):
         raise BaselineError(str(exc)) from None
 
 
-def validate_baseline(baseline, name="gpufleet_baseline"):
-    """Check ``baseline`` and return it normalized (or None when it is None/empty).
-
-    Normalized form: ``{"driver_branch": int|None, "cuda_versions": [str]|None, "cuda_default": str|None,
-    "cudnn_versions": {int: str}|None, "cudnn_scope": "system"|"all"}`` with versions as dotted strings.
-    Raises BaselineError naming the key for anything malformed.
-    """
-    if baseline is None or baseline in ({}, ""):
-        return None
+def _check_shape(baseline, name):
     if not isinstance(baseline, dict):
         raise BaselineError(
             f"{name}: {type(baseline).__name__} {baseline!r} is not a mapping; allowed keys: "
@@ -68,6 +60,64 @@ def validate_baseline(baseline, name="gpufleet_baseline"):
             + "; allowed keys: "
             + ", ".join(BASELINE_KEYS)
         )
+
+
+def _cuda_versions(name, value):
+    if isinstance(value, (str, int)):
+        value = [value]
+    if not isinstance(value, list):
+        raise _err(name, "cuda_versions", value, "a list of CUDA versions such as ['13.0', '12.8']")
+    return [str(_version(name, f"cuda_versions[{i}]", v, 2, 3)) for i, v in enumerate(value)]
+
+
+def _cudnn_versions(name, value):
+    if not isinstance(value, dict):
+        raise _err(
+            name,
+            "cudnn_versions",
+            value,
+            "a mapping of CUDA major to cuDNN version such as {13: '9.14.0', 12: '9.14'}",
+        )
+    cudnn = {}
+    for major, version in value.items():
+        text = str(major).strip()
+        if isinstance(major, bool) or not text.isdigit() or not 8 <= int(text) <= 99:
+            raise _err(
+                name,
+                "cudnn_versions",
+                major,
+                "keys are CUDA majors such as 12 or 13 (mapping CUDA major to cuDNN version)",
+            )
+        cudnn[int(text)] = str(_version(name, f"cudnn_versions.{text}", version, 1, 4))
+    return cudnn
+
+
+def _cudnn_scope(name, value):
+    if value not in CUDNN_SCOPES:
+        raise _err(name, "cudnn_scope", value, "allowed: " + ", ".join(CUDNN_SCOPES))
+    return value
+
+
+# key -> normalizer(name, value); applied to the keys that are set (not None)
+_NORMALIZERS = {
+    "driver_branch": lambda name, value: _version(name, "driver_branch", value, 1, 1).major,
+    "cuda_versions": _cuda_versions,
+    "cuda_default": lambda name, value: str(_version(name, "cuda_default", value, 2, 3)),
+    "cudnn_versions": _cudnn_versions,
+    "cudnn_scope": _cudnn_scope,
+}
+
+
+def validate_baseline(baseline, name="gpufleet_baseline"):
+    """Check ``baseline`` and return it normalized (or None when it is None/empty).
+
+    Normalized form: ``{"driver_branch": int|None, "cuda_versions": [str]|None, "cuda_default": str|None,
+    "cudnn_versions": {int: str}|None, "cudnn_scope": "system"|"all"}`` with versions as dotted strings.
+    Raises BaselineError naming the key for anything malformed.
+    """
+    if baseline is None or baseline in ({}, ""):
+        return None
+    _check_shape(baseline, name)
     out = {
         "driver_branch": None,
         "cuda_versions": None,
@@ -75,44 +125,9 @@ def validate_baseline(baseline, name="gpufleet_baseline"):
         "cudnn_versions": None,
         "cudnn_scope": "system",
     }
-    if baseline.get("driver_branch") is not None:
-        out["driver_branch"] = _version(name, "driver_branch", baseline["driver_branch"], 1, 1).major
-    if baseline.get("cuda_versions") is not None:
-        value = baseline["cuda_versions"]
-        if isinstance(value, (str, int)):
-            value = [value]
-        if not isinstance(value, list):
-            raise _err(name, "cuda_versions", value, "a list of CUDA versions such as ['13.0', '12.8']")
-        out["cuda_versions"] = [
-            str(_version(name, f"cuda_versions[{i}]", v, 2, 3)) for i, v in enumerate(value)
-        ]
-    if baseline.get("cuda_default") is not None:
-        out["cuda_default"] = str(_version(name, "cuda_default", baseline["cuda_default"], 2, 3))
-    if baseline.get("cudnn_versions") is not None:
-        value = baseline["cudnn_versions"]
-        if not isinstance(value, dict):
-            raise _err(
-                name,
-                "cudnn_versions",
-                value,
-                "a mapping of CUDA major to cuDNN version such as {13: '9.14.0', 12: '9.14'}",
-            )
-        cudnn = {}
-        for major, version in value.items():
-            text = str(major).strip()
-            if isinstance(major, bool) or not text.isdigit() or not 8 <= int(text) <= 99:
-                raise _err(
-                    name,
-                    "cudnn_versions",
-                    major,
-                    "keys are CUDA majors such as 12 or 13 (mapping CUDA major to cuDNN version)",
-                )
-            cudnn[int(text)] = str(_version(name, f"cudnn_versions.{text}", version, 1, 4))
-        out["cudnn_versions"] = cudnn
-    if baseline.get("cudnn_scope") is not None:
-        if baseline["cudnn_scope"] not in CUDNN_SCOPES:
-            raise _err(name, "cudnn_scope", baseline["cudnn_scope"], "allowed: " + ", ".join(CUDNN_SCOPES))
-        out["cudnn_scope"] = baseline["cudnn_scope"]
+    for key in BASELINE_KEYS:
+        if baseline.get(key) is not None:
+            out[key] = _NORMALIZERS[key](name, baseline[key])
     return out
 
 
@@ -138,133 +153,145 @@ def _item(component, key, expected, actual, message, *, path=None):
     }
 
 
+def _driver_drift(driver, branch):
+    expected = str(branch)
+    if not driver.get("installed") or driver.get("version") in (None, "unknown"):
+        actual = "none" if driver.get("installed") is False else "unknown"
+        return [
+            _item(
+                "driver",
+                "driver_branch",
+                expected,
+                actual,
+                f"driver branch {expected} expected, driver {actual}",
+            )
+        ]
+    if str(driver.get("branch")) != expected:
+        return [
+            _item(
+                "driver",
+                "driver_branch",
+                expected,
+                str(driver.get("branch")),
+                f"driver branch {expected} expected, found {driver.get('version')}",
+            )
+        ]
+    return []
+
+
+def _cuda_versions_drift(toolkits, expected_list):
+    items = [
+        _item("cuda", "cuda_versions", expected, "missing", f"CUDA {expected} expected, not installed")
+        for expected in expected_list
+        if not any(_matches(expected, t.get("version", "")) for t in toolkits)
+    ]
+    listed = ", ".join(expected_list) or "none"
+    items += [
+        _item(
+            "cuda",
+            "cuda_versions",
+            listed,
+            t.get("version", "unknown"),
+            f"CUDA {t.get('version')} at {t.get('path')} is not in the baseline ({listed})",
+            path=t.get("path"),
+        )
+        for t in toolkits
+        if not any(_matches(expected, t.get("version", "")) for expected in expected_list)
+    ]
+    return items
+
+
+def _cuda_default_drift(default, expected):
+    if not default:
+        return [
+            _item(
+                "cuda",
+                "cuda_default",
+                expected,
+                "none",
+                f"default CUDA {expected} expected, /usr/local/cuda does not exist",
+            )
+        ]
+    if not _matches(expected, default.get("version") or ""):
+        return [
+            _item(
+                "cuda",
+                "cuda_default",
+                expected,
+                default.get("version") or "unknown",
+                f"default CUDA {expected} expected, /usr/local/cuda is "
+                f"{default.get('version') or 'unknown'} ({default.get('target')})",
+                path=default.get("target"),
+            )
+        ]
+    return []
+
+
+def _cudnn_major_drift(copies, major, expected):
+    mine = [c for c in copies if c.get("cuda_major") == major]
+    if not mine:
+        return [
+            _item(
+                "cudnn",
+                f"cudnn_versions.{major}",
+                expected,
+                "missing",
+                f"cuDNN {expected} for CUDA {major} expected, not installed",
+            )
+        ]
+    return [
+        _item(
+            "cudnn",
+            f"cudnn_versions.{major}",
+            expected,
+            c.get("version"),
+            f"cuDNN {expected} for CUDA {major} expected, found {c.get('version')} "
+            f"({c.get('source')} at {c.get('path')})",
+            path=c.get("path"),
+        )
+        for c in mine
+        if not _matches(expected, c.get("version") or "")
+    ]
+
+
+def _cudnn_drift(all_copies, wanted, scope):
+    copies = [c for c in all_copies if scope == "all" or c.get("source") in SYSTEM_SOURCES]
+    items = []
+    for major in sorted(wanted):
+        items += _cudnn_major_drift(copies, major, wanted[major])
+    items += [
+        _item(
+            "cudnn",
+            "cudnn_versions",
+            "none",
+            c.get("version"),
+            f"cuDNN {c.get('version')} for CUDA {c.get('cuda_major') or 'unknown'} "
+            f"({c.get('source')} at {c.get('path')}) is not in the baseline",
+            path=c.get("path"),
+        )
+        for c in copies
+        if c.get("cuda_major") not in wanted
+    ]
+    return items
+
+
 def compute_drift(entry, baseline):
     """Drift items of one audited host.
 
-    ``entry`` is a host entry of the report (see report.py: ``driver``, ``cuda``, ``cudnn`` normalized);
-    ``baseline`` the normalized baseline (validate_baseline). Returns a list of dicts
+    ``entry`` is a host entry of the report (see report/build.py: ``driver``, ``cuda``, ``cudnn``
+    normalized); ``baseline`` the normalized baseline (validate_baseline). Returns a list of dicts
     ``{component, key, expected, actual, message, path}`` (empty when the host matches).
     """
     if not baseline:
         return []
     items = []
-    driver = entry.get("driver") or {}
+    cuda = entry.get("cuda") or {}
     if baseline["driver_branch"] is not None:
-        expected = str(baseline["driver_branch"])
-        if not driver.get("installed") or driver.get("version") in (None, "unknown"):
-            actual = "none" if driver.get("installed") is False else "unknown"
-            items.append(
-                _item(
-                    "driver",
-                    "driver_branch",
-                    expected,
-                    actual,
-                    f"driver branch {expected} expected, driver {actual}",
-                )
-            )
-        elif str(driver.get("branch")) != expected:
-            items.append(
-                _item(
-                    "driver",
-                    "driver_branch",
-                    expected,
-                    str(driver.get("branch")),
-                    f"driver branch {expected} expected, found {driver.get('version')}",
-                )
-            )
-    toolkits = (entry.get("cuda") or {}).get("toolkits") or []
+        items += _driver_drift(entry.get("driver") or {}, baseline["driver_branch"])
     if baseline["cuda_versions"] is not None:
-        expected_list = baseline["cuda_versions"]
-        for expected in expected_list:
-            if not any(_matches(expected, t.get("version", "")) for t in toolkits):
-                items.append(
-                    _item(
-                        "cuda",
-                        "cuda_versions",
-                        expected,
-                        "missing",
-                        f"CUDA {expected} expected, not installed",
-                    )
-                )
-        for t in toolkits:
-            if not any(_matches(expected, t.get("version", "")) for expected in expected_list):
-                items.append(
-                    _item(
-                        "cuda",
-                        "cuda_versions",
-                        ", ".join(expected_list) or "none",
-                        t.get("version", "unknown"),
-                        f"CUDA {t.get('version')} at {t.get('path')} is not in the baseline "
-                        f"({', '.join(expected_list) or 'none'})",
-                        path=t.get("path"),
-                    )
-                )
+        items += _cuda_versions_drift(cuda.get("toolkits") or [], baseline["cuda_versions"])
     if baseline["cuda_default"] is not None:
-        expected = baseline["cuda_default"]
-        default = (entry.get("cuda") or {}).get("default")
-        if not default:
-            items.append(
-                _item(
-                    "cuda",
-                    "cuda_default",
-                    expected,
-                    "none",
-                    f"default CUDA {expected} expected, /usr/local/cuda does not exist",
-                )
-            )
-        elif not _matches(expected, default.get("version") or ""):
-            items.append(
-                _item(
-                    "cuda",
-                    "cuda_default",
-                    expected,
-                    default.get("version") or "unknown",
-                    f"default CUDA {expected} expected, /usr/local/cuda is "
-                    f"{default.get('version') or 'unknown'} ({default.get('target')})",
-                    path=default.get("target"),
-                )
-            )
+        items += _cuda_default_drift(cuda.get("default"), baseline["cuda_default"])
     if baseline["cudnn_versions"] is not None:
-        scope = baseline["cudnn_scope"]
-        copies = [c for c in entry.get("cudnn") or [] if scope == "all" or c.get("source") in SYSTEM_SOURCES]
-        wanted = baseline["cudnn_versions"]
-        for major in sorted(wanted):
-            expected = wanted[major]
-            mine = [c for c in copies if c.get("cuda_major") == major]
-            if not mine:
-                items.append(
-                    _item(
-                        "cudnn",
-                        f"cudnn_versions.{major}",
-                        expected,
-                        "missing",
-                        f"cuDNN {expected} for CUDA {major} expected, not installed",
-                    )
-                )
-            for c in mine:
-                if not _matches(expected, c.get("version") or ""):
-                    items.append(
-                        _item(
-                            "cudnn",
-                            f"cudnn_versions.{major}",
-                            expected,
-                            c.get("version"),
-                            f"cuDNN {expected} for CUDA {major} expected, found {c.get('version')} "
-                            f"({c.get('source')} at {c.get('path')})",
-                            path=c.get("path"),
-                        )
-                    )
-        for c in copies:
-            if c.get("cuda_major") not in wanted:
-                items.append(
-                    _item(
-                        "cudnn",
-                        "cudnn_versions",
-                        "none",
-                        c.get("version"),
-                        f"cuDNN {c.get('version')} for CUDA {c.get('cuda_major') or 'unknown'} "
-                        f"({c.get('source')} at {c.get('path')}) is not in the baseline",
-                        path=c.get("path"),
-                    )
-                )
+        items += _cudnn_drift(entry.get("cudnn") or [], baseline["cudnn_versions"], baseline["cudnn_scope"])
     return items

@@ -7,7 +7,7 @@ in module_utils so it is plain, importable, unit-tested Python).
 
 Flow: ``build_report(records)`` -> report dict (the JSON schema documented in docs/audit.md, versioned by
 ``schema_version``) -> ``render_json`` / ``render_csv`` / ``render_markdown`` / ``render_prometheus`` /
-``report_html.render_html`` / ``summary_lines``. Every renderer reads only the report dict.
+``report.html.render_html`` / ``summary_lines``. Every renderer reads only the report dict.
 
 A record is ``{"name": host, "status": "ok"|"unreachable"|"failed", "facts": ansible_facts.nvidia|None,
 "message": str|None, "baseline": gpufleet_baseline|None}``.
@@ -16,7 +16,6 @@ A record is ``{"name": host, "status": "ok"|"unreachable"|"failed", "facts": ans
 from __future__ import annotations
 
 import csv
-import importlib
 import io
 import json
 import os
@@ -27,7 +26,50 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.drift import 
     compute_drift,
     validate_baseline,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import html as report_html
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.findings import host_findings
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import (
+    CSV_COLUMNS,
+    HOST_COLUMNS,
+    component_rows,
+    count_values,
+    cuda_text,
+    cudnn_text,
+    drift_text,
+    driver_text,
+    findings_count,
+    gpu_text,
+    host_cells,
+    status_text,
+)
+
+# the row texts live in report.rows (shared with report.html); re-exported for the callers of this module
+__all__ = [
+    "CSV_COLUMNS",
+    "FILE_NAMES",
+    "FORMATS",
+    "STATUSES",
+    "build_report",
+    "check_report_dir",
+    "component_rows",
+    "cuda_text",
+    "cudnn_text",
+    "distributions",
+    "drift_lines",
+    "driver_text",
+    "gpu_text",
+    "normalize_host",
+    "record_from_result",
+    "render",
+    "render_csv",
+    "render_json",
+    "render_markdown",
+    "render_prometheus",
+    "status_text",
+    "summary_lines",
+    "write_atomic",
+    "write_reports",
+]
 
 SCHEMA = "gpufleet-audit"
 SCHEMA_VERSION = 1
@@ -40,19 +82,6 @@ FILE_NAMES = {
     "html": "gpufleet-audit.html",
     "prom": "gpufleet.prom",
 }
-CSV_COLUMNS = (
-    "host",
-    "status",
-    "component",
-    "name",
-    "version",
-    "cuda_major",
-    "source",
-    "path",
-    "active",
-    "detail",
-    "drift",
-)
 UNKNOWN = "unknown"
 
 
@@ -163,55 +192,68 @@ def _cudnn(c):
     }
 
 
+_NOT_AUDITED = {
+    "gpu_count": None,
+    "gpus": [],
+    "driver": None,
+    "cuda": None,
+    "cudnn": [],
+    "cudnn_resolved": [],
+    "host": None,
+    "probes": {},
+    "warnings": [],
+    "facts_schema_version": None,
+}
+_RESOLVED_KEYS = ("soname", "major", "path", "real_path", "copy_path", "version")
+
+
+def _host(h):
+    """The host context; driver_managed_externally[_reason] are the facts' own (the one definition)."""
+    h = _d(h)
+    return {
+        "container": _s(h.get("container")),
+        "vm": _s(h.get("vm")),
+        "driver_managed_externally": h.get("driver_managed_externally"),
+        "driver_managed_externally_reason": h.get("driver_managed_externally_reason") or "",
+    }
+
+
+def _audited(facts):
+    facts = _d(facts)
+    gpus = [_gpu(g) for g in _l(facts.get("gpus"))]
+    count = facts.get("gpu_count")
+    return {
+        "facts_schema_version": facts.get("schema_version"),
+        "host": _host(facts.get("host")),
+        "gpu_count": count if isinstance(count, int) else len(gpus),
+        "gpus": gpus,
+        "driver": _driver(facts.get("driver")),
+        "cuda": _cuda(facts.get("cuda")),
+        "cudnn": [_cudnn(c) for c in _l(facts.get("cudnn"))],
+        "cudnn_resolved": [
+            {k: _d(r).get(k) for k in _RESOLVED_KEYS} for r in _l(facts.get("cudnn_resolved"))
+        ],
+        "probes": {k: _d(v).get("state", UNKNOWN) for k, v in _d(facts.get("probes")).items()},
+        "warnings": [str(w) for w in _l(facts.get("warnings"))],
+    }
+
+
 def normalize_host(name, status, facts=None, message=None):
     """A report host entry (without findings/drift) from one host's ``ansible_facts.nvidia``."""
     if status not in STATUSES:
         raise ValueError(f"status: {status!r} is not one of {', '.join(STATUSES)}")
     entry = {"name": str(name), "status": status, "message": message}
-    if status != "ok":
-        entry.update(
-            {
-                "gpu_count": None,
-                "gpus": [],
-                "driver": None,
-                "cuda": None,
-                "cudnn": [],
-                "cudnn_resolved": [],
-                "host": None,
-                "probes": {},
-                "warnings": [],
-                "facts_schema_version": None,
-            }
-        )
-        return entry
-    facts = _d(facts)
-    gpus = [_gpu(g) for g in _l(facts.get("gpus"))]
-    count = facts.get("gpu_count")
-    if not isinstance(count, int):
-        count = len(gpus)
-    host = _d(facts.get("host"))
-    entry.update(
-        {
-            "facts_schema_version": facts.get("schema_version"),
-            "host": {
-                "container": _s(host.get("container")),
-                "vm": _s(host.get("vm")),
-                "driver_managed_externally": host.get("driver_managed_externally"),
-            },
-            "gpu_count": count,
-            "gpus": gpus,
-            "driver": _driver(facts.get("driver")),
-            "cuda": _cuda(facts.get("cuda")),
-            "cudnn": [_cudnn(c) for c in _l(facts.get("cudnn"))],
-            "cudnn_resolved": [
-                {k: _d(r).get(k) for k in ("soname", "major", "path", "real_path", "copy_path", "version")}
-                for r in _l(facts.get("cudnn_resolved"))
-            ],
-            "probes": {k: _d(v).get("state", UNKNOWN) for k, v in _d(facts.get("probes")).items()},
-            "warnings": [str(w) for w in _l(facts.get("warnings"))],
-        }
-    )
+    entry.update(_audited(facts) if status == "ok" else dict(_NOT_AUDITED))
     return entry
+
+
+def _result_status(result):
+    """(status, message) of a registered task result that is not a success, else None."""
+    if result.get("unreachable"):
+        return "unreachable", str(result.get("msg") or "unreachable")
+    if result.get("failed") or result.get("skipped"):
+        return "failed", str(result.get("msg") or "nvidia_facts failed")
+    return None
 
 
 def record_from_result(name, result, baseline=None):
@@ -228,10 +270,9 @@ def record_from_result(name, result, baseline=None):
         )
     if result.get("status") in STATUSES:
         return dict(rec, status=result["status"], facts=result.get("facts"), message=result.get("message"))
-    if result.get("unreachable"):
-        return dict(rec, status="unreachable", message=str(result.get("msg") or "unreachable"))
-    if result.get("failed") or result.get("skipped"):
-        return dict(rec, status="failed", message=str(result.get("msg") or "nvidia_facts failed"))
+    not_ok = _result_status(result)
+    if not_ok:
+        return dict(rec, status=not_ok[0], message=not_ok[1])
     nvidia = _d(result.get("ansible_facts")).get("nvidia")
     if not isinstance(nvidia, dict):
         return dict(rec, status="failed", message="nvidia_facts returned no ansible_facts.nvidia")
@@ -239,54 +280,57 @@ def record_from_result(name, result, baseline=None):
 
 
 # -- the report ---------------------------------------------------------------------------------------
-def _count(values):
-    out = {}
-    for v in values:
-        out[v] = out.get(v, 0) + 1
-    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
 def distributions(hosts):
     """Version distributions across reachable hosts (what the charts draw)."""
     ok = [h for h in hosts if h["status"] == "ok"]
     return {
-        "gpu_model": _count(g["name"] for h in ok for g in h["gpus"]),
-        "driver": _count(h["driver"]["version"] for h in ok if h["driver"] and h["driver"].get("installed")),
-        "cuda": _count(t["major_minor"] for h in ok for t in h["cuda"]["toolkits"]),
-        "cudnn": _count(f"{c['version']} ({c['source']})" for h in ok for c in h["cudnn"]),
+        "gpu_model": count_values(g["name"] for h in ok for g in h["gpus"]),
+        "driver": count_values(
+            h["driver"]["version"] for h in ok if h["driver"] and h["driver"].get("installed")
+        ),
+        "cuda": count_values(t["major_minor"] for h in ok for t in h["cuda"]["toolkits"]),
+        "cudnn": count_values(f"{c['version']} ({c['source']})" for h in ok for c in h["cudnn"]),
     }
 
 
-def build_report(records, generated_at=None, compat=None, use_compat=True, generator="gpufleet.nvidia"):
-    """The fleet report (a dict, JSON-serializable). Raises drift.BaselineError for a malformed baseline."""
-    hosts = []
-    for rec in sorted(records, key=lambda r: str(r.get("name"))):
-        name = rec.get("name")
-        baseline = validate_baseline(rec.get("baseline"), name=f"gpufleet_baseline (host {name})")
-        entry = normalize_host(name, rec.get("status", "ok"), rec.get("facts"), rec.get("message"))
-        entry["baseline"] = baseline and {k: v for k, v in baseline.items() if v is not None}
-        if entry.get("baseline") and "cudnn_versions" in entry["baseline"]:
-            entry["baseline"]["cudnn_versions"] = {str(k): v for k, v in baseline["cudnn_versions"].items()}
-        if entry["status"] == "ok":
-            entry["findings"] = host_findings(entry, compat=compat, use_compat=use_compat)
-            entry["drift"] = compute_drift(entry, baseline)
-            entry["drift_status"] = ("drift" if entry["drift"] else "none") if baseline else "no_baseline"
-        else:
-            entry["findings"] = [
-                {
-                    "severity": "error",
-                    "code": entry["status"],
-                    "message": f"host {entry['status']}: {entry['message'] or 'no details'}",
-                }
-            ]
-            entry["drift"] = []
-            entry["drift_status"] = "unknown"
-        hosts.append(entry)
+def _report_baseline(baseline):
+    """The baseline as the report shows it: set keys only, cudnn_versions keyed by strings (JSON)."""
+    if not baseline:
+        return baseline
+    out = {k: v for k, v in baseline.items() if v is not None}
+    if "cudnn_versions" in out:
+        out["cudnn_versions"] = {str(k): v for k, v in baseline["cudnn_versions"].items()}
+    return out
+
+
+def _host_entry(rec, compat, use_compat):
+    name = rec.get("name")
+    baseline = validate_baseline(rec.get("baseline"), name=f"gpufleet_baseline (host {name})")
+    entry = normalize_host(name, rec.get("status", "ok"), rec.get("facts"), rec.get("message"))
+    entry["baseline"] = _report_baseline(baseline)
+    if entry["status"] == "ok":
+        entry["findings"] = host_findings(entry, compat=compat, use_compat=use_compat)
+        entry["drift"] = compute_drift(entry, baseline)
+        entry["drift_status"] = ("drift" if entry["drift"] else "none") if baseline else "no_baseline"
+    else:
+        entry["findings"] = [
+            {
+                "severity": "error",
+                "code": entry["status"],
+                "message": f"host {entry['status']}: {entry['message'] or 'no details'}",
+            }
+        ]
+        entry["drift"] = []
+        entry["drift_status"] = "unknown"
+    return entry
+
+
+def _summary(hosts):
     sev = {"error": 0, "warning": 0, "info": 0}
     for h in hosts:
         for f in h["findings"]:
             sev[f["severity"]] = sev.get(f["severity"], 0) + 1
-    summary = {
+    return {
         "hosts": len(hosts),
         "ok": sum(h["status"] == "ok" for h in hosts),
         "unreachable": sum(h["status"] == "unreachable" for h in hosts),
@@ -298,155 +342,25 @@ def build_report(records, generated_at=None, compat=None, use_compat=True, gener
         "findings": sev,
         "distributions": distributions(hosts),
     }
+
+
+def build_report(records, generated_at=None, compat=None, use_compat=True, generator="gpufleet.nvidia"):
+    """The fleet report (a dict, JSON-serializable). Raises drift.BaselineError for a malformed baseline.
+
+    ``compat``: the compatibility rules, a function host entry -> findings (default: findings.kb_findings,
+    which asks plan.compat.check); ``use_compat=False``: the driver's own CUDA version decides instead.
+    """
+    hosts = [
+        _host_entry(rec, compat, use_compat) for rec in sorted(records, key=lambda r: str(r.get("name")))
+    ]
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "generator": generator,
         "generated_at": generated_at,
-        "summary": summary,
+        "summary": _summary(hosts),
         "hosts": hosts,
     }
-
-
-# -- short texts shared by the renderers ------------------------------------------------------------------
-def gpu_text(h):
-    if h["status"] != "ok":
-        return "-"
-    if not h["gpu_count"]:
-        return "no GPU"
-    models = _count(g["name"] for g in h["gpus"])
-    return ", ".join(f"{n}x {m}" for m, n in models.items()) or f"{h['gpu_count']} GPU"
-
-
-def driver_text(h):
-    d = h.get("driver")
-    if h["status"] != "ok" or not d:
-        return "-"
-    if d.get("installed") is False:
-        return "none"
-    return f"{d['version']} ({d['kernel_module']}, {d['install_method']})"
-
-
-def cuda_text(h):
-    if h["status"] != "ok":
-        return "-"
-    toolkits = h["cuda"]["toolkits"]
-    if not toolkits:
-        return "none"
-    return ", ".join(t["version"] + ("*" if t["default"] else "") for t in toolkits)
-
-
-def cudnn_text(h):
-    if h["status"] != "ok":
-        return "-"
-    if not h["cudnn"]:
-        return "none"
-    return ", ".join(
-        f"{c['version']} {c['source']}"
-        + (f"/cu{c['cuda_major']}" if c["cuda_major"] else "")
-        + ("*" if c["resolved"] else "")
-        for c in h["cudnn"]
-    )
-
-
-def status_text(h):
-    if h["status"] == "ok" and not h["gpu_count"]:
-        return "ok (no GPU)"
-    return h["status"]
-
-
-# -- rows: one per host x component (CSV, HTML table) ------------------------------------------------------
-def _drift_for(h, component, path=None):
-    return "; ".join(
-        d["message"]
-        for d in h["drift"]
-        if d["component"] == component and (path is None or d.get("path") == path)
-    )
-
-
-def component_rows(report):
-    """One row per host x component: GPUs, driver, CUDA toolkits, cuDNN copies, drift with no row."""
-    rows = []
-    for h in report["hosts"]:
-        base = {"host": h["name"], "status": status_text(h)}
-
-        def row(base=base, **kw):
-            r = dict.fromkeys(CSV_COLUMNS, "")
-            r.update(base)
-            r.update({k: "" if v is None else v for k, v in kw.items()})
-            rows.append(r)
-
-        if h["status"] != "ok":
-            row(component="host", name=h["status"], detail=h["message"] or "")
-            continue
-        if not h["gpus"]:
-            row(component="gpu", name="none", detail="no NVIDIA GPU found")
-        for g in h["gpus"]:
-            mem = f", {g['memory_mib']} MiB" if g.get("memory_mib") else ""
-            row(
-                component="gpu",
-                name=g["name"],
-                version=g["compute_capability"],
-                source=g["architecture"],
-                path=g["pci_bus_id"],
-                detail=f"index {g['index']}{mem}, MIG {g['mig_mode']}",
-            )
-        d = h["driver"]
-        pkg = d.get("package") or {}
-        row(
-            component="driver",
-            name=pkg.get("name") or "nvidia",
-            version=d["version"] if d.get("installed") is not False else "none",
-            source=d["install_method"],
-            active="loaded" if d.get("loaded") else "",
-            detail="no NVIDIA driver"
-            if d.get("installed") is False
-            else f"branch {d['branch']}, {d['kernel_module']} module, "
-            f"CUDA {d.get('cuda_driver_version') or '?'}",
-            drift=_drift_for(h, "driver"),
-        )
-        for t in h["cuda"]["toolkits"]:
-            row(
-                component="cuda",
-                name=(t.get("package") or {}).get("name") or "cuda",
-                version=t["version"],
-                cuda_major=t["major_minor"].split(".")[0],
-                source=t["source"],
-                path=t["path"],
-                active="default" if t["default"] else "",
-                detail="nvcc" if t.get("nvcc") else "no nvcc",
-                drift=_drift_for(h, "cuda", t["path"]),
-            )
-        for c in h["cudnn"]:
-            pkg = c.get("package") or {}
-            detail = []
-            if c.get("python_env"):
-                detail.append(f"env {c['python_env']}")
-            if c.get("held"):
-                detail.append("held")
-            if c.get("mismatch"):
-                detail.append(f"header {c.get('header_version')} != library {c.get('library_version')}")
-            row(
-                component="cudnn",
-                name=pkg.get("name") or "cudnn",
-                version=c["version"],
-                cuda_major=c["cuda_major"],
-                source=c["source"],
-                path=c["path"],
-                active="resolved" if c["resolved"] else "",
-                detail=", ".join(detail),
-                drift=_drift_for(h, "cudnn", c["path"]),
-            )
-        for dr in h["drift"]:
-            if dr["component"] != "driver" and not dr.get("path"):
-                row(
-                    component=dr["component"],
-                    name="(expected)",
-                    version=dr["actual"],
-                    detail=dr["key"],
-                    drift=dr["message"],
-                )
-    return rows
 
 
 # -- renderers -------------------------------------------------------------------------------------------
@@ -467,9 +381,9 @@ def _md(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(report):
+def _md_header(report):
     s = report["summary"]
-    lines = [
+    return [
         "# gpufleet audit",
         "",
         f"Generated {report['generated_at']} by {report['generator']} (schema {report['schema']} "
@@ -482,50 +396,44 @@ def render_markdown(report):
         f"- findings: {s['findings']['error']} error(s), {s['findings']['warning']} warning(s), "
         f"{s['findings']['info']} info",
         "",
-        "| host | status | GPUs | driver | CUDA (* default) | cuDNN (* loader) | drift | findings |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+
+
+def _md_hosts_table(report):
+    lines = ["| " + " | ".join(HOST_COLUMNS) + " |", "| " + " | ".join("---" for _ in HOST_COLUMNS) + " |"]
     for h in report["hosts"]:
-        nf = sum(f["severity"] in ("error", "warning") for f in h["findings"])
-        drift = {"none": "none", "no_baseline": "no baseline", "unknown": "unknown"}.get(
-            h["drift_status"], f"**{len(h['drift'])}**"
-        )
-        lines.append(
-            "| "
-            + " | ".join(
-                _md(x)
-                for x in (
-                    h["name"],
-                    status_text(h),
-                    gpu_text(h),
-                    driver_text(h),
-                    cuda_text(h),
-                    cudnn_text(h),
-                    drift,
-                    nf,
-                )
-            )
-            + " |"
-        )
-    drift_hosts = [h for h in report["hosts"] if h["drift"]]
-    if drift_hosts:
+        cells = host_cells(h, drift_text(h, count=lambda n: f"**{n}**"), findings_count(h))
+        lines.append("| " + " | ".join(_md(x) for x in cells) + " |")
+    return lines
+
+
+def _md_lists(report):
+    lines = []
+    drift = [(h, d) for h in report["hosts"] for d in h["drift"]]
+    if drift:
         lines += ["", "## Drift", ""]
-        for h in drift_hosts:
-            for d in h["drift"]:
-                lines.append(f"- **{_md(h['name'])}**: {_md(d['message'])}")
+        lines += [f"- **{_md(h['name'])}**: {_md(d['message'])}" for h, d in drift]
     noisy = [(h, f) for h in report["hosts"] for f in h["findings"] if f["severity"] in ("error", "warning")]
     if noisy:
         lines += ["", "## Findings", ""]
-        for h, f in noisy:
-            lines.append(f"- **{_md(h['name'])}** {f['severity']} `{f['code']}`: {_md(f['message'])}")
-    dist = s["distributions"]
-    lines += ["", "## Versions", ""]
-    for key, title in (
-        ("gpu_model", "GPU models"),
-        ("driver", "Drivers"),
-        ("cuda", "CUDA toolkits"),
-        ("cudnn", "cuDNN copies"),
-    ):
+        lines += [
+            f"- **{_md(h['name'])}** {f['severity']} `{f['code']}`: {_md(f['message'])}" for h, f in noisy
+        ]
+    return lines
+
+
+_DISTRIBUTION_TITLES = (
+    ("gpu_model", "GPU models"),
+    ("driver", "Drivers"),
+    ("cuda", "CUDA toolkits"),
+    ("cudnn", "cuDNN copies"),
+)
+
+
+def render_markdown(report):
+    dist = report["summary"]["distributions"]
+    lines = _md_header(report) + _md_hosts_table(report) + _md_lists(report) + ["", "## Versions", ""]
+    for key, title in _DISTRIBUTION_TITLES:
         items = ", ".join(f"{_md(k)} x{v}" for k, v in dist[key].items()) or "none"
         lines.append(f"- {title}: {items}")
     return "\n".join(lines) + "\n"
@@ -562,92 +470,97 @@ METRICS = (
 )
 
 
+def _gpu_series(host, g):
+    labels = {
+        "host": host,
+        "index": "" if g["index"] is None else g["index"],
+        "name": g["name"],
+        "architecture": g["architecture"],
+        "compute_capability": g["compute_capability"],
+        "pci_bus_id": g["pci_bus_id"],
+    }
+    return labels, 1
+
+
+def _driver_series(host, d):
+    labels = {
+        "host": host,
+        "version": d["version"] if d.get("installed") is not False else "none",
+        "branch": d["branch"],
+        "kernel_module": d["kernel_module"],
+        "install_method": d["install_method"],
+        "cuda_version": d.get("cuda_driver_version") or "",
+    }
+    return labels, 1
+
+
+def _toolkit_series(host, t):
+    labels = {
+        "host": host,
+        "version": t["version"],
+        "path": t["path"],
+        "source": t["source"],
+        "default": "true" if t["default"] else "false",
+    }
+    return labels, 1
+
+
+def _cudnn_series(host, c):
+    labels = {
+        "host": host,
+        "version": c["version"],
+        "cuda_major": c["cuda_major"] or "",
+        "source": c["source"],
+        "path": c["path"],
+        "python_env": c.get("python_env") or "",
+        "resolved": "true" if c["resolved"] else "false",
+    }
+    return labels, 1
+
+
+def _drift_series(host, drift):
+    out, seen = [], set()
+    for dr in drift:
+        labels = {
+            "host": host,
+            "component": dr["component"],
+            "key": dr["key"],
+            "expected": dr["expected"],
+            "actual": dr["actual"],
+            "path": dr.get("path") or "",
+        }
+        key = tuple(labels.values())
+        if key not in seen:
+            seen.add(key)
+            out.append((labels, 1))
+    return out
+
+
+def _host_series(series, h):
+    """Add one audited host's samples to ``series`` ({metric: [(labels, value)]})."""
+    host = h["name"]
+    series["gpufleet_gpus"].append(({"host": host}, h["gpu_count"] or 0))
+    series["gpufleet_gpu_info"].extend(_gpu_series(host, g) for g in h["gpus"])
+    series["gpufleet_driver_info"].append(_driver_series(host, h["driver"]))
+    series["gpufleet_cuda_toolkit_info"].extend(_toolkit_series(host, t) for t in h["cuda"]["toolkits"])
+    series["gpufleet_cudnn_info"].extend(_cudnn_series(host, c) for c in h["cudnn"])
+    series["gpufleet_drift"].append(({"host": host}, len(h["drift"])))
+    series["gpufleet_drift_info"].extend(_drift_series(host, h["drift"]))
+    for sev in ("error", "warning", "info"):
+        series["gpufleet_findings"].append(
+            ({"host": host, "severity": sev}, sum(f["severity"] == sev for f in h["findings"]))
+        )
+
+
 def render_prometheus(report, timestamp=None):
     """Prometheus text exposition format (node_exporter textfile collector)."""
     series = {name: [] for name, _ in METRICS}
     for h in report["hosts"]:
-        host = h["name"]
         series["gpufleet_audit_host_up"].append(
-            ({"host": host, "status": h["status"]}, 1 if h["status"] == "ok" else 0)
+            ({"host": h["name"], "status": h["status"]}, 1 if h["status"] == "ok" else 0)
         )
-        if h["status"] != "ok":
-            continue
-        series["gpufleet_gpus"].append(({"host": host}, h["gpu_count"] or 0))
-        for g in h["gpus"]:
-            series["gpufleet_gpu_info"].append(
-                (
-                    {
-                        "host": host,
-                        "index": "" if g["index"] is None else g["index"],
-                        "name": g["name"],
-                        "architecture": g["architecture"],
-                        "compute_capability": g["compute_capability"],
-                        "pci_bus_id": g["pci_bus_id"],
-                    },
-                    1,
-                )
-            )
-        d = h["driver"]
-        series["gpufleet_driver_info"].append(
-            (
-                {
-                    "host": host,
-                    "version": d["version"] if d.get("installed") is not False else "none",
-                    "branch": d["branch"],
-                    "kernel_module": d["kernel_module"],
-                    "install_method": d["install_method"],
-                    "cuda_version": d.get("cuda_driver_version") or "",
-                },
-                1,
-            )
-        )
-        for t in h["cuda"]["toolkits"]:
-            series["gpufleet_cuda_toolkit_info"].append(
-                (
-                    {
-                        "host": host,
-                        "version": t["version"],
-                        "path": t["path"],
-                        "source": t["source"],
-                        "default": "true" if t["default"] else "false",
-                    },
-                    1,
-                )
-            )
-        for c in h["cudnn"]:
-            series["gpufleet_cudnn_info"].append(
-                (
-                    {
-                        "host": host,
-                        "version": c["version"],
-                        "cuda_major": c["cuda_major"] or "",
-                        "source": c["source"],
-                        "path": c["path"],
-                        "python_env": c.get("python_env") or "",
-                        "resolved": "true" if c["resolved"] else "false",
-                    },
-                    1,
-                )
-            )
-        series["gpufleet_drift"].append(({"host": host}, len(h["drift"])))
-        seen = set()
-        for dr in h["drift"]:
-            labels = {
-                "host": host,
-                "component": dr["component"],
-                "key": dr["key"],
-                "expected": dr["expected"],
-                "actual": dr["actual"],
-                "path": dr.get("path") or "",
-            }
-            key = tuple(labels.values())
-            if key not in seen:
-                seen.add(key)
-                series["gpufleet_drift_info"].append((labels, 1))
-        for sev in ("error", "warning", "info"):
-            series["gpufleet_findings"].append(
-                ({"host": host, "severity": sev}, sum(f["severity"] == sev for f in h["findings"]))
-            )
+        if h["status"] == "ok":
+            _host_series(series, h)
     if timestamp is not None:
         series["gpufleet_audit_timestamp_seconds"].append(({}, int(timestamp)))
     lines = []
@@ -660,33 +573,33 @@ def render_prometheus(report, timestamp=None):
     return "\n".join(lines) + "\n"
 
 
+SUMMARY_COLUMNS = (
+    "host",
+    "status",
+    "GPUs",
+    "driver",
+    "CUDA (*default)",
+    "cuDNN (*loader)",
+    "drift",
+    "findings",
+)
+SUMMARY_DRIFT_LABELS = {"none": "0", "no_baseline": "-", "unknown": "?"}
+
+
 def summary_lines(report):
     """A fixed-width table for the end of the run (one line per host) and a totals line."""
-    cols = ("host", "status", "GPUs", "driver", "CUDA (*default)", "cuDNN (*loader)", "drift", "findings")
     table = []
     for h in report["hosts"]:
-        errs = sum(f["severity"] == "error" for f in h["findings"])
-        warns = sum(f["severity"] == "warning" for f in h["findings"])
-        drift = {"none": "0", "no_baseline": "-", "unknown": "?"}.get(h["drift_status"], str(len(h["drift"])))
-        table.append(
-            (
-                h["name"],
-                status_text(h),
-                gpu_text(h),
-                driver_text(h),
-                cuda_text(h),
-                cudnn_text(h),
-                drift,
-                f"{errs}E {warns}W",
-            )
-        )
-    widths = [min(max([len(c)] + [len(str(r[i])) for r in table]), 60) for i, c in enumerate(cols)]
+        errs = findings_count(h, ("error",))
+        warns = findings_count(h, ("warning",))
+        table.append(host_cells(h, drift_text(h, SUMMARY_DRIFT_LABELS), f"{errs}E {warns}W"))
+    widths = [min(max([len(c)] + [len(str(r[i])) for r in table]), 60) for i, c in enumerate(SUMMARY_COLUMNS)]
 
     def fmt(r):
         return "  ".join(str(v)[: widths[i]].ljust(widths[i]) for i, v in enumerate(r)).rstrip()
 
     s = report["summary"]
-    out = [fmt(cols), fmt(["-" * w for w in widths])] + [fmt(r) for r in table]
+    out = [fmt(SUMMARY_COLUMNS), fmt(["-" * w for w in widths])] + [fmt(r) for r in table]
     out.append(
         f"{s['hosts']} host(s): {s['ok']} audited, {s['unreachable']} unreachable, {s['failed']} failed, "
         f"{s['no_gpu']} without GPU; drift on {s['hosts_with_drift']} host(s); "
@@ -717,28 +630,19 @@ def write_atomic(path, text, mode=0o644):
         raise
 
 
-def check_report_dir(directory, create=True):
-    """Return None when ``directory`` can receive the reports, else a one-line reason."""
-    if not directory:
-        return "gpufleet_audit_report_dir is empty: give a directory for the reports"
-    path = os.path.abspath(directory)
-    if os.path.exists(path) and not os.path.isdir(path):
-        return f"gpufleet_audit_report_dir: {directory} exists and is not a directory"
-    if not os.path.exists(path):
-        if not create:
-            # check mode: the nearest existing parent must be a writable directory
-            parent = os.path.dirname(path)
-            while not os.path.exists(parent):
-                parent = os.path.dirname(parent)
-            if not os.path.isdir(parent):
-                return f"gpufleet_audit_report_dir: cannot create {directory}: {parent} is not a directory"
-            if not os.access(parent, os.W_OK | os.X_OK):
-                return f"gpufleet_audit_report_dir: cannot create {directory}: {parent} is not writable"
-            return None
-        try:
-            os.makedirs(path, exist_ok=True)
-        except OSError as exc:
-            return f"gpufleet_audit_report_dir: cannot create {directory}: {exc.strerror}"
+def _check_creatable(directory, path):
+    """Check mode: the nearest existing parent of ``path`` must be a writable directory."""
+    parent = os.path.dirname(path)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"gpufleet_audit_report_dir: cannot create {directory}: {parent} is not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"gpufleet_audit_report_dir: cannot create {directory}: {parent} is not writable"
+    return None
+
+
+def _check_writable(directory, path):
     try:
         fd, tmp = tempfile.mkstemp(prefix=".gpufleet-write-test-", dir=path)
         os.close(fd)
@@ -748,20 +652,38 @@ def check_report_dir(directory, create=True):
     return None
 
 
+def check_report_dir(directory, create=True):
+    """Return None when ``directory`` can receive the reports, else a one-line reason."""
+    if not directory:
+        return "gpufleet_audit_report_dir is empty: give a directory for the reports"
+    path = os.path.abspath(directory)
+    if os.path.exists(path) and not os.path.isdir(path):
+        return f"gpufleet_audit_report_dir: {directory} exists and is not a directory"
+    if not os.path.exists(path):
+        if not create:
+            return _check_creatable(directory, path)
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as exc:
+            return f"gpufleet_audit_report_dir: cannot create {directory}: {exc.strerror}"
+    return _check_writable(directory, path)
+
+
+_RENDERERS = {
+    "json": render_json,
+    "csv": render_csv,
+    "md": render_markdown,
+    "html": report_html.render_html,
+}
+
+
 def render(report, fmt, timestamp=None):
-    """The text of one format (html comes from report_html, which builds on this module)."""
-    if fmt == "json":
-        return render_json(report)
-    if fmt == "csv":
-        return render_csv(report)
-    if fmt == "md":
-        return render_markdown(report)
+    """The text of one format."""
     if fmt == "prom":
         return render_prometheus(report, timestamp=timestamp)
-    if fmt == "html":
-        html = importlib.import_module("ansible_collections.gpufleet.nvidia.plugins.module_utils.report.html")
-        return html.render_html(report)
-    raise ValueError(f"format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    if fmt not in _RENDERERS:
+        raise ValueError(f"format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    return _RENDERERS[fmt](report)
 
 
 def write_reports(report, directory, formats=FORMATS, timestamp=None):

@@ -2,12 +2,15 @@
 # Apache-2.0
 """Findings of the fleet audit: what on one host will bite its users.
 
-Stdlib only, Python >= 3.9. Input: a normalized host entry (report.normalize_host); output: a list of
+Stdlib only, Python >= 3.9. Input: a normalized host entry (report.build.normalize_host); output: a list of
 ``{"severity": "error"|"warning"|"info", "code": str, "message": str}``.
 
 Rules decided here from the host's own observations (no knowledge base needed):
 - ``no_gpu``: no NVIDIA GPU on the PCI bus (info);
 - ``gpu_without_driver``: GPUs but no loaded driver (error);
+- ``driver_managed_externally``: the driver belongs to the container runtime or the hypervisor (info), as
+  the facts say (``host.driver_managed_externally`` and its ``_reason``: the one definition, made by the
+  probe; this module never re-derives it);
 - ``cudnn_header_library_mismatch``: a copy whose header and library disagree (error);
 - ``cudnn_env_differs_from_system``: a pip/conda cuDNN whose version differs from the system cuDNN for the
   same CUDA major (warning: the classic "Loaded runtime CuDNN library: X but source was compiled with: Y");
@@ -19,13 +22,13 @@ Rules decided here from the host's own observations (no knowledge base needed):
   minor runs under minor-version compatibility (warning).
 
 Rules that need NVIDIA's tables (GPUs the stack cannot serve, minimum drivers) come from the compatibility
-knowledge base (compat.py, see ``compat_findings``); when it is not importable the audit says so (info)
-instead of guessing.
+rules (plan/compat.py ``check``, asked by ``kb_findings``); when they raise, the audit says so (info) and
+falls back to the driver's own CUDA version instead of guessing.
 """
 
 from __future__ import annotations
 
-import importlib
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat as plan_compat
 
 SYSTEM_SOURCES = ("deb", "rpm", "tarball", "unknown")
 ENV_SOURCES = ("pip", "conda")
@@ -51,11 +54,18 @@ def _copy_label(c):
     return f"cuDNN {c.get('version')} ({c.get('source')} at {where})"
 
 
-def local_findings(entry):
-    """Findings decided from the host's own observations."""
-    out = []
+def managed_externally(entry):
+    """(managed, reason) from the host's facts (host.driver_managed_externally[_reason]); None: unknown."""
+    host = entry.get("host") or {}
+    return host.get("driver_managed_externally"), host.get("driver_managed_externally_reason") or ""
+
+
+# -- local rules: the host's own observations -------------------------------------------------------------
+def _gpu_and_driver_findings(entry):
     gpus = entry.get("gpus") or []
     driver = entry.get("driver") or {}
+    managed, reason = managed_externally(entry)
+    out = []
     if entry.get("gpu_count") == 0:
         out.append(finding("info", "no_gpu", "no NVIDIA GPU found on the PCI bus"))
     elif gpus and driver.get("loaded") is False:
@@ -66,25 +76,41 @@ def local_findings(entry):
                 f"{len(gpus)} GPU(s) ({gpus[0].get('name')}) but no NVIDIA driver loaded",
             )
         )
-    copies = entry.get("cudnn") or []
-    for c in copies:
-        if c.get("mismatch"):
-            out.append(
-                finding(
-                    "error",
-                    "cudnn_header_library_mismatch",
-                    f"{_copy_label(c)}: header says {c.get('header_version')} but the library is "
-                    f"{c.get('library_version')}",
-                )
+    if managed is True:
+        out.append(
+            finding(
+                "info",
+                "driver_managed_externally",
+                "the NVIDIA driver is managed outside this host"
+                + (f" ({reason})" if reason else "")
+                + ": change it where it is managed; gpufleet's driver role leaves it alone",
             )
-    system = [c for c in copies if c.get("source") in SYSTEM_SOURCES]
+        )
+    return out
+
+
+def _header_library_findings(copies):
+    return [
+        finding(
+            "error",
+            "cudnn_header_library_mismatch",
+            f"{_copy_label(c)}: header says {c.get('header_version')} but the library is "
+            f"{c.get('library_version')}",
+        )
+        for c in copies
+        if c.get("mismatch")
+    ]
+
+
+def _same_cuda_major(env, sys_copy):
+    return env.get("cuda_major") is None or sys_copy.get("cuda_major") in (None, env.get("cuda_major"))
+
+
+def _env_differs_findings(copies, system):
+    out = []
     for env in (c for c in copies if c.get("source") in ENV_SOURCES):
         for sys_copy in system:
-            same_major = env.get("cuda_major") is None or sys_copy.get("cuda_major") in (
-                None,
-                env.get("cuda_major"),
-            )
-            if same_major and env.get("version") != sys_copy.get("version"):
+            if _same_cuda_major(env, sys_copy) and env.get("version") != sys_copy.get("version"):
                 out.append(
                     finding(
                         "warning",
@@ -94,10 +120,15 @@ def local_findings(entry):
                         "but source was compiled with ...'",
                     )
                 )
+    return out
+
+
+def _several_copies_findings(system):
     by_major = {}
     for c in system:
         if isinstance(c.get("major"), int):
             by_major.setdefault(c["major"], []).append(c)
+    out = []
     for major, same in sorted(by_major.items()):
         if len(same) > 1:
             picked = [c for c in same if c.get("resolved")]
@@ -110,48 +141,70 @@ def local_findings(entry):
                     f"({', '.join(_copy_label(c) for c in same)}); {pick}",
                 )
             )
-    for r in entry.get("cudnn_resolved") or []:
-        out.append(
-            finding(
-                "info",
-                "cudnn_loader_resolves",
-                f"the loader resolves {r.get('soname')} to {r.get('real_path') or r.get('path')} "
-                f"(cuDNN {r.get('version')}, copy at {r.get('copy_path')})",
-            )
-        )
     return out
+
+
+def _resolved_findings(entry):
+    return [
+        finding(
+            "info",
+            "cudnn_loader_resolves",
+            f"the loader resolves {r.get('soname')} to {r.get('real_path') or r.get('path')} "
+            f"(cuDNN {r.get('version')}, copy at {r.get('copy_path')})",
+        )
+        for r in entry.get("cudnn_resolved") or []
+    ]
+
+
+def local_findings(entry):
+    """Findings decided from the host's own observations."""
+    copies = entry.get("cudnn") or []
+    system = [c for c in copies if c.get("source") in SYSTEM_SOURCES]
+    return (
+        _gpu_and_driver_findings(entry)
+        + _header_library_findings(copies)
+        + _env_differs_findings(copies, system)
+        + _several_copies_findings(system)
+        + _resolved_findings(entry)
+    )
+
+
+# -- fallback rules: the driver's own CUDA version -------------------------------------------------------
+def _toolkit_driver_finding(t, drv, label, advice_where):
+    tk = _major_minor(t.get("major_minor") or t.get("version"))
+    if not tk:
+        return None
+    if tk[0] > drv[0]:
+        return finding(
+            "error",
+            "cuda_needs_newer_driver",
+            f"CUDA {t.get('version')} at {t.get('path')} cannot run on {label}: "
+            f"install a driver for CUDA {tk[0]}.x{advice_where}",
+        )
+    if tk[0] == drv[0] and tk[1] > drv[1]:
+        return finding(
+            "warning",
+            "cuda_minor_version_compat",
+            f"CUDA {t.get('version')} at {t.get('path')} runs on {label} only under "
+            "minor-version compatibility (no PTX JIT of newer code)",
+        )
+    return None
 
 
 def driver_api_findings(entry):
     """cuDNN builds and toolkits for a CUDA newer than the driver's own CUDA version."""
-    out = []
     driver = entry.get("driver") or {}
     drv = _major_minor(driver.get("cuda_driver_version"))
     if not drv:
-        return out
+        return []
     label = f"driver {driver.get('version')} (CUDA {driver.get('cuda_driver_version')})"
+    managed, _reason = managed_externally(entry)
+    advice_where = " where the driver is managed (outside this host)" if managed is True else ""
+    out = []
     for t in (entry.get("cuda") or {}).get("toolkits") or []:
-        tk = _major_minor(t.get("major_minor") or t.get("version"))
-        if not tk:
-            continue
-        if tk[0] > drv[0]:
-            out.append(
-                finding(
-                    "error",
-                    "cuda_needs_newer_driver",
-                    f"CUDA {t.get('version')} at {t.get('path')} cannot run on {label}: "
-                    f"install a driver for CUDA {tk[0]}.x",
-                )
-            )
-        elif tk[0] == drv[0] and tk[1] > drv[1]:
-            out.append(
-                finding(
-                    "warning",
-                    "cuda_minor_version_compat",
-                    f"CUDA {t.get('version')} at {t.get('path')} runs on {label} only under "
-                    "minor-version compatibility (no PTX JIT of newer code)",
-                )
-            )
+        f = _toolkit_driver_finding(t, drv, label, advice_where)
+        if f:
+            out.append(f)
     for c in entry.get("cudnn") or []:
         major = c.get("cuda_major")
         if isinstance(major, int) and major > drv[0]:
@@ -165,64 +218,9 @@ def driver_api_findings(entry):
     return out
 
 
-# The knowledge base's module: compat_rules.py (named compat.py in early versions; that name shadowed
-# ansible.module_utils.compat wherever plugins/module_utils is an adjacent module_utils path).
-COMPAT_MODULES = (
-    "ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.compat",
-    "ansible_collections.gpufleet.nvidia.plugins.module_utils.compat",
-)
-
-
-def _compat_module():
-    why = "no compatibility module"
-    for name in COMPAT_MODULES:
-        try:
-            return importlib.import_module(name), None
-        except Exception as exc:  # any import problem: report it, never crash the audit
-            why = f"{type(exc).__name__}: {exc}"
-    return None, why
-
-
-def compat_findings(entry, compat=None):
-    """Findings from the compatibility knowledge base (GPUs the stack cannot serve, minimum drivers).
-
-    ``compat``: the compat module (tests inject one); default: module_utils/compat_rules.py. The adapter
-    calls ``compat.audit_findings(entry)`` when present (the audit's contract: a normalized host entry in,
-    a list of finding dicts or of (severity, message) pairs out), else ``compat.check(...)`` with keyword
-    arguments built from the host. Any exception becomes an ``info`` finding: the audit never crashes on
-    a knowledge-base change.
-    """
-    if compat is None:
-        compat, why = _compat_module()
-        if compat is None:
-            return [
-                finding(
-                    "info",
-                    "compat_rules_unavailable",
-                    f"compatibility rules not available ({why}): GPU support not checked",
-                )
-            ]
-    try:
-        if hasattr(compat, "audit_findings"):
-            raw = compat.audit_findings(entry)
-        else:
-            raw = _call_check(compat, entry)
-    except Exception as exc:
-        return [
-            finding(
-                "info",
-                "compat_rules_failed",
-                f"compatibility rules failed on this host ({type(exc).__name__}: {exc})",
-            )
-        ]
-    return _normalize_raw(raw)
-
-
-def _call_check(compat, entry):
-    """Ask compat's plan check about each cuDNN copy and toolkit installed, on this host's GPUs and driver."""
-    check = getattr(compat, "check", None) or getattr(compat, "check_plan", None)
-    if check is None:
-        raise AttributeError("module_utils/compat.py has neither audit_findings() nor check()")
+# -- the compatibility rules (plan/compat.py) -----------------------------------------------------------
+def _check_gpus(entry):
+    """The host's GPUs as compat.check's ``gpus`` items (PCI ids, else the compute capability)."""
     gpus = []
     for g in entry.get("gpus") or []:
         if g.get("device_id"):
@@ -234,8 +232,13 @@ def _call_check(compat, entry):
             gpus.append(item)
         elif g.get("compute_capability") not in (None, "unknown"):
             gpus.append({"compute_capability": g["compute_capability"]})
+    return gpus
+
+
+def _check_plans(entry):
+    """One compat.check call (keyword arguments) per installed toolkit and per cuDNN copy."""
     driver = entry.get("driver") or {}
-    base = {"gpus": gpus}
+    base = {"gpus": _check_gpus(entry)}
     if driver.get("installed") and driver.get("version") not in (None, "unknown"):
         base["driver_version"] = driver["version"]
         if driver.get("kernel_module") in ("open", "proprietary"):
@@ -247,8 +250,14 @@ def _call_check(compat, entry):
     for c in entry.get("cudnn") or []:
         if c.get("version") not in (None, "unknown") and c.get("cuda_major"):
             plans.append(dict(base, cudnn_version=c["version"], cudnn_cuda_major=c["cuda_major"]))
+    return plans
+
+
+def kb_findings(entry, check=plan_compat.check):
+    """Ask the compatibility rules (``check``: plan.compat.check) about each toolkit and cuDNN copy installed,
+    on this host's GPUs and driver; returns (severity, message) pairs."""
     out = []
-    for plan in plans:
+    for plan in _check_plans(entry):
         result = check(**plan)
         if not isinstance(result, dict):
             raise TypeError(f"compat check returned {type(result).__name__}, expected a dict")
@@ -257,19 +266,41 @@ def _call_check(compat, entry):
     return out
 
 
+def compat_findings(entry, compat=None):
+    """Findings from the compatibility rules (GPUs the stack cannot serve, minimum drivers).
+
+    ``compat``: a function ``entry -> findings`` (finding dicts or (severity, message) pairs); default
+    ``kb_findings`` (plan.compat.check; tests inject another). Any exception becomes an ``info`` finding
+    ``compat_rules_failed``: the audit never crashes on a knowledge-base change.
+    """
+    rules = kb_findings if compat is None else compat
+    try:
+        raw = rules(entry)
+    except Exception as exc:  # any rule problem: report it, never crash the audit
+        return [
+            finding(
+                "info",
+                "compat_rules_failed",
+                f"compatibility rules failed on this host ({type(exc).__name__}: {exc})",
+            )
+        ]
+    return _normalize_raw(raw)
+
+
+def _normalize_item(item):
+    if isinstance(item, dict):
+        sev = item.get("severity", "warning")
+        return finding(
+            sev if sev in SEVERITIES else "warning", item.get("code") or "compat", str(item.get("message"))
+        )
+    sev, msg = item
+    return finding(sev if sev in SEVERITIES else "warning", "compat", str(msg))
+
+
 def _normalize_raw(raw):
     out, seen = [], set()
     for item in raw or []:
-        if isinstance(item, dict):
-            sev = item.get("severity", "warning")
-            f = finding(
-                sev if sev in SEVERITIES else "warning",
-                item.get("code") or "compat",
-                str(item.get("message")),
-            )
-        else:
-            sev, msg = item
-            f = finding(sev if sev in SEVERITIES else "warning", "compat", str(msg))
+        f = _normalize_item(item)
         key = (f["severity"], f["message"])
         if key not in seen:
             seen.add(key)
@@ -280,8 +311,8 @@ def _normalize_raw(raw):
 def host_findings(entry, compat=None, use_compat=True):
     """Every finding of one reachable host, errors first.
 
-    The knowledge base's rules (compat) decide whether the driver can run each toolkit and cuDNN build; when
-    they are unavailable, the host's own driver CUDA version decides (driver_api_findings).
+    The compatibility rules decide whether the driver can run each toolkit and cuDNN build; when they fail
+    (or ``use_compat`` is false), the host's own driver CUDA version decides (driver_api_findings).
     """
     out = local_findings(entry)
     kb = compat_findings(entry, compat) if use_compat and entry.get("gpu_count") else []

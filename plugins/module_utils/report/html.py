@@ -2,7 +2,8 @@
 # Apache-2.0
 """The fleet report as one self-contained HTML page (no external asset: inline CSS, SVG, a little JS).
 
-Stdlib only, Python >= 3.9. Reads only the report dict of report.build_report.
+Stdlib only, Python >= 3.9. Reads only the report dict of report.build.build_report; rows and texts
+come from report.rows.
 - a summary; version-distribution charts (GPU models, drivers, CUDA toolkits, cuDNN copies) as inline SVG;
 - the host x component table (id ``components``): click a header to sort, type in the box to filter;
   rows with drift carry class ``drift`` and are highlighted; unreachable/failed hosts class ``down``;
@@ -13,14 +14,13 @@ from __future__ import annotations
 
 from html import escape
 
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.build import (
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import (
     CSV_COLUMNS,
+    HOST_COLUMNS,
     component_rows,
-    cuda_text,
-    cudnn_text,
-    driver_text,
-    gpu_text,
-    status_text,
+    drift_text,
+    findings_count,
+    host_cells,
 )
 
 _CSS = """
@@ -92,18 +92,8 @@ def _card(label, value, bad=False):
     )
 
 
-def render_html(report):
-    s = report["summary"]
-    dist = s["distributions"]
-    p = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "<title>gpufleet audit</title>",
-        f"<style>{_CSS}</style></head><body>",
-        "<h1>gpufleet audit</h1>",
-        f"<small>generated {escape(str(report['generated_at']))} by {escape(report['generator'])}, "
-        f"schema {escape(report['schema'])} v{report['schema_version']}</small>",
+def _summary_cards(s):
+    return [
         '<div class="cards" id="summary">',
         _card("hosts", s["hosts"]),
         _card("audited", s["ok"]),
@@ -115,6 +105,11 @@ def render_html(report):
         _card("errors", s["findings"]["error"], True),
         _card("warnings", s["findings"]["warning"], True),
         "</div>",
+    ]
+
+
+def _charts(dist):
+    return [
         "<h2>Versions</h2>",
         '<div class="charts">',
         svg_bar_chart("GPU models", dist["gpu_model"], "chart-gpu"),
@@ -122,34 +117,30 @@ def render_html(report):
         svg_bar_chart("CUDA toolkits", dist["cuda"], "chart-cuda"),
         svg_bar_chart("cuDNN copies", dist["cudnn"], "chart-cudnn"),
         "</div>",
+    ]
+
+
+def _hosts_table(report):
+    p = [
         "<h2>Hosts</h2>",
-        '<table id="hosts"><thead><tr><th>host</th><th>status</th><th>GPUs</th><th>driver</th>'
-        "<th>CUDA (* default)</th><th>cuDNN (* loader)</th><th>drift</th><th>findings</th></tr></thead>"
-        "<tbody>",
+        '<table id="hosts"><thead><tr>'
+        + "".join(f"<th>{escape(c)}</th>" for c in HOST_COLUMNS)
+        + "</tr></thead><tbody>",
     ]
     for h in report["hosts"]:
         cls = "drift" if h["drift"] else ("down" if h["status"] != "ok" else "")
-        nf = sum(f["severity"] in ("error", "warning") for f in h["findings"])
-        drift = {"none": "none", "no_baseline": "no baseline", "unknown": "unknown"}.get(
-            h["drift_status"], str(len(h["drift"]))
-        )
-        cells = (
-            h["name"],
-            status_text(h),
-            gpu_text(h),
-            driver_text(h),
-            cuda_text(h),
-            cudnn_text(h),
-            drift,
-            nf,
-        )
+        cells = host_cells(h, drift_text(h), findings_count(h))
         p.append(
             f'<tr class="{cls}" data-host="{escape(h["name"])}">'
             + "".join(f"<td>{escape(str(c))}</td>" for c in cells)
             + "</tr>"
         )
-    p += [
-        "</tbody></table>",
+    p.append("</tbody></table>")
+    return p
+
+
+def _components_table(report):
+    p = [
         "<h2>Components</h2>",
         '<input id="filter" type="search" placeholder="filter rows (host, version, path...)">',
         '<table id="components"><thead><tr>'
@@ -164,8 +155,12 @@ def render_html(report):
             + "</tr>"
         )
     p.append("</tbody></table>")
+    return p
+
+
+def _lists(report):
     drift_items = [(h, d) for h in report["hosts"] for d in h["drift"]]
-    p.append('<h2>Drift</h2><ul id="drift">')
+    p = ['<h2>Drift</h2><ul id="drift">']
     p += [f"<li><b>{escape(h['name'])}</b>: {escape(d['message'])}</li>" for h, d in drift_items] or [
         "<li>none</li>"
     ]
@@ -176,5 +171,23 @@ def render_html(report):
         f"<code>{escape(f['code'])}</code>: {escape(f['message'])}</li>"
         for h, f in findings
     ] or ["<li>none</li>"]
-    p += ["</ul>", f"<script>{_JS}</script>", "</body></html>"]
+    p.append("</ul>")
+    return p
+
+
+def render_html(report):
+    s = report["summary"]
+    p = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>gpufleet audit</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>gpufleet audit</h1>",
+        f"<small>generated {escape(str(report['generated_at']))} by {escape(report['generator'])}, "
+        f"schema {escape(report['schema'])} v{report['schema_version']}</small>",
+    ]
+    p += _summary_cards(s) + _charts(s["distributions"]) + _hosts_table(report) + _components_table(report)
+    p += _lists(report)
+    p += [f"<script>{_JS}</script>", "</body></html>"]
     return "\n".join(p) + "\n"

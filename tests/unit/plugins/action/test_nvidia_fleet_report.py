@@ -15,7 +15,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.gpufleet.nvidia.plugins.action.nvidia_fleet_report import ARGS
+from ansible_collections.gpufleet.nvidia.plugins.action.nvidia_fleet_report import (
+    ARGS,
+    default_report_dir,
+    validated_variables,
+)
 
 ROOT = Path(__file__).resolve().parents[4]
 DATA = ROOT / "tests" / "data" / "audit"
@@ -209,3 +213,21 @@ def test_documentation_parses_and_matches_the_action():
     for name, spec in ARGS.items():
         assert options[name]["type"] == spec["type"], name
         assert options[name].get("default") == spec.get("default"), name
+
+
+def test_a_wrong_audit_variable_is_named_before_gathering(collections, tmp_path):
+    rc, out = run(collections, tmp_path, FLEET, "-e", "gpufleet_audit_fail_on_drift=perhaps")
+    assert rc == 2, out
+    assert "gpufleet_audit_fail_on_drift: 'perhaps' is not a boolean; allowed: true or false" in out
+    assert "argument 'fail_on_drift'" not in out
+    assert "Gather ansible_facts.nvidia" not in out
+
+
+def test_report_dir_defaults_to_reports_beside_the_playbook_directory():
+    assert default_report_dir({"playbook_dir": "/srv/gpufleet/playbooks"}) == "/srv/gpufleet/reports"
+
+
+def test_validated_variables_keep_ansible_lists_and_booleans():
+    assert validated_variables(
+        {"gpufleet_audit_fail_on_drift": "yes", "gpufleet_audit_gather_subset": ["all", "!cudnn"]}
+    ) == {"gpufleet_audit_fail_on_drift": True, "gpufleet_audit_gather_subset": ["all", "!cudnn"]}

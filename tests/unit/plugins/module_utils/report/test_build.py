@@ -1,6 +1,7 @@
-"""The fleet report (module_utils/report.py, report_html.py, report_findings.py) from fixture facts."""
+"""The fleet report (module_utils/report/build.py, rows.py, html.py, findings.py) from fixture facts."""
 
 import csv
+import functools
 import io
 import json
 import os
@@ -16,7 +17,14 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import find
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.html import render_html, svg_bar_chart
 
 DATA = Path(__file__).resolve().parents[4] / "data" / "audit"
-NO_COMPAT = types.SimpleNamespace(audit_findings=lambda entry: [])
+
+
+# the compatibility rules are a function host entry -> findings (default: findings.kb_findings)
+def no_compat(entry):
+    return []
+
+
+NO_COMPAT = no_compat
 
 
 def facts(name):
@@ -204,14 +212,14 @@ def test_garbage_facts_do_not_crash():
 
 
 # -- compat adapter --------------------------------------------------------------------------------------
-def test_compat_audit_findings_used_and_deduplicated():
-    fake = types.SimpleNamespace(
-        audit_findings=lambda entry: [
+def test_compat_rules_findings_used_and_deduplicated():
+    def fake(entry):
+        return [
             {"severity": "error", "code": "gpu_unsupported", "message": "V100 cannot run CUDA 13.0"},
             ("error", "V100 cannot run CUDA 13.0"),
             ("warning", "bad"),
         ]
-    )
+
     r = rp.build_report([{"name": "a", "status": "ok", "facts": facts("oldtrain")}], compat=fake)
     msgs = [f["message"] for f in r["hosts"][0]["findings"]]
     assert msgs.count("V100 cannot run CUDA 13.0") == 1
@@ -229,10 +237,11 @@ def test_compat_check_called_per_toolkit_and_copy():
 
     r = rp.build_report([{"name": "a", "status": "ok", "facts": facts("oldtrain")}], compat={"check": check})
     codes = [f["code"] for f in r["hosts"][0]["findings"]]
-    assert "compat_rules_failed" in codes  # a dict is not a module
+    assert "compat_rules_failed" in codes  # a dict is not the rules (not callable)
     assert "cuda_needs_newer_driver" in codes  # the fallback rule steps in
     r = rp.build_report(
-        [{"name": "a", "status": "ok", "facts": facts("oldtrain")}], compat=types.SimpleNamespace(check=check)
+        [{"name": "a", "status": "ok", "facts": facts("oldtrain")}],
+        compat=functools.partial(rf.kb_findings, check=check),
     )
     assert {c.get("cuda_version") for c in calls} >= {"12.8", "13.0"}
     assert calls[0]["gpus"][0] == {
@@ -252,7 +261,7 @@ def test_compat_exceptions_become_info():
     def boom(entry):
         raise KeyError("architecture")
 
-    out = rf.compat_findings({}, compat=types.SimpleNamespace(audit_findings=boom))
+    out = rf.compat_findings({}, compat=boom)
     assert out == [
         {
             "severity": "info",
@@ -270,9 +279,9 @@ def test_compat_from_module_utils_never_crashes():
 
 
 def test_knowledge_base_replaces_the_fallback_rules():
-    fake = types.SimpleNamespace(
-        audit_findings=lambda entry: [("error", "CUDA 13.0 needs driver >= 580.65.06")]
-    )
+    def fake(entry):
+        return [("error", "CUDA 13.0 needs driver >= 580.65.06")]
+
     r = rp.build_report([{"name": "a", "status": "ok", "facts": facts("oldtrain")}], compat=fake)
     codes = [f["code"] for f in r["hosts"][0]["findings"]]
     assert "compat" in codes
@@ -281,7 +290,9 @@ def test_knowledge_base_replaces_the_fallback_rules():
 
 
 def test_compat_skipped_for_hosts_without_gpu():
-    fake = types.SimpleNamespace(audit_findings=lambda entry: [("error", "should not be asked")])
+    def fake(entry):
+        return [("error", "should not be asked")]
+
     r = rp.build_report([{"name": "a", "status": "ok", "facts": facts("nogpu")}], compat=fake)
     assert [f["code"] for f in r["hosts"][0]["findings"]] == ["no_gpu"]
 
@@ -572,7 +583,10 @@ def test_several_system_copies_of_one_soname():
 
 
 def test_real_compat_rules_are_found():
-    assert rf._compat_module()[0] is not None
+    # plan.compat is imported, not looked up by name: the default rules are its check()
+    assert rf.kb_findings.__defaults__ == (rf.plan_compat.check,)
+    out = rf.compat_findings(rp.normalize_host("a", "ok", facts("h200")))
+    assert not [f for f in out if f["code"].startswith("compat_rules_")], out
 
 
 @pytest.mark.parametrize(

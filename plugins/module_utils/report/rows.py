@@ -1,0 +1,245 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""Rows and short texts of the fleet report, shared by every renderer (CSV, Markdown, HTML, summary table).
+
+Stdlib only, Python >= 3.9. Reads only the report dict of report.build.build_report.
+- ``host_cells``: one host's cells of the hosts table (Markdown, HTML, the summary printed at the end);
+- ``component_rows``: one row per host x component (CSV, the HTML components table).
+"""
+
+from __future__ import annotations
+
+CSV_COLUMNS = (
+    "host",
+    "status",
+    "component",
+    "name",
+    "version",
+    "cuda_major",
+    "source",
+    "path",
+    "active",
+    "detail",
+    "drift",
+)
+# the host table's columns (Markdown and HTML); the summary table spells the CUDA/cuDNN ones shorter
+HOST_COLUMNS = (
+    "host",
+    "status",
+    "GPUs",
+    "driver",
+    "CUDA (* default)",
+    "cuDNN (* loader)",
+    "drift",
+    "findings",
+)
+DRIFT_LABELS = {"none": "none", "no_baseline": "no baseline", "unknown": "unknown"}
+
+
+def count_values(values):
+    """{value: occurrences}, most frequent first, then by value."""
+    out = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+# -- short texts ------------------------------------------------------------------------------------------
+def gpu_text(h):
+    if h["status"] != "ok":
+        return "-"
+    if not h["gpu_count"]:
+        return "no GPU"
+    models = count_values(g["name"] for g in h["gpus"])
+    return ", ".join(f"{n}x {m}" for m, n in models.items()) or f"{h['gpu_count']} GPU"
+
+
+def driver_text(h):
+    d = h.get("driver")
+    if h["status"] != "ok" or not d:
+        return "-"
+    if d.get("installed") is False:
+        return "none"
+    return f"{d['version']} ({d['kernel_module']}, {d['install_method']})"
+
+
+def cuda_text(h):
+    if h["status"] != "ok":
+        return "-"
+    toolkits = h["cuda"]["toolkits"]
+    if not toolkits:
+        return "none"
+    return ", ".join(t["version"] + ("*" if t["default"] else "") for t in toolkits)
+
+
+def cudnn_text(h):
+    if h["status"] != "ok":
+        return "-"
+    if not h["cudnn"]:
+        return "none"
+    return ", ".join(
+        f"{c['version']} {c['source']}"
+        + (f"/cu{c['cuda_major']}" if c["cuda_major"] else "")
+        + ("*" if c["resolved"] else "")
+        for c in h["cudnn"]
+    )
+
+
+def status_text(h):
+    if h["status"] == "ok" and not h["gpu_count"]:
+        return "ok (no GPU)"
+    return h["status"]
+
+
+def drift_text(h, labels=DRIFT_LABELS, count=str):
+    """The drift cell: a label for none/no_baseline/unknown, else ``count(number of drift items)``."""
+    return labels.get(h["drift_status"], count(len(h["drift"])))
+
+
+def findings_count(h, severities=("error", "warning")):
+    return sum(f["severity"] in severities for f in h["findings"])
+
+
+def host_cells(h, drift, findings):
+    """One host's cells, in HOST_COLUMNS order (the caller formats the drift and findings cells)."""
+    return (
+        h["name"],
+        status_text(h),
+        gpu_text(h),
+        driver_text(h),
+        cuda_text(h),
+        cudnn_text(h),
+        drift,
+        findings,
+    )
+
+
+# -- rows: one per host x component (CSV, HTML table) ------------------------------------------------------
+def _drift_for(h, component, path=None):
+    return "; ".join(
+        d["message"]
+        for d in h["drift"]
+        if d["component"] == component and (path is None or d.get("path") == path)
+    )
+
+
+def _row(h, **cells):
+    r = dict.fromkeys(CSV_COLUMNS, "")
+    r.update({"host": h["name"], "status": status_text(h)})
+    r.update({k: "" if v is None else v for k, v in cells.items()})
+    return r
+
+
+def _gpu_rows(h):
+    if not h["gpus"]:
+        return [_row(h, component="gpu", name="none", detail="no NVIDIA GPU found")]
+    rows = []
+    for g in h["gpus"]:
+        mem = f", {g['memory_mib']} MiB" if g.get("memory_mib") else ""
+        rows.append(
+            _row(
+                h,
+                component="gpu",
+                name=g["name"],
+                version=g["compute_capability"],
+                source=g["architecture"],
+                path=g["pci_bus_id"],
+                detail=f"index {g['index']}{mem}, MIG {g['mig_mode']}",
+            )
+        )
+    return rows
+
+
+def _driver_row(h):
+    d = h["driver"]
+    pkg = d.get("package") or {}
+    if d.get("installed") is False:
+        detail = "no NVIDIA driver"
+    else:
+        detail = (
+            f"branch {d['branch']}, {d['kernel_module']} module, CUDA {d.get('cuda_driver_version') or '?'}"
+        )
+    return _row(
+        h,
+        component="driver",
+        name=pkg.get("name") or "nvidia",
+        version=d["version"] if d.get("installed") is not False else "none",
+        source=d["install_method"],
+        active="loaded" if d.get("loaded") else "",
+        detail=detail,
+        drift=_drift_for(h, "driver"),
+    )
+
+
+def _cuda_rows(h):
+    return [
+        _row(
+            h,
+            component="cuda",
+            name=(t.get("package") or {}).get("name") or "cuda",
+            version=t["version"],
+            cuda_major=t["major_minor"].split(".")[0],
+            source=t["source"],
+            path=t["path"],
+            active="default" if t["default"] else "",
+            detail="nvcc" if t.get("nvcc") else "no nvcc",
+            drift=_drift_for(h, "cuda", t["path"]),
+        )
+        for t in h["cuda"]["toolkits"]
+    ]
+
+
+def _cudnn_detail(c):
+    detail = []
+    if c.get("python_env"):
+        detail.append(f"env {c['python_env']}")
+    if c.get("held"):
+        detail.append("held")
+    if c.get("mismatch"):
+        detail.append(f"header {c.get('header_version')} != library {c.get('library_version')}")
+    return ", ".join(detail)
+
+
+def _cudnn_rows(h):
+    return [
+        _row(
+            h,
+            component="cudnn",
+            name=(c.get("package") or {}).get("name") or "cudnn",
+            version=c["version"],
+            cuda_major=c["cuda_major"],
+            source=c["source"],
+            path=c["path"],
+            active="resolved" if c["resolved"] else "",
+            detail=_cudnn_detail(c),
+            drift=_drift_for(h, "cudnn", c["path"]),
+        )
+        for c in h["cudnn"]
+    ]
+
+
+def _expected_rows(h):
+    """A row for each drift item that has no component row (something the baseline expects is missing)."""
+    return [
+        _row(
+            h,
+            component=dr["component"],
+            name="(expected)",
+            version=dr["actual"],
+            detail=dr["key"],
+            drift=dr["message"],
+        )
+        for dr in h["drift"]
+        if dr["component"] != "driver" and not dr.get("path")
+    ]
+
+
+def host_component_rows(h):
+    if h["status"] != "ok":
+        return [_row(h, component="host", name=h["status"], detail=h["message"] or "")]
+    return _gpu_rows(h) + [_driver_row(h)] + _cuda_rows(h) + _cudnn_rows(h) + _expected_rows(h)
+
+
+def component_rows(report):
+    """One row per host x component: GPUs, driver, CUDA toolkits, cuDNN copies, drift with no row."""
+    return [r for h in report["hosts"] for r in host_component_rows(h)]
