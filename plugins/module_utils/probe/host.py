@@ -152,6 +152,59 @@ def read_os(root):
     return {"distribution": UNKNOWN, "version": UNKNOWN, "key": None}, "; ".join(reasons)
 
 
+APT_SOURCES = "/etc/apt/sources.list"
+APT_SOURCES_DIR = "/etc/apt/sources.list.d"
+
+
+def _deb822_uris(text):
+    """URIs of the enabled `Types: deb` stanzas of a deb822 .sources file."""
+    uris = []
+    for stanza in (text or "").split("\n\n"):
+        fields = {}
+        for line in stanza.splitlines():
+            key, sep, value = line.partition(":")
+            if sep and not line.startswith((" ", "\t", "#")):
+                fields[key.strip().lower()] = value.strip()
+        if "deb" in fields.get("types", "").split() and fields.get("enabled", "yes").lower() != "no":
+            uris.extend(fields.get("uris", "").split())
+    return uris
+
+
+def _one_line_uris(text):
+    """URIs of the `deb` lines of a one-line-style sources.list."""
+    uris = []
+    for line in (text or "").splitlines():
+        words = line.split("#", 1)[0].split()
+        if not words or words[0] != "deb":
+            continue
+        words = words[1:]
+        if words and words[0].startswith("["):
+            while words and not words[0].endswith("]"):
+                words = words[1:]
+            words = words[1:]
+        uris.extend(words[:1])
+    return uris
+
+
+def debian_mirror(root):
+    """The first http(s) URI of an enabled deb source whose path ends in /debian (the host's Debian
+    mirror), else None. Reads <root>/etc/apt/sources.list and sources.list.d/*.list|*.sources."""
+    files = [(APT_SOURCES, _one_line_uris)]
+    names, _reason = root.listdir(APT_SOURCES_DIR) if root.isdir(APT_SOURCES_DIR) else ([], None)
+    for name in names or []:
+        if name.endswith(".sources"):
+            files.append((f"{APT_SOURCES_DIR}/{name}", _deb822_uris))
+        elif name.endswith(".list"):
+            files.append((f"{APT_SOURCES_DIR}/{name}", _one_line_uris))
+    for path, parse in files:
+        text, _reason = root.read_text(path, limit=1024 * 1024) if root.exists(path) else (None, None)
+        for uri in parse(text):
+            trimmed = uri.rstrip("/")
+            if trimmed.startswith(("http://", "https://")) and trimmed.endswith("/debian"):
+                return trimmed
+    return None
+
+
 def kernel_release(root, live):
     """(release, reason): <root>/proc/sys/kernel/osrelease, else the running kernel's when live, else ""."""
     text, reason = root.read_text(KERNEL_RELEASE, limit=4096) if root.exists(KERNEL_RELEASE) else (None, None)
@@ -187,7 +240,7 @@ def empty_host():
         "driver_managed_externally": None,
         "driver_managed_externally_reason": "",
         "kernel_release": "",
-        "os": {"distribution": UNKNOWN, "version": UNKNOWN, "key": None},
+        "os": {"distribution": UNKNOWN, "version": UNKNOWN, "key": None, "debian_mirror": None},
         "efi": False,
         "reasons": {},
     }
@@ -215,6 +268,7 @@ def probe(root, live):
     host["os"], reason = read_os(root)
     if reason:
         host["reasons"]["os"] = reason
+    host["os"]["debian_mirror"] = debian_mirror(root) if host["os"].get("distribution") == "Debian" else None
     host["kernel_release"], reason = kernel_release(root, live)
     if reason:
         host["reasons"]["kernel_release"] = reason

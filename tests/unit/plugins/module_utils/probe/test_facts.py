@@ -276,7 +276,12 @@ def test_h200_host_os_kernel_and_loaded_module(h200_live):
     """The fields the roles plan from (docs/facts.md): the real H200 rebuilt as a tree."""
     facts = probe_facts.gather(str(h200_live), live=True)
     host, driver = facts["host"], facts["driver"]
-    assert host["os"] == {"distribution": "Ubuntu", "version": "24.04", "key": "ubuntu2404"}
+    assert host["os"] == {
+        "distribution": "Ubuntu",
+        "version": "24.04",
+        "key": "ubuntu2404",
+        "debian_mirror": None,
+    }
     assert (host["kernel_release"], host["efi"]) == ("6.18.44", False)
     assert (driver["loaded_version"], driver["loaded_kernel_module"]) == ("580.159.04", "open")
     assert driver["module_for_running_kernel"] == {"version": "580.159.04", "kernel_module": "open"}

@@ -95,7 +95,12 @@ def test_container_unknown_without_proc(tmp_path):
 def test_host_fact_of_the_h200_tree(tmp_path):
     fakeroot.h200(tmp_path)
     host = probe_host.probe(Root(str(tmp_path)), live=False)
-    assert host["os"] == {"distribution": "Ubuntu", "version": "24.04", "key": "ubuntu2404"}
+    assert host["os"] == {
+        "distribution": "Ubuntu",
+        "version": "24.04",
+        "key": "ubuntu2404",
+        "debian_mirror": None,
+    }
     assert host["kernel_release"] == "6.18.44"
     assert host["efi"] is False
     assert host["container"] == "docker"
@@ -106,3 +111,52 @@ def test_host_fact_of_an_empty_tree(tmp_path):
     host = probe_host.probe(Root(str(tmp_path)), live=False)
     assert (host["kernel_release"], host["efi"], host["os"]["key"]) == ("", False, None)
     assert set(host["reasons"]) >= {"kernel_release", "os", "container", "vm"}
+
+
+def _apt_root(tmp_path, files):
+    for name, text in files.items():
+        path = tmp_path / name.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (tmp_path / "etc/os-release").parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "etc/os-release").write_text('ID=debian\nVERSION_ID="12"\n')
+    return probe_host.probe(Root(str(tmp_path)), live=False)
+
+
+def test_debian_mirror_from_deb822(tmp_path):
+    host = _apt_root(
+        tmp_path,
+        {
+            "/etc/apt/sources.list.d/debian.sources": (
+                "Types: deb-src\nURIs: http://src.example/debian\nSuites: bookworm\n\n"
+                "Types: deb\nURIs: http://mirror.example/debian/\nSuites: bookworm\nComponents: main\n"
+            )
+        },
+    )
+    assert host["os"]["debian_mirror"] == "http://mirror.example/debian"
+
+
+def test_debian_mirror_from_one_line_sources_with_options(tmp_path):
+    host = _apt_root(
+        tmp_path,
+        {
+            "/etc/apt/sources.list": (
+                "# deb http://commented.example/debian bookworm main\n"
+                "deb [arch=amd64 signed-by=/k.gpg] https://mirror.example/debian bookworm main\n"
+            )
+        },
+    )
+    assert host["os"]["debian_mirror"] == "https://mirror.example/debian"
+
+
+def test_debian_mirror_none_without_a_debian_source(tmp_path):
+    host = _apt_root(
+        tmp_path,
+        {
+            "/etc/apt/sources.list.d/x.sources": (
+                "Types: deb\nURIs: http://mirror.example/debian\nEnabled: no\n"
+            ),
+            "/etc/apt/sources.list.d/nvidia.list": "deb http://repo.example/cuda/debian12/x86_64/ /\n",
+        },
+    )
+    assert host["os"]["debian_mirror"] is None
