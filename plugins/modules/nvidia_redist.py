@@ -18,6 +18,8 @@ description:
   - O(state=downloaded) only fetches and verifies the archives into O(download_dir), laid out like the
     mirror, so that the directory can serve as O(base_url) for other hosts (controller cache).
   - O(state=planned) only reads the manifest and reports the artifacts and whether O(dest) already holds them.
+  - The roles call it with what C(gpufleet.nvidia.nvidia_cuda_plan) / C(gpufleet.nvidia.nvidia_cudnn_plan)
+    decided (release, components, platform, dest, link, prune pattern), after those validated the variables.
 options:
   state:
     description:
@@ -70,7 +72,8 @@ options:
     type: str
   platform:
     description:
-      - Redist platform; default from the target's machine (x86_64 -> linux-x86_64, aarch64 -> linux-sbsa).
+      - Redist platform; default from the target's machine (x86_64 -> linux-x86_64, aarch64 -> linux-sbsa;
+        the one mapping in C(kb/hosts.py)).
     type: str
     choices: [linux-x86_64, linux-sbsa, linux-aarch64]
   dest:
@@ -108,6 +111,14 @@ options:
 author: gpufleet contributors
 notes:
   - Check mode is supported; it reads the manifest but changes nothing.
+attributes:
+  check_mode:
+    support: full
+    details: Reads the manifest (network or local) and reports what would change; writes nothing.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
 """
 
 EXAMPLES = r"""
@@ -186,6 +197,16 @@ files:
   returned: always
   type: list
   elements: str
+manifest_file:
+  description: The manifest's path relative to O(download_dir) (the first of RV(files)).
+  returned: always
+  type: str
+  sample: cuda/redist/redistrib_13.0.2.json
+archive_files:
+  description: The archives' paths relative to O(download_dir) (RV(files) without the manifest).
+  returned: always
+  type: list
+  elements: str
 """
 
 import contextlib
@@ -194,45 +215,42 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import redist
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import redist as plan_redist
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import stack
 
-_MACHINE_PLATFORM = {"x86_64": "linux-x86_64", "aarch64": "linux-sbsa", "arm64": "linux-sbsa"}
+ERRORS = (redist.RedistError, plan_redist.RedistPlanError)
 
 
-def run(module):
-    p = module.params
-    platform = p["platform"] or _MACHINE_PLATFORM.get(os.uname().machine)
+def _request(p):
+    """(platform, label, release, version, components) from the parameters; raises on bad input."""
+    platform = p["platform"] or kb_hosts.redist_platform(os.uname().machine)
     if not platform:
-        module.fail_json(msg=f"platform: no redist platform for machine {os.uname().machine}; set platform")
-    base = p["base_url"]
-    product = p["product"]
+        raise plan_redist.RedistPlanError(
+            f"platform: no redist platform for machine {os.uname().machine}; set platform"
+        )
     label = p["label"] or "release"
-    if product == "cuda":
-        release, version = redist.cuda_release(p["release"], p["releases"], var=label), p["version"]
+    if p["product"] == "cuda":
+        release, version = plan_redist.cuda_release(p["release"], p["releases"], var=label), p["version"]
     else:
-        release, full = redist.cudnn_release(p["release"], var=label)
+        release, full = plan_redist.cudnn_release(p["release"], var=label)
         version = p["version"] or full
-    murl = redist.manifest_url(base, product, release)
-    names = p["components"] or (
-        ["cudnn"] if product == "cudnn" else redist.TOOLKIT_COMPONENTS.get(int(release.split(".")[0]), [])
-    )
-    if not names:
-        raise redist.RedistError(f"{label}: no default components for CUDA {release}; set the components")
-    result = {
-        "changed": False,
-        "manifest_url": murl,
-        "pruned": [],
-        "downloaded": [],
-        "artifacts": [],
-        "files": [],
-    }
+    names = p["components"] or plan_redist.default_components(p["product"], release, var=label)
+    return platform, label, release, version, names
+
+
+def _manifest_artifacts(p):
+    """Read the manifest and select the artifacts: (result without any change yet, the raw manifest)."""
+    platform, label, release, version, names = _request(p)
+    base, product = p["base_url"], p["product"]
+    murl = plan_redist.manifest_url(base, product, release)
+    result = {"changed": False, "manifest_url": murl, "pruned": [], "downloaded": [], "artifacts": []}
     try:
         raw = redist.fetch_bytes(murl, timeout=p["timeout"])
     except redist.RedistError as exc:
         raise redist.RedistError(f"{label}: {p['release']}: no redist manifest for it ({exc})") from None
-    result["release"] = release
-    manifest = redist.parse_manifest(raw, murl)
-    result["release_label"] = str(manifest.get("release_label") or release)
-    arts = redist.select_artifacts(
+    manifest = plan_redist.parse_manifest(raw, murl)
+    arts = plan_redist.select_artifacts(
         manifest,
         names,
         platform=platform,
@@ -241,78 +259,81 @@ def run(module):
         source=murl,
         var=label if p["label"] else None,
     )
+    plan_redist.check_versions(arts, version, label, murl)
     for art in arts:
-        art["url"] = redist.artifact_url(base, product, art["relative_path"])
-        if version and art["version"] != version:
-            raise redist.RedistError(
-                f"{label}: {art['component']} in {murl} is version {art['version']}, "
-                f"not the requested {version}"
-            )
-    result["artifacts"] = arts
-    rel_root = f"{product}/redist"
-    result["files"] = ["{}/redistrib_{}.json".format(rel_root, p["release"])] + [
-        "{}/{}".format(rel_root, a["relative_path"]) for a in arts
-    ]
+        art["url"] = plan_redist.artifact_url(base, product, art["relative_path"])
+    result.update(
+        release=release,
+        release_label=str(manifest.get("release_label") or release),
+        artifacts=arts,
+        manifest_file=plan_redist.manifest_file(product, release),
+        archive_files=[plan_redist.archive_file(product, a["relative_path"]) for a in arts],
+    )
+    result["files"] = [result["manifest_file"], *result["archive_files"]]
+    return result, raw
 
-    def local(a):
-        return os.path.join(p["download_dir"], rel_root, a["relative_path"])
 
-    if p["state"] == "downloaded":
-        missing = [a for a in arts if not _cached(local(a), a["sha256"])]
-        mpath = os.path.join(p["download_dir"], rel_root, "redistrib_{}.json".format(p["release"]))
-        manifest_stale = not os.path.isfile(mpath) or _read(mpath) != raw
-        result["changed"] = bool(missing) or manifest_stale
-        if module.check_mode or not result["changed"]:
-            return result
-        for art in missing:
-            redist.fetch_verified(
-                art["url"], local(art), art["sha256"], size=art["size"], timeout=p["timeout"]
-            )
-            result["downloaded"].append(art["url"])
-        if manifest_stale:
-            _atomic_write(module, mpath, raw)
+def _local(p, art):
+    return os.path.join(p["download_dir"], plan_redist.archive_file(p["product"], art["relative_path"]))
+
+
+def downloaded(module, result, raw):
+    """state=downloaded: fetch and verify the archives and the manifest into download_dir (mirror layout)."""
+    p = module.params
+    missing = [a for a in result["artifacts"] if not _cached(_local(p, a), a["sha256"])]
+    mpath = os.path.join(p["download_dir"], result["manifest_file"])
+    manifest_stale = not os.path.isfile(mpath) or _read(mpath) != raw
+    result["changed"] = bool(missing) or manifest_stale
+    if module.check_mode or not result["changed"]:
         return result
+    for art in missing:
+        redist.fetch_verified(
+            art["url"], _local(p, art), art["sha256"], size=art["size"], timeout=p["timeout"]
+        )
+        result["downloaded"].append(art["url"])
+    if manifest_stale:
+        _atomic_write(module, mpath, raw)
+    return result
 
+
+def _dest(p, arts):
     dest = p["dest"]
     if dest and arts:
-        dest = dest.replace("{version}", arts[0]["version"])
-        dest = dest.replace("{cuda_variant}", p["cuda_variant"] or "")
-    if not dest:
-        if p["state"] == "present":
-            module.fail_json(msg="dest is required with state=present", **result)
-        return result
-    dest = dest.rstrip("/")
-    result["dest"] = dest
-    installed = redist.is_installed(dest, arts)
-    result["installed"] = installed
-    link_target = None
-    if p["link"]:
-        link_target = os.readlink(p["link"]) if os.path.islink(p["link"]) else ""
-        result["previous_link_target"] = link_target
-    if p["state"] == "planned":
-        return result
+        dest = dest.replace("{version}", arts[0]["version"]).replace(
+            "{cuda_variant}", p["cuda_variant"] or ""
+        )
+    return dest.rstrip("/") if dest else dest
 
-    stale = _stale(dest)
-    if not installed or stale:
-        result["changed"] = True
-        if not module.check_mode:
-            redist.cleanup_stale(dest)
-    if not installed and not module.check_mode:
-        paths = []
-        for art in arts:
-            if redist.is_local(art["url"]):  # a controller cache copied to this host, or a local mirror
-                path = redist.verify_local(art["url"], art["sha256"], art["size"])
-            else:
-                path = local(art)
-                if redist.fetch_verified(
-                    art["url"], path, art["sha256"], size=art["size"], timeout=p["timeout"]
-                ):
-                    result["downloaded"].append(art["url"])
-            paths.append(path)
-        redist.install_tree(dest, paths, arts, lib64_link=p["lib64_link"])
-        if not p["keep_downloads"] and not redist.is_local(base):
-            for path in paths:
-                _remove(path)
+
+def _fetch_all(p, arts, result):
+    paths = []
+    for art in arts:
+        if redist.is_local(art["url"]):  # a controller cache copied to this host, or a local mirror
+            path = redist.verify_local(art["url"], art["sha256"], art["size"])
+        else:
+            path = _local(p, art)
+            if redist.fetch_verified(art["url"], path, art["sha256"], size=art["size"], timeout=p["timeout"]):
+                result["downloaded"].append(art["url"])
+        paths.append(path)
+    return paths
+
+
+def _install(module, dest, result):
+    p = module.params
+    arts = result["artifacts"]
+    if (not result["installed"] or _stale(dest)) and not module.check_mode:
+        redist.cleanup_stale(dest)
+    if result["installed"] or module.check_mode:
+        return
+    paths = _fetch_all(p, arts, result)
+    redist.install_tree(dest, paths, arts, lib64_link=p["lib64_link"])
+    if not p["keep_downloads"] and not redist.is_local(p["base_url"]):
+        for path in paths:
+            _remove(path)
+
+
+def _switch_and_prune(module, dest, link_target, result):
+    p = module.params
     if p["link"] and link_target != dest:
         result["changed"] = True
         if not module.check_mode:
@@ -326,6 +347,29 @@ def run(module):
             if not module.check_mode:
                 for path in victims:
                     shutil.rmtree(path)
+
+
+def run(module):
+    p = module.params
+    result, raw = _manifest_artifacts(p)
+    if p["state"] == "downloaded":
+        return downloaded(module, result, raw)
+    dest = _dest(p, result["artifacts"])
+    if not dest:
+        if p["state"] == "present":
+            module.fail_json(msg="dest is required with state=present", **result)
+        return result
+    result["dest"] = dest
+    result["installed"] = redist.is_installed(dest, result["artifacts"])
+    link_target = None
+    if p["link"]:
+        link_target = os.readlink(p["link"]) if os.path.islink(p["link"]) else ""
+        result["previous_link_target"] = link_target
+    if p["state"] == "planned":
+        return result
+    result["changed"] = not result["installed"] or bool(_stale(dest))
+    _install(module, dest, result)
+    _switch_and_prune(module, dest, link_target, result)
     return result
 
 
@@ -359,35 +403,35 @@ def _atomic_write(module, path, data):
     module.atomic_move(tmp, path)
 
 
+ARGUMENT_SPEC = {
+    "state": {"type": "str", "choices": ["present", "downloaded", "planned"], "default": "present"},
+    "product": {"type": "str", "choices": ["cuda", "cudnn"], "required": True},
+    "release": {"type": "str", "required": True},
+    "releases": {"type": "dict", "default": {}},
+    "label": {"type": "str", "default": ""},
+    "base_url": {"type": "str", "default": plan_redist.NVIDIA_BASE_URL},
+    "components": {"type": "list", "elements": "str", "default": []},
+    "optional_components": {"type": "list", "elements": "str", "default": []},
+    "cuda_variant": {"type": "str"},
+    "version": {"type": "str"},
+    "platform": {"type": "str", "choices": list(plan_redist.PLATFORMS)},
+    "dest": {"type": "path"},
+    "link": {"type": "path"},
+    "keep": {"type": "int"},
+    "prune_pattern": {"type": "str"},
+    "lib64_link": {"type": "bool", "default": False},
+    "download_dir": {"type": "path", "default": stack.HOST_CACHE},
+    "keep_downloads": {"type": "bool", "default": False},
+    "timeout": {"type": "int", "default": 60},
+}
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec={
-            "state": {"type": "str", "choices": ["present", "downloaded", "planned"], "default": "present"},
-            "product": {"type": "str", "choices": ["cuda", "cudnn"], "required": True},
-            "release": {"type": "str", "required": True},
-            "releases": {"type": "dict", "default": {}},
-            "label": {"type": "str", "default": ""},
-            "base_url": {"type": "str", "default": redist.NVIDIA_BASE_URL},
-            "components": {"type": "list", "elements": "str", "default": []},
-            "optional_components": {"type": "list", "elements": "str", "default": []},
-            "cuda_variant": {"type": "str"},
-            "version": {"type": "str"},
-            "platform": {"type": "str", "choices": list(redist.PLATFORMS)},
-            "dest": {"type": "path"},
-            "link": {"type": "path"},
-            "keep": {"type": "int"},
-            "prune_pattern": {"type": "str"},
-            "lib64_link": {"type": "bool", "default": False},
-            "download_dir": {"type": "path", "default": "/var/cache/gpufleet/redist"},
-            "keep_downloads": {"type": "bool", "default": False},
-            "timeout": {"type": "int", "default": 60},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     os.environ["LC_ALL"] = "C"
     try:
         result = run(module)
-    except redist.RedistError as exc:
+    except ERRORS as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)
 

@@ -13,8 +13,8 @@ description:
     rhel10; Rocky, AlmaLinux and Oracle Linux map to rhelN), downloads the repository key, checks its OpenPGP
     fingerprint against the pinned one, and writes the key and the repository file atomically.
   - O(state=planned) returns the plan and package specs and changes nothing.
-  - Used by the internal role C(gpufleet.nvidia.nvidia_repo). The key goes into a keyring file that only
-    this source's Signed-By names (no global trust, no cuda-keyring package).
+  - Used by the internal role C(gpufleet.nvidia.internal) (entry point repository.yml). The key goes into a
+    keyring file that only this source's Signed-By names (no global trust, no cuda-keyring package).
 options:
   state:
     description: V(present) writes the key and repository file; V(planned) only reports.
@@ -48,7 +48,7 @@ options:
   packages_for:
     description:
       - Also plan the packages of V(cudnn) or V(cuda_toolkit) for O(source) and report which are missing on
-        the target (dpkg-query / rpm). V(none) plans only the repository.
+        the target (its package database, read by C(probe/packages.py)). V(none) plans only the repository.
     type: str
     choices: [none, cudnn, cuda_toolkit]
     default: none
@@ -73,6 +73,14 @@ options:
 author: gpufleet contributors
 notes:
   - Check mode is supported; the key is fetched and checked, nothing is written.
+attributes:
+  check_mode:
+    support: full
+    details: O(state=present) fetches and checks the key and reports whether a file would change.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
 """
 
 EXAMPLES = r"""
@@ -101,11 +109,17 @@ packages:
 """
 
 import os
+import re
 from urllib.error import URLError
 from urllib.request import Request, urlopen
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.packages import Packages
+
+# The filesystem root whose package database is read (tests point it at a fake tree).
+HOST_ROOT = "/"
 
 
 def _read(path):
@@ -125,18 +139,17 @@ def _write(module, path, data, mode):
     module.atomic_move(tmp, path)
 
 
-def installed_versions(module, manager, names):
-    """name -> installed version (deb: Version; rpm: version-release) for the names that are installed."""
-    if manager == "apt":
-        cmd = ["dpkg-query", "-W", "-f=${Package}\t${Version}\t${db:Status-Status}\n"] + names
-    else:
-        cmd = ["rpm", "-q", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}\tinstalled\n"] + names
-    _rc, out, _err = module.run_command(cmd, environ_update={"LC_ALL": "C"})
+def installed_versions(names):
+    """name -> installed version (deb: Version; rpm: version-release) of the names that are installed.
+
+    Read through the one package-database reader (probe/packages.py), under HOST_ROOT.
+    """
+    packages = Packages(Root(HOST_ROOT))
     found = {}
-    for line in out.splitlines():
-        fields = line.split("\t")
-        if len(fields) == 3 and fields[2] == "installed":
-            found[fields[0]] = fields[1]
+    for name in names:
+        package = packages.get(name)
+        if package:
+            found[name] = re.sub(r"^[0-9]+:", "", package["version"])
     return found
 
 
@@ -158,7 +171,7 @@ def package_plan(module, plan):
         specs = repo_plan.cuda_toolkit_packages(p["versions"], rdir)
         names = repo_plan.package_names(specs, rdir)
         hold = []
-    installed = installed_versions(module, plan["manager"], names)
+    installed = installed_versions(names)
     missing = []
     for spec, name in zip(specs, names):
         want = spec[len(name) + 1 :].rstrip("*")

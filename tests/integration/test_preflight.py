@@ -107,3 +107,34 @@ def test_preflight_without_any_plan(tmp_path):
     rc, out = ansible_playbook(tmp_path, PREFLIGHT, {"nvidia_driver_gpus": [], "gpufleet_os": UBUNTU})
     assert rc == 0, out
     assert "OK: GPUs none" in out
+
+
+def test_preflight_refuses_the_cudnn_build_the_cudnn_role_refuses(tmp_path):
+    """The bug: CUDA 13.0 listed, cuDNN 9.12.0 for CUDA 11 printed OK; the cudnn role refuses it."""
+    plan = {
+        "nvidia_driver_gpus": [H200],
+        "gpufleet_os": UBUNTU,
+        "nvidia_driver_branch": "580",
+        "cuda_toolkit_versions": ["13.0"],
+        "cudnn_version": "9.12.0",
+        "cudnn_cuda_major": 11,
+    }
+    rc, out = ansible_playbook(tmp_path, PREFLIGHT, plan)
+    assert rc == 2, out
+    assert "FAIL: GPUs NVIDIA H200; driver 580 (auto); CUDA 13.0; cuDNN 9.12.0; 1 error(s)" in out, out
+    assert "cuDNN 9.12.0 has no build for CUDA 11 (the last is 9.10.2)" in out
+    assert "changed=0" in out
+
+
+def test_preflight_checks_cudnn_with_the_default_cuda_of_the_toolkit_role(tmp_path):
+    """cudnn_cuda_major empty: the major of the one default CUDA (the last listed), as the cudnn role does."""
+    plan = {
+        "nvidia_driver_gpus": [H200],
+        "gpufleet_os": UBUNTU,
+        "nvidia_driver_branch": "580",
+        "cuda_toolkit_versions": ["12.9"],
+        "cudnn_version": "9.14.0",
+    }
+    rc, out = ansible_playbook(tmp_path, PREFLIGHT, plan)
+    assert rc == 0, out
+    assert "OK: GPUs NVIDIA H200; driver 580 (auto); CUDA 12.9; cuDNN 9.14.0; 0 error(s)" in out, out

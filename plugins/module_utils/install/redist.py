@@ -1,24 +1,10 @@
 # Copyright: gpufleet contributors
 # Apache-2.0
-"""NVIDIA redist manifests and tarballs: read, select, fetch verified, install atomically.
+"""NVIDIA redist archives: fetch verified, unpack to a staging tree, switch atomically, prune.
 
 Stdlib only, Python >= 3.9 (runs on targets inside the ``nvidia_redist`` module and on the controller).
-
-NVIDIA publishes each product release as ``<base>/<product>/redist/redistrib_<release>.json`` whose
-top-level keys are ``release_date``/``release_label``/``release_product`` and one object per component::
-
-    "cuda_nvcc": {"name": ..., "version": "13.0.88",
-                  "linux-x86_64": {"relative_path": "cuda_nvcc/linux-x86_64/...-archive.tar.xz",
-                                   "sha256": ..., "md5": ..., "size": "<bytes>"}}
-    "cudnn": {"version": "9.14.0.64", "cuda_variant": ["12", "13"],
-              "linux-x86_64": {"cuda12": {relative_path, sha256, md5, size}, "cuda13": {...}}}
-
-``relative_path`` is relative to the redist directory (the manifest's own directory).
-Source: https://developer.download.nvidia.com/compute/cudnn/redist/redistrib_9.27.0.json and
-https://developer.download.nvidia.com/compute/cuda/redist/redistrib_13.4.2.json (schema read 2026-11-30).
-
-The same code serves NVIDIA's servers, a site mirror with the same layout, and a local directory
-(controller cache copied to hosts): ``base_url`` is the part before ``<product>/redist/``.
+What to fetch (manifests, release tables, artifact selection) is decided in ``plan/redist.py``; this file
+executes: every byte is checked against the manifest's sha256, every install is a rename of a complete tree.
 """
 
 from __future__ import annotations
@@ -39,199 +25,14 @@ try:  # Python 3
 except ImportError:  # pragma: no cover - Python 2 is not supported
     raise
 
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
-
-NVIDIA_BASE_URL = "https://developer.download.nvidia.com/compute"
-PLATFORMS = ("linux-x86_64", "linux-sbsa", "linux-aarch64")
-PRODUCTS = ("cuda", "cudnn")
 MARKER = ".gpufleet-redist.json"
 STAGING_TAG = ".gpufleet-staging-"
 RETIRED_TAG = ".gpufleet-retired-"
 _CHUNK = 1 << 20
 
-# Newest redist release per CUDA minor, so that "13.0" in an inventory finds its manifest.
-# Source: https://developer.download.nvidia.com/compute/cuda/redist/ listing (redistrib_<X.Y.Z>.json files),
-# read 2026-11-30; override with the role variable cuda_toolkit_redist_releases.
-CUDA_REDIST_RELEASES = {
-    "12.4": "12.4.1",  # redistrib_12.4.1.json
-    "12.5": "12.5.1",  # redistrib_12.5.1.json
-    "12.6": "12.6.3",  # redistrib_12.6.3.json
-    "12.8": "12.8.1",  # redistrib_12.8.1.json
-    "12.9": "12.9.1",  # redistrib_12.9.1.json
-    "13.0": "13.0.2",  # redistrib_13.0.2.json (also the H200 host's packages: cuda-toolkit 13.0.2)
-}
-
-# Components that make a usable compiler toolkit (nvcc + headers + runtime), per CUDA major.
-# CUDA 13 ships crt (host headers nvcc needs) and libnvvm (cicc) as their own components
-# (redistrib_13.0.2.json); CUDA 12 keeps both inside cuda_nvcc (redistrib_12.9.1.json).
-TOOLKIT_COMPONENTS = {
-    12: ["cuda_nvcc", "cuda_cudart", "cuda_cccl", "cuda_nvrtc"],
-    13: ["cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cudart", "cuda_cccl", "cuda_nvrtc"],
-}
-
-_SHA256_RE = re.compile(r"^[0-9a-f]{64}\Z")
-_REL_RE = re.compile(r"^[A-Za-z0-9._+-]+(?:/[A-Za-z0-9._+-]+)*\Z")
-
 
 class RedistError(Exception):
-    """A clear, one-line reason why a redist plan or install cannot proceed."""
-
-
-# ---------------------------------------------------------------------------------------------------
-# URLs and manifests
-# ---------------------------------------------------------------------------------------------------
-def redist_dir_url(base_url, product):
-    """``<base>/<product>/redist`` (base like https://developer.download.nvidia.com/compute)."""
-    if product not in PRODUCTS:
-        raise RedistError("product {!r} is not one of {}".format(product, ", ".join(PRODUCTS)))
-    if not base_url:
-        raise RedistError(f"the redist base URL is empty; NVIDIA's is {NVIDIA_BASE_URL}")
-    return "{}/{}/redist".format(base_url.rstrip("/"), product)
-
-
-def manifest_url(base_url, product, release):
-    return f"{redist_dir_url(base_url, product)}/redistrib_{release}.json"
-
-
-def artifact_url(base_url, product, relative_path):
-    if not _REL_RE.match(relative_path or "") or ".." in relative_path.split("/"):
-        raise RedistError(f"refusing manifest relative_path {relative_path!r} (not a plain relative path)")
-    return f"{redist_dir_url(base_url, product)}/{relative_path}"
-
-
-def cuda_release(version, releases=None, var="cuda_toolkit_versions"):
-    """The redist release (X.Y.Z) for a toolkit version given as X.Y or X.Y.Z."""
-    try:
-        parsed = parse_version(version, var)
-    except VersionError as exc:
-        raise RedistError(str(exc)) from None
-    table = dict(CUDA_REDIST_RELEASES)
-    table.update(releases or {})
-    if len(parsed.parts) >= 3:
-        return ".".join(str(n) for n in parsed.parts[:3])
-    if len(parsed.parts) != 2:
-        raise RedistError(f"{var}: {version!r} is not a CUDA version X.Y or X.Y.Z")
-    key = "{}.{}".format(*parsed.parts)
-    if key not in table:
-        raise RedistError(
-            "{}: CUDA {} has no known redist release; known: {} (or give X.Y.Z, or set "
-            "cuda_toolkit_redist_releases)".format(var, key, ", ".join(sorted(table, key=_vkey)))
-        )
-    return table[key]
-
-
-def cudnn_release(version, var="cudnn_version"):
-    """(manifest release X.Y.Z, full version or None) for "9.14.0" or "9.14.0.64"."""
-    try:
-        parsed = parse_version(version, var)
-    except VersionError as exc:
-        raise RedistError(str(exc)) from None
-    if len(parsed.parts) < 3:
-        raise RedistError(f"{var}: {version!r} needs at least X.Y.Z (e.g. 9.14.0 or 9.14.0.64)")
-    release = ".".join(str(n) for n in parsed.parts[:3])
-    full = str(parsed) if len(parsed.parts) == 4 else None
-    return release, full
-
-
-def _vkey(text):
-    out = []
-    for part in re.split(r"[.-]", str(text)):
-        out.append(int(part) if part.isdigit() else 0)
-    return tuple(out)
-
-
-def parse_manifest(data, source="manifest"):
-    """Validate a manifest (bytes, str or dict) and return it as a dict."""
-    if isinstance(data, (bytes, bytearray)):
-        data = data.decode("utf-8", "replace")
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except ValueError as exc:
-            raise RedistError(f"{source} is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise RedistError(f"{source} is not a redist manifest (a JSON object expected)")
-    components = [k for k, v in data.items() if isinstance(v, dict) and "version" in v]
-    if not components:
-        raise RedistError(f"{source} lists no components (is it a redistrib_<version>.json?)")
-    return data
-
-
-def components(manifest):
-    return sorted(k for k, v in manifest.items() if isinstance(v, dict) and "version" in v)
-
-
-def _artifact_entry(entry, where):
-    if not isinstance(entry, dict):
-        raise RedistError(f"{where}: malformed entry")
-    rel = entry.get("relative_path")
-    sha = str(entry.get("sha256", "")).lower()
-    if not rel or not _SHA256_RE.match(sha):
-        raise RedistError(f"{where}: missing relative_path or sha256 in the manifest")
-    try:
-        size = int(entry.get("size", 0) or 0)
-    except (TypeError, ValueError):
-        size = 0
-    return {"relative_path": rel, "sha256": sha, "size": size}
-
-
-def select_artifacts(
-    manifest, names, *, platform="linux-x86_64", cuda_variant=None, optional=(), source="manifest", var=None
-):
-    """The artifacts for ``names`` on ``platform`` (and ``cudaN`` variant where the component has one).
-
-    Returns a list of dicts: component, version, relative_path, sha256, size. Raises RedistError naming
-    what is missing and what the manifest offers. Names in ``optional`` are skipped when absent.
-    """
-    if platform not in PLATFORMS:
-        raise RedistError("platform {!r} is not one of {}".format(platform, ", ".join(PLATFORMS)))
-    available = components(manifest)
-    label = manifest.get("release_label") or "?"
-    out = []
-    for name in names:
-        comp = manifest.get(name)
-        if not isinstance(comp, dict) or "version" not in comp:
-            if name in optional:
-                continue
-            raise RedistError(
-                "{}{} (release {}) has no component {!r}; it has: {}".format(
-                    (var + ": ") if var else "", source, label, name, ", ".join(available)
-                )
-            )
-        plat = comp.get(platform)
-        if not isinstance(plat, dict):
-            plats = sorted(k for k, v in comp.items() if isinstance(v, dict) and k not in ("source",))
-            raise RedistError(
-                "{} {} has no {} build; it has: {}".format(name, comp["version"], platform, ", ".join(plats))
-            )
-        variants = [str(v) for v in comp.get("cuda_variant") or []]
-        if "relative_path" in plat:
-            entry = _artifact_entry(plat, "{} {} {}".format(name, comp["version"], platform))
-        else:
-            keys = sorted(k for k in plat if k.startswith("cuda"))
-            if cuda_variant is None:
-                raise RedistError(
-                    "{} {} comes per CUDA major ({}): a CUDA major is needed".format(
-                        name, comp["version"], ", ".join(keys)
-                    )
-                )
-            key = f"cuda{cuda_variant}"
-            if key not in plat:
-                raise RedistError(
-                    "{}{} {} has no build for CUDA {} on {}; it is built for CUDA {}".format(
-                        (var + ": ") if var else "",
-                        name,
-                        comp["version"],
-                        cuda_variant,
-                        platform,
-                        ", ".join(variants or [k[4:] for k in keys]),
-                    )
-                )
-            entry = _artifact_entry(plat[key], "{} {} {} {}".format(name, comp["version"], platform, key))
-        entry["component"] = name
-        entry["version"] = str(comp["version"])
-        out.append(entry)
-    return out
+    """A clear, one-line reason why a fetch or an install cannot proceed."""
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -517,3 +318,7 @@ def prune_plan(parent, pattern, keep, protect):
             continue
         victims.append(path)
     return victims
+
+
+def _vkey(text):
+    return tuple(int(part) if part.isdigit() else 0 for part in re.split(r"[.-]", str(text)))

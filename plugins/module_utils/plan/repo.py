@@ -12,25 +12,16 @@ import base64
 import hashlib
 import re
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
 
 NVIDIA_REPO_BASE_URL = "https://developer.download.nvidia.com/compute/cuda/repos"
 
-# OS -> repository directory. Rocky and AlmaLinux (and Oracle Linux) use the rhelN directory.
+# OS -> repository directory: the OS key of kb/hosts.py (Rocky, AlmaLinux and Oracle Linux use rhelN).
 # Source: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html (R580 guide,
 # x86_64 table: RHEL/Rocky/Oracle 8-10 -> rhel8..rhel10, Ubuntu 22.04/24.04 -> ubuntu2204/2404,
 # Debian 12/13 -> debian12/13) and the R610 guide (AlmaLinux 8-10 -> rhel8..rhel10).
-RHEL_LIKE = ("RedHat", "Rocky", "AlmaLinux", "OracleLinux", "CentOS")
-REPO_DIRS = {
-    ("Ubuntu", "22"): "ubuntu2204",
-    ("Ubuntu", "24"): "ubuntu2404",
-    ("Debian", "12"): "debian12",
-    ("Debian", "13"): "debian13",
-    ("RHEL", "8"): "rhel8",
-    ("RHEL", "9"): "rhel9",
-    ("RHEL", "10"): "rhel10",
-}
-SUPPORTED = "Ubuntu 22.04, Ubuntu 24.04, Debian 12, Debian 13, RHEL/Rocky/AlmaLinux/Oracle 8, 9, 10"
+SUPPORTED = kb_hosts.SUPPORTED_OS
 
 # Repository signing keys per directory: key file name in the repo and the full OpenPGP fingerprint.
 # 3bf863cc: NVIDIA's 2022 CUDA key for the Ubuntu/Debian repos (cuda-keyring 1.1; the apt error
@@ -74,16 +65,14 @@ class RepoPlanError(ValueError):
 
 
 def repo_dir(distribution, version, var="ansible_facts.distribution"):
-    """The NVIDIA repository directory for an OS (Rocky/Alma/Oracle -> rhelN)."""
-    major = str(version or "").split(".")[0]
-    family = "RHEL" if distribution in RHEL_LIKE else distribution
-    key = (family, major)
-    if key not in REPO_DIRS:
+    """The NVIDIA repository directory for an OS: its OS key (kb/hosts.os_key), where NVIDIA has one."""
+    key = kb_hosts.os_key(distribution, version)
+    if key not in KEYS:
         raise RepoPlanError(
             f"{var}: {distribution} {version} has no NVIDIA CUDA repository supported by gpufleet; "
             f"supported: {SUPPORTED}"
         )
-    return REPO_DIRS[key]
+    return key
 
 
 def is_deb(rdir):
@@ -95,8 +84,8 @@ def repo_url(rdir, arch="x86_64", base_url=""):
 
 
 def repo_arch(machine):
-    """Repository arch directory: x86_64 (also for amd64 hosts) or sbsa (arm64 servers)."""
-    return {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "sbsa", "arm64": "sbsa"}.get(machine, machine)
+    """Repository arch directory: x86_64 (also for amd64 hosts) or sbsa (arm64 servers); kb/hosts.py."""
+    return kb_hosts.repo_arch(machine)
 
 
 def repo_config(distribution, version, machine="x86_64", base_url="", fingerprint=""):

@@ -1,4 +1,4 @@
-"""roles cudnn, cuda_toolkit, nvidia_repo: bad input is refused in preflight, before any change.
+"""roles cudnn, cuda_toolkit, internal: bad input is refused in preflight, before any change.
 
 The message names the variable. Runs the preflight against this machine in check mode (it only reads).
 """
@@ -20,13 +20,17 @@ PLAYBOOK = """
     - name: role
       ansible.builtin.include_role:
         name: gpufleet.nvidia.{role}
+        tasks_from: {tasks_from}
       vars: {vars}
 """
 
 
-def run(tmp_path, role, role_vars, tags=None):
+MIRROR = f"file://{ROOT}/tests/data/redist/mirror"
+
+
+def run(tmp_path, role, role_vars, tasks_from="main.yml"):
     playbook = tmp_path / "preflight.yml"
-    playbook.write_text(PLAYBOOK.format(role=role, vars=json.dumps(role_vars)))
+    playbook.write_text(PLAYBOOK.format(role=role, vars=json.dumps(role_vars), tasks_from=tasks_from))
     env = dict(os.environ)
     env.update(
         {
@@ -112,9 +116,58 @@ def test_cuda_toolkit_bad_input(tmp_path, role_vars, expected):
     assert "changed=0" in out, out
 
 
-def test_nvidia_repo_refuses_to_run_on_its_own(tmp_path):
-    rc, out = run(tmp_path, "nvidia_repo", {})
+@pytest.mark.parametrize("entry", ["main.yml", "repository.yml", "host_compiler.yml", "controller_cache.yml"])
+def test_internal_refuses_to_run_on_its_own(tmp_path, entry):
+    rc, out = run(tmp_path, "internal", {}, tasks_from=entry)
     assert rc != 0
     assert (
-        "nvidia_repo is internal to gpufleet: include it from nvidia_driver, cuda_toolkit or cudnn" in out
+        "gpufleet.nvidia.internal is internal to gpufleet: nvidia_driver, cuda_toolkit or cudnn include its "
+        "entry points" in out
     ), out
+    assert "changed=0" in out, out
+
+
+def test_an_unknown_cuda_release_names_the_users_variable(tmp_path):
+    """The bug: cuda_toolkit_versions ["12.99"] answered "cuda_version: CUDA 12.99 does not exist"."""
+    rc, out = run(tmp_path, "cuda_toolkit", {"cuda_toolkit_versions": ["12.99"]})
+    assert rc != 0, out
+    assert "cuda_toolkit_versions=['12.99'] (allowed: a non-empty list of X.Y or X.Y.Z" in out, out
+    assert "'12.99' is not a CUDA release gpufleet knows; known: 12.0" in out
+    assert "cuda_version" not in out
+    assert "changed=0" in out, out
+
+
+def test_a_wrong_default_names_only_that_variable(tmp_path):
+    """The bug: a wrong cuda_toolkit_default answered "bad variable" and every variable of the role."""
+    rc, out = run(
+        tmp_path, "cuda_toolkit", {"cuda_toolkit_versions": ["13.0"], "cuda_toolkit_default": "12.9"}
+    )
+    assert rc != 0, out
+    assert "cuda_toolkit_default=12.9 (allowed: empty or one of cuda_toolkit_versions: 13.0)" in out, out
+    assert "bad variable" not in out
+    assert "cuda_toolkit_source=" not in out
+    assert "cuda_toolkit_verify_arch=" not in out
+
+
+def test_an_unknown_cuda_major_is_refused_before_the_network_in_check_mode(tmp_path):
+    """The bug: cudnn_cuda_major 14 in --check fetched a manifest from NVIDIA (DNS failure), not refusing."""
+    rc, out = run(tmp_path, "cudnn", {"cudnn_cuda_major": 14})
+    assert rc != 0, out
+    assert (
+        "cudnn_cuda_major=14 (allowed: a CUDA major such as 12 or 13 that gpufleet knows cuDNN builds for"
+        in out
+    )
+    assert "redist manifest" not in out
+    assert "developer.download.nvidia.com" not in out
+    assert "Redist plan" not in out
+
+
+def test_the_cudnn_build_follows_the_hosts_only_cuda_toolkit(tmp_path):
+    """The bug: cuda_toolkit_versions ["12.9"] and no default installed CUDA 12.9 but a CUDA-13 cuDNN."""
+    rc, out = run(
+        tmp_path,
+        "cudnn",
+        {"cuda_toolkit_versions": ["12.9"], "cudnn_redist_base_url": MIRROR, "cudnn_verify": False},
+    )
+    assert rc == 0, out
+    assert "9.14.0.64 for CUDA 12 -> /opt/nvidia/cudnn/9.14.0.64-cuda12 (to install)" in out, out

@@ -25,16 +25,35 @@ DEFAULTS = {
 }
 
 
+class FakePackages:
+    """The package database (probe/packages.Packages) holding "name<TAB>version<TAB>installed" lines."""
+
+    out = ""
+    queried = []
+
+    def __init__(self, root):
+        self.root = root
+        self.installed = {}
+        for line in self.out.splitlines():
+            name, version, _state = line.split("\t")
+            self.installed[name] = {"name": name, "version": version}
+
+    def get(self, name):
+        FakePackages.queried.append(name)
+        return self.installed.get(name)
+
+
+@pytest.fixture(autouse=True)
+def _fake_package_database(monkeypatch):
+    monkeypatch.setattr(nvidia_repo, "Packages", FakePackages)
+    FakePackages.queried = []
+
+
 class FakeModule:
     def __init__(self, params, installed_out="", check_mode=False):
         self.params = dict(DEFAULTS, **params)
         self.check_mode = check_mode
-        self.installed_out = installed_out
-        self.commands = []
-
-    def run_command(self, cmd, environ_update=None):
-        self.commands.append(cmd)
-        return 0, self.installed_out, ""
+        FakePackages.out = installed_out
 
     @staticmethod
     def atomic_move(src, dest):
@@ -124,7 +143,7 @@ def test_cudnn_plan_reports_missing_and_holds_the_library():
     plan = nvidia_repo.run(module)["packages"]
     assert plan["missing"] == ["libcudnn9-dev-cuda-13=9.14.0.64-1", "libcudnn9-headers-cuda-13=9.14.0.64-1"]
     assert plan["hold"] == ["libcudnn9-cuda-13"]
-    assert module.commands[0][:2] == ["dpkg-query", "-W"]
+    assert FakePackages.queried[0] == "libcudnn9-cuda-13"  # the one package-database reader
 
 
 def test_cudnn_plan_all_installed_h200_shape():
@@ -161,7 +180,7 @@ def test_rpm_plan_and_distro_refusal():
     res = nvidia_repo.run(module)
     assert res["repo"]["repo_dir"] == "rhel9"
     assert res["packages"]["missing"] == []
-    assert module.commands[0][:2] == ["rpm", "-q"]
+    assert FakePackages.queried == ["cuda-toolkit-13-0"]
     module = FakeModule(
         {
             "state": "planned",
@@ -175,3 +194,17 @@ def test_rpm_plan_and_distro_refusal():
     )
     with pytest.raises(repo_plan.RepoPlanError, match="cudnn_source: distro is not possible on Debian 12"):
         nvidia_repo.run(module)
+
+
+def test_installed_versions_come_from_the_one_package_database_reader(tmp_path, monkeypatch):
+    monkeypatch.undo()  # the real probe/packages.Packages, under a fake root
+    status = tmp_path / "var/lib/dpkg/status"
+    status.parent.mkdir(parents=True)
+    status.write_text(
+        "Package: libcudnn9-cuda-13\nStatus: install ok installed\nVersion: 9.14.0.64-1\n\n"
+        "Package: cuda-toolkit-13-0\nStatus: deinstall ok config-files\nVersion: 13.0.2-1\n"
+    )
+    monkeypatch.setattr(nvidia_repo, "HOST_ROOT", str(tmp_path))
+    assert nvidia_repo.installed_versions(["libcudnn9-cuda-13", "cuda-toolkit-13-0"]) == {
+        "libcudnn9-cuda-13": "9.14.0.64-1"
+    }

@@ -212,3 +212,11 @@ def test_distro_cudnn_refused_with_the_reason(dist, ver):
         match="cudnn_source: distro is not possible.*only the 'nvidia-cudnn' downloader",
     ):
         repo_plan.distro_cudnn_plan(dist, ver)
+
+
+def test_the_repository_directory_is_the_one_os_key():
+    """kb/hosts.os_key decides: Ubuntu 22.10 is not 22.04 (the second normalizer said it was)."""
+    assert repo_plan.repo_dir("Ubuntu", "22.04") == "ubuntu2204"
+    with pytest.raises(repo_plan.RepoPlanError, match="Ubuntu 22.10 has no NVIDIA CUDA repository"):
+        repo_plan.repo_dir("Ubuntu", "22.10")
+    assert repo_plan.repo_arch("aarch64") == "sbsa"

@@ -1,0 +1,185 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""The cuDNN plan: validated variables -> builds per CUDA major, trees, links, prune patterns, verify.
+
+Stdlib only, Python >= 3.9, pure. The main build's CUDA major, when cudnn_cuda_major is empty, is the major
+of THE default CUDA (``plan.cuda.default_cuda``) as the host sets cuda_toolkit_versions/cuda_toolkit_default,
+else the cuda_toolkit role's default list.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cudnn as kb_cudnn
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda as plan_cuda
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import (
+    PlanError,
+    bad,
+    compat_inputs,
+    run_checks,
+    skipped_compat,
+)
+
+SOURCES = ("nvidia_repo", "redist", "distro")
+LD_CONF = "/etc/ld.so.conf.d/gpufleet-cudnn.conf"
+# NVIDIA's packages install into the distribution's library directory (deb: multiarch, rpm: lib64)
+PKG_LIBDIRS = {"Debian": "/usr/lib/{machine}-linux-gnu", "RedHat": "/usr/lib64"}
+VERSION_ALLOWED = "X.Y.Z or X.Y.Z.B, e.g. 9.14.0 or 9.14.0.64"
+KNOWN_MAJORS = tuple(sorted({row[0] for row in kb_cudnn.VARIANTS}))
+_VERSION_RE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(\.[0-9]+)?\Z")
+
+
+def major_allowed():
+    known = ", ".join(str(m) for m in KNOWN_MAJORS)
+    return f"a CUDA major such as 12 or 13 that gpufleet knows cuDNN builds for: {known}"
+
+
+def main_major(cuda_major, versions=None, default=""):
+    """(CUDA major of the main build, where it came from): cudnn_cuda_major, else THE default CUDA's major."""
+    if cuda_major not in (None, ""):
+        return str(cuda_major).strip(), "cudnn_cuda_major"
+    return plan_cuda.default_cuda(versions, default).split(".")[0], "default"
+
+
+def _check_major(value, var, source_note=""):
+    if not re.match(r"^[0-9]+\Z", str(value)) or int(value) not in KNOWN_MAJORS:
+        raise PlanError(bad(var, value, major_allowed(), source_note))
+
+
+def _check_version(value, var):
+    if not _VERSION_RE.match(str(value)):
+        raise PlanError(bad(var, value, VERSION_ALLOWED))
+
+
+def variants(req):
+    """[{version, cuda_major, main, label}] of the main build and cudnn_extra_variants, validated."""
+    major, origin = main_major(req["cuda_major"], req.get("cuda_versions"), req.get("cuda_default"))
+    _check_version(req["version"], "cudnn_version")
+    note = ""
+    if origin == "default":
+        cuda = plan_cuda.default_cuda(req.get("cuda_versions"), req.get("cuda_default"))
+        note = (
+            f"cudnn_cuda_major is empty: the major of the default CUDA toolkit {cuda} "
+            "(cuda_toolkit_default / cuda_toolkit_versions)"
+        )
+    _check_major(major, "cudnn_cuda_major", note)
+    out = [{"version": str(req["version"]), "cuda_major": major, "main": True, "label": "cudnn_version"}]
+    for index, extra in enumerate(req.get("extra_variants") or []):
+        var = f"cudnn_extra_variants[{index}]"
+        if not isinstance(extra, dict):
+            raise PlanError(bad(var, extra, "a mapping {version: X.Y.Z, cuda_major: 12}"))
+        _check_version(extra.get("version", ""), f"{var}.version")
+        _check_major(extra.get("cuda_major", ""), f"{var}.cuda_major")
+        if str(extra["cuda_major"]) in [v["cuda_major"] for v in out]:
+            raise PlanError(
+                bad(f"{var}.cuda_major", extra["cuda_major"], "a CUDA major no other build of this host uses")
+            )
+        out.append(
+            {
+                "version": str(extra["version"]),
+                "cuda_major": str(extra["cuda_major"]),
+                "main": False,
+                "label": "cudnn_extra_variants",
+            }
+        )
+    return out
+
+
+def validate(req, os_info):
+    """Raise PlanError naming the one variable that is wrong; returns the builds."""
+    builds = variants(req)
+    if int(req.get("keep_versions", 1)) < 0:
+        raise PlanError(bad("cudnn_keep_versions", req["keep_versions"], ">= 0"))
+    if req["source"] == "nvidia_repo" and len(builds) > 1:
+        raise PlanError(
+            bad(
+                "cudnn_extra_variants",
+                req.get("extra_variants"),
+                "[] with cudnn_source nvidia_repo",
+                "side-by-side builds (cudnn_extra_variants) need cudnn_source redist "
+                "(NVIDIA's packages of one cuDNN major conflict)",
+            )
+        )
+    if req["source"] == "distro":
+        try:
+            repo_plan.distro_cudnn_plan(os_info.get("distribution", "?"), os_info.get("version", ""))
+        except repo_plan.RepoPlanError as exc:
+            raise PlanError(str(exc)) from None
+    return builds
+
+
+def pkg_libdir(os_family, machine):
+    return PKG_LIBDIRS.get(os_family, PKG_LIBDIRS["RedHat"]).format(machine=machine)
+
+
+def layout(build, req):
+    """Tree, link, prune pattern and verify library of one build."""
+    prefix, major = req["prefix"].rstrip("/"), build["cuda_major"]
+    link = f"{prefix}/current-cuda{major}"
+    soname = "libcudnn.so." + build["version"].split(".")[0]
+    through_ld = build["main"] and (req["source"] != "redist" or req.get("ldconfig", True))
+    return {
+        "dest": f"{prefix}/{{version}}-cuda{major}",
+        "link": link,
+        "prune_pattern": f"^[0-9.]+-cuda{major}$",
+        "verify_lib": soname if through_ld else f"{link}/lib/{soname}",
+        "verify_dir": prefix
+        if req["source"] == "redist"
+        else pkg_libdir(req.get("os_family"), req.get("machine")),
+    }
+
+
+def checks(builds, cuda_versions=None, cuda_default=""):
+    """One compat check per build, with the CUDA toolkit of its major when the host has one (the default)."""
+    default = plan_cuda.default_cuda(cuda_versions, cuda_default)
+    out = []
+    for build in builds:
+        kwargs = {"cudnn_version": build["version"], "cudnn_cuda_major": build["cuda_major"]}
+        if default.split(".")[0] == build["cuda_major"]:
+            kwargs["cuda_version"] = default
+        out.append((f"cuDNN {build['version']} for CUDA {build['cuda_major']}", kwargs))
+    return out
+
+
+def ld_conf(req, main):
+    return {
+        "path": LD_CONF,
+        "wanted": req["source"] == "redist" and bool(req.get("ldconfig", True)),
+        "content": (
+            f"# Managed by gpufleet (cudnn): cuDNN {main['version']} for CUDA {main['cuda_major']}\n"
+            f"{main['link']}/lib\n"
+        ),
+    }
+
+
+def plan(req, facts=None, overrides=None, os_info=None):
+    """The whole cuDNN plan from the role's variables (``req``) and the host's facts.
+
+    req: version, cuda_major, extra_variants, source, prefix, keep_versions, ldconfig, skip_compat,
+    cuda_versions, cuda_default (as the host sets them; None = the cuda_toolkit role's defaults),
+    controller_cache, controller_cache_dir, base_url, machine, os_family.
+    """
+    builds = validate(req, os_info or {})
+    for build in builds:
+        build.update(layout(build, req))
+    found = (
+        skipped_compat()
+        if req.get("skip_compat")
+        else run_checks(
+            checks(builds, req.get("cuda_versions"), req.get("cuda_default")), compat_inputs(facts, overrides)
+        )
+    )
+    cuda_req = {"source": req["source"], "machine": req.get("machine")}
+    return {
+        "variants": builds,
+        "main": builds[0],
+        "cuda_default": plan_cuda.default_cuda(req.get("cuda_versions"), req.get("cuda_default")),
+        "source": req["source"],
+        "ld_conf": ld_conf(req, builds[0]),
+        "redist": plan_cuda.redist_locations(
+            cuda_req, req.get("controller_cache"), req.get("controller_cache_dir"), req.get("base_url")
+        ),
+        "compat": found,
+    }

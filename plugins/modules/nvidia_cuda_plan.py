@@ -1,0 +1,305 @@
+#!/usr/bin/python
+# Copyright: gpufleet contributors
+# Apache-2.0
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nvidia_cuda_plan
+short_description: Plan the CUDA toolkits of a host (validated variables, paths, alternatives, verify target)
+version_added: "0.2.0"
+description:
+  - Validates the C(cuda_toolkit) role's variables (every error names the variable, its value and what is
+    allowed, and only the variable that is wrong), checks the plan against the host's GPUs, loaded driver and
+    OS with the rules of C(gpufleet.nvidia.nvidia_compat) (C(plan/compat.py)), and returns everything the
+    role's tasks execute - C(/usr/local/cuda-X.Y) per version, the default toolkit, the update-alternatives
+    arguments, the profile and linker-cache files, the gpufleet-installed toolkits to remove, the redist
+    releases, components and platform, and the verify architecture.
+  - The default CUDA is decided here once (C(plan/cuda.default_cuda)) - O(cuda_toolkit_default), else the last
+    of O(cuda_toolkit_versions). C(gpufleet.nvidia.nvidia_cudnn_plan) and C(playbooks/preflight.yml) use the
+    same decision.
+  - Never reaches the network. Host facts come from O(facts) (what C(ansible_facts.nvidia) holds); only when
+    they are not given (or lack the C(cuda) subset that O(cuda_toolkit_remove_unlisted) needs) are they
+    gathered, as C(gpufleet.nvidia.nvidia_facts) does.
+options:
+  cuda_toolkit_versions:
+    description: Toolkit versions, C(X.Y) or C(X.Y.Z). Empty is refused (with O(check_only) - no CUDA check).
+    type: list
+    elements: str
+    default: ["13.0"]
+  cuda_toolkit_default:
+    description: The default toolkit; empty = the last of O(cuda_toolkit_versions).
+    type: str
+    default: ""
+  cuda_toolkit_source:
+    description: Where the toolkits come from.
+    type: str
+    choices: [nvidia_repo, redist, distro]
+    default: redist
+  cuda_toolkit_redist_base_url:
+    description: redist base URL (the part before C(cuda/redist/)).
+    type: str
+    default: https://developer.download.nvidia.com/compute
+  cuda_toolkit_redist_components:
+    description: redist components; empty = nvcc, headers and runtime of the CUDA major.
+    type: list
+    elements: str
+    default: []
+  cuda_toolkit_redist_releases:
+    description: C(X.Y) -> C(X.Y.Z) overrides of the built-in redist release table.
+    type: dict
+    default: {}
+  cuda_toolkit_controller_cache:
+    description: Whether the archives come through the controller cache (the host reads its local copy).
+    type: bool
+    default: false
+  cuda_toolkit_controller_cache_dir:
+    description: The controller's cache directory.
+    type: str
+    default: /var/tmp/gpufleet-redist
+  cuda_toolkit_remove_unlisted:
+    description: Plan the removal of gpufleet-installed toolkits (those with gpufleet's marker) not listed.
+    type: bool
+    default: false
+  cuda_toolkit_profile:
+    description: Whether C(/etc/profile.d/gpufleet-cuda.sh) is wanted.
+    type: bool
+    default: true
+  cuda_toolkit_ldconfig:
+    description: Whether C(/etc/ld.so.conf.d/gpufleet-cuda.conf) is wanted.
+    type: bool
+    default: true
+  cuda_toolkit_verify_arch:
+    description: The verify kernel's architecture; empty = C(sm_<cc>) of the host's first GPU, else C(sm_90).
+    type: str
+    default: ""
+  cuda_toolkit_skip_compat_check:
+    description: Skip the compatibility rules (the result says so).
+    type: bool
+    default: false
+  facts:
+    description: C(ansible_facts.nvidia) as gathered by C(gpufleet.nvidia.nvidia_facts); empty = gather here.
+    type: dict
+  machine:
+    description: The host's machine (C(ansible_facts.machine)) for the redist platform; empty = this host's.
+    type: str
+    default: ""
+  check_only:
+    description:
+      - Validate and run the compatibility rules only (C(playbooks/preflight.yml)) - no source plan, and an
+        incompatible plan is returned in RV(compat) instead of failing.
+    type: bool
+    default: false
+  gpus:
+    description: GPUs to check instead of the facts' (items as C(nvidia_compat) takes them).
+    type: list
+    elements: dict
+  driver_version:
+    description: A planned driver version instead of the loaded one.
+    type: str
+  driver_branch:
+    description: A planned driver branch instead of the loaded driver.
+    type: str
+  kernel_module:
+    description: The planned kernel module flavor.
+    type: str
+    choices: [auto, open, proprietary]
+    default: auto
+  os:
+    description: The OS to check instead of the facts' C(host.os).
+    type: dict
+  cuda_forward_compat:
+    description: Allow a CUDA major newer than the driver's (data-center GPUs, forward compatibility).
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+    details: Reads only (the facts, gpufleet's markers); the same plan in check mode.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+author: gpufleet contributors
+seealso:
+  - module: gpufleet.nvidia.nvidia_cudnn_plan
+  - module: gpufleet.nvidia.nvidia_compat
+"""
+
+EXAMPLES = r"""
+- name: Plan the toolkits
+  gpufleet.nvidia.nvidia_cuda_plan:
+    cuda_toolkit_versions: ["12.9", "13.0"]
+    cuda_toolkit_default: "13.0"
+    facts: "{{ __cuda_toolkit_facts.ansible_facts.nvidia }}"
+    machine: "{{ ansible_facts['machine'] }}"
+  register: __cuda_toolkit_plan
+"""
+
+RETURN = r"""
+plan:
+  description: What the cuda_toolkit role executes (with O(check_only) only versions and default).
+  returned: always
+  type: dict
+  contains:
+    versions:
+      description: The listed versions as strings.
+      type: list
+      elements: str
+    xy:
+      description: Their C(X.Y).
+      type: list
+      elements: str
+    default:
+      description: The default toolkit C(X.Y).
+      type: str
+      sample: "13.0"
+    toolkits:
+      description:
+        - Per version - version, xy, major, dest (C(/usr/local/cuda-X.Y)), nvcc, alternative
+          (C(cuda-<major>)), release (redist C(X.Y.Z)) and components (redist).
+      type: list
+      elements: dict
+    alternatives_args:
+      description: The arguments of cuda-alternatives.sh (the default first).
+      type: list
+      elements: str
+    profile:
+      description: The profile.d file - path, content and wanted.
+      type: dict
+    ld_conf:
+      description: The ld.so.conf.d file - path, content and wanted.
+      type: dict
+    remove:
+      description: Unlisted gpufleet toolkits - path and the alternatives names to unregister.
+      type: list
+      elements: dict
+    remove_alternatives:
+      description: The same as flat path and name pairs.
+      type: list
+      elements: dict
+    verify:
+      description: The verify step - arch, nvcc (path and expected release text) and prefixes.
+      type: dict
+    redist:
+      description:
+        - platform, base_url (what the host reads), controller_base_url, host_cache, controller_cache and
+          controller_cache_dir.
+      type: dict
+default:
+  description: The default CUDA C(X.Y) (the one decision).
+  returned: always
+  type: str
+  sample: "13.0"
+compat:
+  description: The compatibility answer - compatible, errors, warnings, recommended, gpus, checked (skipped).
+  returned: always
+  type: dict
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import redist as install_redist
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda as plan_cuda
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import stack
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
+
+PREFIX = "cuda_toolkit_"
+OVERRIDES = ("gpus", "driver_version", "driver_branch", "kernel_module", "os", "cuda_forward_compat")
+ARGUMENT_SPEC = {
+    "cuda_toolkit_versions": {"type": "list", "elements": "str", "default": list(plan_cuda.DEFAULT_VERSIONS)},
+    "cuda_toolkit_default": {"type": "str", "default": ""},
+    "cuda_toolkit_source": {"type": "str", "choices": list(plan_cuda.SOURCES), "default": "redist"},
+    "cuda_toolkit_redist_base_url": {
+        "type": "str",
+        "default": "https://developer.download.nvidia.com/compute",
+    },
+    "cuda_toolkit_redist_components": {"type": "list", "elements": "str", "default": []},
+    "cuda_toolkit_redist_releases": {"type": "dict", "default": {}},
+    "cuda_toolkit_controller_cache": {"type": "bool", "default": False},
+    "cuda_toolkit_controller_cache_dir": {"type": "str", "default": "/var/tmp/gpufleet-redist"},
+    "cuda_toolkit_remove_unlisted": {"type": "bool", "default": False},
+    "cuda_toolkit_profile": {"type": "bool", "default": True},
+    "cuda_toolkit_ldconfig": {"type": "bool", "default": True},
+    "cuda_toolkit_verify_arch": {"type": "str", "default": ""},
+    "cuda_toolkit_skip_compat_check": {"type": "bool", "default": False},
+    "facts": {"type": "dict"},
+    "machine": {"type": "str", "default": ""},
+    "check_only": {"type": "bool", "default": False},
+    "gpus": {"type": "list", "elements": "dict"},
+    "driver_version": {"type": "str"},
+    "driver_branch": {"type": "str"},
+    "kernel_module": {"type": "str", "choices": ["auto", "open", "proprietary"], "default": "auto"},
+    "os": {"type": "dict"},
+    "cuda_forward_compat": {"type": "bool", "default": False},
+}
+
+
+def host_facts(given, subsets):
+    """The facts given, or (when none are given or they lack a subset) gathered here: the only probing."""
+    if given and set(subsets) <= set(given.get("gather_subset") or []):
+        return given
+    return gather(gather_subset=subsets)
+
+
+def request(p):
+    req = {k[len(PREFIX) :]: v for k, v in p.items() if k.startswith(PREFIX)}
+    req.update(
+        skip_compat=req.pop("skip_compat_check"),
+        base_url=req.pop("redist_base_url"),
+        releases=req.pop("redist_releases"),
+        components=req.pop("redist_components"),
+        machine=p["machine"] or os.uname().machine,
+    )
+    return req
+
+
+def run(module):
+    p = module.params
+    overrides = {k: p[k] for k in OVERRIDES}
+    if p["check_only"]:
+        return check_only(p, overrides)
+    req = request(p)
+    subsets = ["gpu", "driver"] + (["cuda"] if req["remove_unlisted"] else [])
+    facts = (
+        host_facts(p["facts"], subsets) if not req["skip_compat"] or req["remove_unlisted"] else p["facts"]
+    )
+    owned = [
+        t["path"]
+        for t in (facts or {}).get("cuda", {}).get("toolkits", [])
+        if install_redist.read_marker(t["path"])
+    ]
+    plan = plan_cuda.plan(req, facts, overrides, owned)
+    plan["remove_alternatives"] = plan_cuda.remove_alternatives(plan["remove"])
+    return {"changed": False, "plan": plan, "default": plan["default"], "compat": plan.pop("compat")}
+
+
+def check_only(p, overrides):
+    versions = p["cuda_toolkit_versions"]
+    if versions:
+        plan_cuda.validate(versions, p["cuda_toolkit_default"])
+    checks = plan_cuda.checks(versions) or [("no CUDA toolkit", {})]
+    facts = host_facts(p["facts"], ["gpu", "driver"])
+    found = stack.run_checks(checks, stack.compat_inputs(facts, overrides))
+    default = plan_cuda.default_cuda(versions, p["cuda_toolkit_default"])
+    plan = {"versions": [str(v) for v in versions], "default": default}
+    return {"changed": False, "plan": plan, "default": default, "compat": found}
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    try:
+        result = run(module)
+    except stack.PlanError as exc:
+        module.fail_json(msg=f"cuda_toolkit: {exc}")
+    for warning in result["compat"]["warnings"]:
+        module.warn(warning)
+    compat = result["compat"]
+    if compat["errors"] and not module.params["check_only"]:
+        module.fail_json(msg=stack.failure_message("cuda_toolkit", compat["errors"]), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,249 @@
+#!/usr/bin/python
+# Copyright: gpufleet contributors
+# Apache-2.0
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nvidia_cudnn_plan
+short_description: Plan the cuDNN builds of a host (validated variables, trees, links, verify targets)
+version_added: "0.2.0"
+description:
+  - Validates the C(cudnn) role's variables (every error names the variable, its value and what is allowed,
+    and only the variable that is wrong; an unknown CUDA major is refused here, before any manifest is read),
+    checks each build against the host's GPUs, loaded driver and OS with the rules of
+    C(gpufleet.nvidia.nvidia_compat) (C(plan/compat.py)), and returns what the role's tasks execute - per
+    build the versioned tree, the C(current-cuda<M>) link, the prune pattern and the verify library; the
+    linker-cache file; the redist locations.
+  - The main build's CUDA major, when O(cudnn_cuda_major) is empty, is the major of the default CUDA that
+    C(gpufleet.nvidia.nvidia_cuda_plan) decides (C(plan/cuda.default_cuda)) from O(cuda_toolkit_versions) and
+    O(cuda_toolkit_default) as the host sets them, else from the cuda_toolkit role's default list.
+  - Never reaches the network. Host facts come from O(facts) (what C(ansible_facts.nvidia) holds); only when
+    they are not given are they gathered, as C(gpufleet.nvidia.nvidia_facts) does.
+options:
+  cudnn_version:
+    description: cuDNN version, C(X.Y.Z) or C(X.Y.Z.B).
+    type: str
+    default: "9.14.0"
+  cudnn_cuda_major:
+    description: CUDA major of the main build; empty = the major of the default CUDA.
+    type: str
+    default: ""
+  cudnn_extra_variants:
+    description: Further builds side by side, each C({version, cuda_major}).
+    type: list
+    elements: dict
+    default: []
+  cudnn_source:
+    description: Where cuDNN comes from (V(distro) is refused with the reason).
+    type: str
+    choices: [nvidia_repo, redist, distro]
+    default: redist
+  cudnn_redist_base_url:
+    description: redist base URL (the part before C(cudnn/redist/)).
+    type: str
+    default: https://developer.download.nvidia.com/compute
+  cudnn_controller_cache:
+    description: Whether the archives come through the controller cache (the host reads its local copy).
+    type: bool
+    default: false
+  cudnn_controller_cache_dir:
+    description: The controller's cache directory.
+    type: str
+    default: /var/tmp/gpufleet-redist
+  cudnn_prefix:
+    description: Root of the versioned trees and C(current-cuda<M>) links.
+    type: str
+    default: /opt/nvidia/cudnn
+  cudnn_keep_versions:
+    description: Older trees kept per CUDA major.
+    type: int
+    default: 1
+  cudnn_ldconfig:
+    description: Whether the main build goes into the dynamic linker cache.
+    type: bool
+    default: true
+  cudnn_skip_compat_check:
+    description: Skip the compatibility rules (the result says so).
+    type: bool
+    default: false
+  cuda_toolkit_versions:
+    description: The host's cuda_toolkit_versions; omitted = the cuda_toolkit role's default list.
+    type: list
+    elements: str
+  cuda_toolkit_default:
+    description: The host's cuda_toolkit_default; omitted or empty = the last of O(cuda_toolkit_versions).
+    type: str
+  facts:
+    description: C(ansible_facts.nvidia) as gathered by C(gpufleet.nvidia.nvidia_facts); empty = gather here.
+    type: dict
+  machine:
+    description: The host's machine (C(ansible_facts.machine)); empty = this host's.
+    type: str
+    default: ""
+  os_family:
+    description: C(ansible_facts.os_family) (where NVIDIA's packages put the library).
+    type: str
+    default: Debian
+  check_only:
+    description:
+      - Validate and run the compatibility rules only (C(playbooks/preflight.yml)); an incompatible plan is
+        returned in RV(compat) instead of failing.
+    type: bool
+    default: false
+  gpus:
+    description: GPUs to check instead of the facts' (items as C(nvidia_compat) takes them).
+    type: list
+    elements: dict
+  driver_version:
+    description: A planned driver version instead of the loaded one.
+    type: str
+  driver_branch:
+    description: A planned driver branch instead of the loaded driver.
+    type: str
+  kernel_module:
+    description: The planned kernel module flavor.
+    type: str
+    choices: [auto, open, proprietary]
+    default: auto
+  os:
+    description: The OS to check instead of the facts' C(host.os).
+    type: dict
+  cuda_forward_compat:
+    description: Allow a CUDA major newer than the driver's (data-center GPUs, forward compatibility).
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+    details: Reads only (the facts); the same plan in check mode.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+author: gpufleet contributors
+seealso:
+  - module: gpufleet.nvidia.nvidia_cuda_plan
+  - module: gpufleet.nvidia.nvidia_compat
+"""
+
+EXAMPLES = r"""
+- name: Plan cuDNN
+  gpufleet.nvidia.nvidia_cudnn_plan:
+    cudnn_version: "9.14.0"
+    cuda_toolkit_versions: ["12.9"]
+    facts: "{{ __cudnn_facts.ansible_facts.nvidia }}"
+  register: __cudnn_plan
+"""
+
+RETURN = r"""
+plan:
+  description: What the cudnn role executes (empty with O(check_only)).
+  returned: always
+  type: dict
+  contains:
+    variants:
+      description:
+        - The builds, main first - version, cuda_major, main, label (the variable it comes from), dest (with
+          C({version}) for nvidia_redist to fill), link, prune_pattern, verify_lib, verify_dir.
+      type: list
+      elements: dict
+    main:
+      description: The main build (the first of RV(plan.variants)).
+      type: dict
+    cuda_default:
+      description: The default CUDA C(X.Y) the main build's major follows when cudnn_cuda_major is empty.
+      type: str
+    ld_conf:
+      description: The ld.so.conf.d file - path, content and wanted.
+      type: dict
+    redist:
+      description: platform, base_url (what the host reads), controller_base_url, host_cache and more.
+      type: dict
+compat:
+  description: The compatibility answer - compatible, errors, warnings, recommended, gpus, checked (skipped).
+  returned: always
+  type: dict
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cudnn as plan_cudnn
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import stack
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
+
+PREFIX = "cudnn_"
+OVERRIDES = ("gpus", "driver_version", "driver_branch", "kernel_module", "os", "cuda_forward_compat")
+ARGUMENT_SPEC = {
+    "cudnn_version": {"type": "str", "default": "9.14.0"},
+    "cudnn_cuda_major": {"type": "str", "default": ""},
+    "cudnn_extra_variants": {"type": "list", "elements": "dict", "default": []},
+    "cudnn_source": {"type": "str", "choices": list(plan_cudnn.SOURCES), "default": "redist"},
+    "cudnn_redist_base_url": {"type": "str", "default": "https://developer.download.nvidia.com/compute"},
+    "cudnn_controller_cache": {"type": "bool", "default": False},
+    "cudnn_controller_cache_dir": {"type": "str", "default": "/var/tmp/gpufleet-redist"},
+    "cudnn_prefix": {"type": "str", "default": "/opt/nvidia/cudnn"},
+    "cudnn_keep_versions": {"type": "int", "default": 1},
+    "cudnn_ldconfig": {"type": "bool", "default": True},
+    "cudnn_skip_compat_check": {"type": "bool", "default": False},
+    "cuda_toolkit_versions": {"type": "list", "elements": "str"},
+    "cuda_toolkit_default": {"type": "str"},
+    "facts": {"type": "dict"},
+    "machine": {"type": "str", "default": ""},
+    "os_family": {"type": "str", "default": "Debian"},
+    "check_only": {"type": "bool", "default": False},
+    "gpus": {"type": "list", "elements": "dict"},
+    "driver_version": {"type": "str"},
+    "driver_branch": {"type": "str"},
+    "kernel_module": {"type": "str", "choices": ["auto", "open", "proprietary"], "default": "auto"},
+    "os": {"type": "dict"},
+    "cuda_forward_compat": {"type": "bool", "default": False},
+}
+
+
+def request(p):
+    req = {k[len(PREFIX) :]: v for k, v in p.items() if k.startswith(PREFIX)}
+    req.update(
+        skip_compat=req.pop("skip_compat_check"),
+        base_url=req.pop("redist_base_url"),
+        cuda_versions=p["cuda_toolkit_versions"],
+        cuda_default=p["cuda_toolkit_default"],
+        machine=p["machine"] or os.uname().machine,
+        os_family=p["os_family"],
+    )
+    return req
+
+
+def run(module):
+    p = module.params
+    req = request(p)
+    facts = p["facts"]
+    if not facts and (p["check_only"] or not req["skip_compat"]):
+        facts = gather(gather_subset=["gpu", "driver"])  # the only probing, when no facts are given
+    overrides = {k: p[k] for k in OVERRIDES}
+    os_info = p["os"] or ((facts or {}).get("host") or {}).get("os") or {}
+    if p["check_only"]:
+        builds = plan_cudnn.variants(req)
+        checks = plan_cudnn.checks(builds, req["cuda_versions"], req["cuda_default"])
+        found = stack.run_checks(checks, stack.compat_inputs(facts, overrides))
+        return {"changed": False, "plan": {}, "compat": found}
+    plan = plan_cudnn.plan(req, facts, overrides, os_info)
+    return {"changed": False, "plan": plan, "compat": plan.pop("compat")}
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    try:
+        result = run(module)
+    except stack.PlanError as exc:
+        module.fail_json(msg=f"cudnn: {exc}")
+    for warning in result["compat"]["warnings"]:
+        module.warn(warning)
+    if result["compat"]["errors"] and not module.params["check_only"]:
+        module.fail_json(msg=stack.failure_message("cudnn", result["compat"]["errors"]), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

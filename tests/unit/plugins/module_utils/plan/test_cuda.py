@@ -1,0 +1,201 @@
+"""plan/cuda.py: the one default-CUDA decision, the variables' validation and the toolkit plan."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda, stack
+
+ROLE = Path(__file__).resolve().parents[5] / "roles" / "cuda_toolkit"
+H200 = {"device_id": "0x2335", "subsystem_vendor_id": "0x10de", "subsystem_device_id": "0x18bf"}
+
+
+def request(**kwargs):
+    req = {
+        "versions": ["13.0"],
+        "default": "",
+        "source": "redist",
+        "verify_arch": "",
+        "releases": {},
+        "components": [],
+        "controller_cache": False,
+        "controller_cache_dir": "/var/tmp/gpufleet-redist",
+        "base_url": "https://developer.download.nvidia.com/compute",
+        "remove_unlisted": False,
+        "profile": True,
+        "ldconfig": True,
+        "skip_compat": False,
+        "machine": "x86_64",
+    }
+    req.update(kwargs)
+    return req
+
+
+def test_the_fallback_list_is_the_cuda_toolkit_roles_default():
+    """DEFAULT_VERSIONS is the one fallback list (cudnn, preflight); it must be the role's default."""
+    defaults = yaml.safe_load((ROLE / "defaults/main.yml").read_text())
+    spec = yaml.safe_load((ROLE / "meta/argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    assert defaults["cuda_toolkit_versions"] == list(cuda.DEFAULT_VERSIONS)
+    assert spec["cuda_toolkit_versions"]["default"] == list(cuda.DEFAULT_VERSIONS)
+
+
+@pytest.mark.parametrize(
+    ("versions", "default", "expected"),
+    [
+        (["12.9"], "", "12.9"),  # the bug: cuDNN picked CUDA 13 here
+        (["12.9", "13.0.2"], "", "13.0"),
+        (["12.9", "13.0"], "12.9", "12.9"),
+        (["12.9", "13.0"], "12.9.1", "12.9"),
+        (None, "", "13.0"),
+        ([], None, "13.0"),
+    ],
+)
+def test_default_cuda_is_the_explicit_default_else_the_last_listed(versions, default, expected):
+    assert cuda.default_cuda(versions, default) == expected
+
+
+def test_an_unknown_cuda_release_names_the_users_variable():
+    with pytest.raises(stack.PlanError) as err:
+        cuda.validate(["12.99"])
+    msg = str(err.value)
+    assert msg.startswith("cuda_toolkit_versions=['12.99'] (allowed: a non-empty list")
+    assert "'12.99' is not a CUDA release gpufleet knows; known: 12.0, 12.1" in msg
+    assert "cuda_version" not in msg
+
+
+def test_a_wrong_default_names_only_the_default():
+    with pytest.raises(stack.PlanError) as err:
+        cuda.validate(["13.0"], "12.9")
+    msg = str(err.value)
+    assert msg == "cuda_toolkit_default=12.9 (allowed: empty or one of cuda_toolkit_versions: 13.0)"
+    assert "bad variable" not in msg
+
+
+@pytest.mark.parametrize(
+    ("versions", "default", "arch", "expected"),
+    [
+        (["13.x"], "", "", "cuda_toolkit_versions=['13.x'] (allowed: a non-empty list"),
+        ([], "", "", "cuda_toolkit_versions=[] (allowed: a non-empty list"),
+        (["10.2"], "", "", "'10.2' is not a CUDA release gpufleet knows"),
+        (["13.0"], "13.x", "", "cuda_toolkit_default=13.x (allowed: empty or one of"),
+        (["13.0"], "", "90", "cuda_toolkit_verify_arch=90 (allowed: empty or e.g. sm_90)"),
+    ],
+)
+def test_validation_names_the_one_wrong_variable(versions, default, arch, expected):
+    with pytest.raises(stack.PlanError) as err:
+        cuda.validate(versions, default, arch)
+    assert expected in str(err.value)
+
+
+def test_newer_than_known_is_left_to_the_source():
+    cuda.validate(["14.0.1"])  # compat warns; the redist table or the packages decide
+
+
+def test_plan_paths_alternatives_files_and_redist():
+    plan = cuda.plan(request(versions=["12.9", "13.0"], default="12.9"), facts={})
+    assert plan["default"] == "12.9"
+    assert [t["dest"] for t in plan["toolkits"]] == ["/usr/local/cuda-12.9", "/usr/local/cuda-13.0"]
+    assert [t["alternative"] for t in plan["toolkits"]] == ["cuda-12", "cuda-13"]
+    assert [t["release"] for t in plan["toolkits"]] == ["12.9.1", "13.0.2"]
+    assert plan["toolkits"][1]["components"][:3] == ["cuda_nvcc", "cuda_crt", "libnvvm"]
+    assert plan["alternatives_args"] == ["12.9", "12.9", "13.0"]
+    assert plan["profile"]["path"] == "/etc/profile.d/gpufleet-cuda.sh"
+    assert "/usr/local/cuda/bin" in plan["profile"]["content"]
+    assert plan["ld_conf"]["content"].endswith("/usr/local/cuda/lib64\n")
+    assert plan["redist"]["platform"] == "linux-x86_64"
+    assert plan["redist"]["base_url"] == "https://developer.download.nvidia.com/compute"
+    assert plan["verify"]["nvcc"][0] == {"path": "/usr/local/cuda-12.9/bin/nvcc", "expect": "release 12.9,"}
+
+
+def test_controller_cache_makes_the_host_read_its_copy():
+    plan = cuda.plan(request(controller_cache=True), facts={})
+    assert plan["redist"]["base_url"] == stack.HOST_CACHE == "/var/cache/gpufleet/redist"
+    assert plan["redist"]["controller_base_url"] == "https://developer.download.nvidia.com/compute"
+
+
+def test_redist_release_table_and_platform_errors_name_the_variable():
+    with pytest.raises(stack.PlanError, match="cuda_toolkit_versions: CUDA 11.2 has no known redist release"):
+        cuda.plan(request(versions=["11.2"], skip_compat=True))
+    with pytest.raises(stack.PlanError, match="ansible_facts.machine=ppc64le"):
+        cuda.plan(request(machine="ppc64le", skip_compat=True))
+    assert (
+        cuda.plan(request(versions=["11.2"], source="nvidia_repo", skip_compat=True))["toolkits"][0][
+            "release"
+        ]
+        is None
+    )
+
+
+def test_distro_has_no_alternatives_and_verifies_usr():
+    plan = cuda.plan(request(source="distro", skip_compat=True))
+    assert plan["alternatives_args"] == []
+    assert not plan["profile"]["wanted"]
+    assert not plan["ld_conf"]["wanted"]
+    assert plan["verify"]["prefixes"] == ["/usr"]
+
+
+def test_removal_only_of_owned_unlisted_toolkits():
+    owned = ["/usr/local/cuda-12.4", "/usr/local/cuda-13.0", "/opt/cuda-11.8", "/usr/local/cuda"]
+    plan = cuda.plan(request(remove_unlisted=True), facts={}, owned=owned)
+    assert plan["remove"] == [{"path": "/usr/local/cuda-12.4", "alternatives": ["cuda", "cuda-12"]}]
+    assert cuda.remove_alternatives(plan["remove"]) == [
+        {"path": "/usr/local/cuda-12.4", "name": "cuda"},
+        {"path": "/usr/local/cuda-12.4", "name": "cuda-12"},
+    ]
+    assert cuda.plan(request(), facts={}, owned=owned)["remove"] == []
+
+
+@pytest.mark.parametrize(
+    ("arch", "gpus", "expected"),
+    [
+        ("sm_80", [{"compute_capability": "9.0"}], "sm_80"),
+        ("", [{"compute_capability": "unknown"}, {"compute_capability": "12.0"}], "sm_120"),
+        ("", [], "sm_90"),
+    ],
+)
+def test_verify_arch(arch, gpus, expected):
+    assert cuda.verify_arch(arch, gpus) == expected
+
+
+def test_verify_arch_from_the_facts_gpu():
+    plan = cuda.plan(request(), facts={"gpus": [H200]})
+    assert plan["verify"]["arch"] == "sm_90"
+    assert plan["compat"]["gpus"][0]["name"] == "NVIDIA H200"
+
+
+def test_an_incompatible_plan_is_reported_not_raised():
+    v100 = {"device_id": "0x1db5"}
+    plan = cuda.plan(request(), facts={"gpus": [v100]})
+    assert plan["compat"]["compatible"] is False
+    assert "is not supported by CUDA 13.0" in plan["compat"]["errors"][0]
+    assert cuda.plan(request(skip_compat=True), facts={"gpus": [v100]})["compat"]["skipped"] is True
+
+
+# plan/stack.py (shared by the toolkit and cuDNN plans)
+def test_compat_inputs_from_facts_and_overrides():
+    facts = {
+        "gpus": [H200, {"device_id": "unknown", "compute_capability": "unknown"}],
+        "driver": {"loaded_version": "580.95.05", "loaded_kernel_module": "open", "version": "590.1"},
+        "host": {"os": {"distribution": "Ubuntu", "version": "24.04", "key": "ubuntu2404"}},
+    }
+    got = stack.compat_inputs(facts)
+    assert got["gpus"] == [
+        {"pci_device_id": "0x2335", "pci_subsystem_id": "0x18bf", "pci_subsystem_vendor_id": "0x10de"}
+    ]
+    assert (got["driver_version"], got["kernel_module"]) == ("580.95.05", "open")
+    assert got["os_info"] == {"distribution": "Ubuntu", "version": "24.04"}
+    over = stack.compat_inputs(
+        facts, {"gpus": [], "driver_branch": "595", "os": {"distribution": "debian", "version": "12"}}
+    )
+    assert over["gpus"] == []
+    assert (over["driver_version"], over["driver_branch"], over["kernel_module"]) == (None, "595", "auto")
+    assert over["os_info"] == {"distribution": "debian", "version": "12"}
+
+
+def test_compat_input_errors_name_the_users_variables():
+    assert (
+        stack.user_wording("gpus[0]: 'x' is not a mapping") == "nvidia_driver_gpus[0]: 'x' is not a mapping"
+    )
+    assert stack.user_wording("driver_branch: 'R9' ...").startswith("nvidia_driver_branch: ")
+    with pytest.raises(stack.PlanError, match=r"^nvidia_driver_gpus\[0\]"):
+        stack.run_checks([("x", {})], dict(stack.compat_inputs({}), gpus=["bogus"]))

@@ -1,0 +1,79 @@
+"""nvidia_cuda_plan and nvidia_cudnn_plan: facts in (gathered only when absent), the plan out, no network."""
+
+import pytest
+from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_cuda_plan, nvidia_cudnn_plan
+
+H200_FACTS = {
+    "gather_subset": ["driver", "gpu"],
+    "gpus": [{"device_id": "0x2335", "compute_capability": "9.0"}],
+    "driver": {"loaded_version": "580.95.05"},
+    "host": {},
+}
+
+
+class FakeModule:
+    def __init__(self, spec, params):
+        self.params = {k: v.get("default") for k, v in spec.items()}
+        self.params.update(params)
+        self.check_mode = True
+
+
+@pytest.fixture
+def gathered(monkeypatch):
+    calls = []
+
+    def fake_gather(gather_subset):
+        calls.append(sorted(gather_subset))
+        return dict(H200_FACTS, gather_subset=sorted(gather_subset), cuda={"toolkits": []})
+
+    monkeypatch.setattr(nvidia_cuda_plan, "gather", fake_gather)
+    monkeypatch.setattr(nvidia_cudnn_plan, "gather", fake_gather)
+    return calls
+
+
+def cuda_run(**params):
+    return nvidia_cuda_plan.run(
+        FakeModule(nvidia_cuda_plan.ARGUMENT_SPEC, dict({"machine": "x86_64"}, **params))
+    )
+
+
+def cudnn_run(**params):
+    return nvidia_cudnn_plan.run(
+        FakeModule(nvidia_cudnn_plan.ARGUMENT_SPEC, dict({"machine": "x86_64"}, **params))
+    )
+
+
+def test_given_facts_are_used_as_they_are(gathered):
+    result = cuda_run(facts=H200_FACTS)
+    assert gathered == []
+    assert result["plan"]["verify"]["arch"] == "sm_90"
+    assert result["default"] == "13.0"
+    assert result["changed"] is False
+
+
+def test_facts_are_gathered_only_when_absent_or_short_of_a_subset(gathered):
+    cuda_run()
+    cuda_run(facts=H200_FACTS, cuda_toolkit_remove_unlisted=True)
+    assert gathered == [["driver", "gpu"], ["cuda", "driver", "gpu"]]
+
+
+def test_check_only_reports_an_incompatible_plan(gathered):
+    result = cuda_run(check_only=True, cuda_toolkit_versions=[], gpus=[{"pci_device_id": "0x1DB5"}])
+    assert result["plan"] == {"versions": [], "default": "13.0"}
+    assert result["compat"]["checked"] == ["no CUDA toolkit"]
+    result = cuda_run(check_only=True, cuda_toolkit_versions=["13.0"], gpus=[{"pci_device_id": "0x1DB5"}])
+    assert not result["compat"]["compatible"]
+
+
+def test_cudnn_plan_follows_the_hosts_cuda_toolkit_variables(gathered):
+    result = cudnn_run(facts=H200_FACTS, cuda_toolkit_versions=["12.9"])
+    assert result["plan"]["main"]["cuda_major"] == "12"
+    assert cudnn_run(facts=H200_FACTS)["plan"]["main"]["cuda_major"] == "13"
+    assert gathered == []
+
+
+def test_cudnn_check_only_is_the_roles_decision(gathered):
+    result = cudnn_run(
+        check_only=True, cudnn_version="9.12.0", cudnn_cuda_major="11", cuda_toolkit_versions=["13.0"]
+    )
+    assert "cuDNN 9.12.0 has no build for CUDA 11" in result["compat"]["errors"][0]
