@@ -3,8 +3,9 @@
 # Ubuntu 24.04, host-managed driver 580 under /usr/local/nvidia, CUDA 13.0 + cuDNN 9.14 from NVIDIA's
 # apt packages (held), cuDNN 9.19 from pip in /opt/torch/.venv).
 #
-# Here, once:  scripts/h200_gpu_scenario.sh here     (fills .gpu/wheels: ansible-core, testinfra, ... for py3.12)
-# There:       carry [.gpu/wheels, .collections]; run  scripts/h200_prove.sh STEP...
+# Here, once:  the py3.12 wheels of ansible-core, resolvelib, cryptography, cffi, pycparser, pytest-testinfra in .whl
+#               (git-ignored): pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl ...
+# There:       carry [.whl, .collections]; run  scripts/h200_prove.sh STEP...
 # Steps: compat facts driver cudnn audit gpu-bare (default: all). Outputs: $OUT/<step>.txt (+ audit.json).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +21,7 @@ X=(-e "ansible_python_interpreter=$py")
 setup() {
   if [[ ! -d $SITE/ansible ]]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
-      .gpu/wheels/*.whl || { echo "pip install of .gpu/wheels failed" >&2; exit 2; }
+      "${GPUFLEET_WHEELS:-.whl}"/*.whl || { echo "pip install of ${GPUFLEET_WHEELS:-.whl} failed" >&2; exit 2; }
   fi
   export PYTHONPATH=$SITE PATH=$SITE/bin:$PATH
 }
@@ -48,7 +49,7 @@ driver() {
   local b
   for b in 580 570; do
     echo "### playbooks/driver.yml nvidia_driver_branch=$b"
-    ansible-playbook playbooks/driver.yml "${X[@]}" -e driver_hosts=localhost -e ansible_become=false \
+    ansible-playbook playbooks/driver.yml "${X[@]}" -e gpufleet_driver_hosts=localhost -e ansible_become=false \
       -e nvidia_driver_branch=$b
     echo "rc=$?"
   done
@@ -56,7 +57,7 @@ driver() {
 
 cudnn() {
   echo "### playbooks/cudnn.yml source nvidia_repo, existing repositories, 9.14.0.64 for CUDA 13"
-  ansible-playbook playbooks/cudnn.yml "${X[@]}" -e cudnn_hosts=localhost -e ansible_become=false \
+  ansible-playbook playbooks/cudnn.yml "${X[@]}" -e gpufleet_cudnn_hosts=localhost -e ansible_become=false \
     -e '{"cudnn_source":"nvidia_repo","cudnn_repo_use_existing":true,"cudnn_version":"9.14.0.64","cudnn_cuda_major":13}'
   echo "rc=$?"
 }

@@ -1,0 +1,30 @@
+"""The project names no path of a developer's machine and cites no file outside itself.
+
+Raw device outputs under docs/evidence/ are quoted as they were printed and are not scanned.
+"""
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+MACHINE_PATH = re.compile(r"(?<![\w.])/work/|\.\./shared/|/root/\.pyenv|/tmp/gf/")
+SKIP = ("docs/evidence/", "tests/unit/arch/test_no_machine_paths.py")
+
+
+def tracked_files():
+    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [f for f in out.splitlines() if not f.startswith(SKIP) and (ROOT / f).is_file()]
+
+
+def test_no_machine_paths():
+    found = []
+    for name in tracked_files():
+        try:
+            text = (ROOT / name).read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            if MACHINE_PATH.search(line):
+                found.append(f"{name}:{number}: {line.strip()[:120]}")
+    assert found == []
