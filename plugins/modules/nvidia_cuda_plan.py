@@ -115,7 +115,7 @@ options:
 attributes:
   check_mode:
     support: full
-    details: Reads only (the facts, gpufleet's markers); the same plan in check mode.
+    details: Reads only the facts (each toolkit's gpufleet_marker); the same plan in check mode.
   diff_mode:
     support: none
   platform:
@@ -200,7 +200,6 @@ compat:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import redist as install_redist
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda as plan_cuda
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import stack
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
@@ -268,7 +267,7 @@ def run(module):
     owned = [
         t["path"]
         for t in (facts or {}).get("cuda", {}).get("toolkits", [])
-        if install_redist.read_marker(t["path"])
+        if t.get("gpufleet_marker")
     ]
     plan = plan_cuda.plan(req, facts, overrides, owned)
     plan["remove_alternatives"] = plan_cuda.remove_alternatives(plan["remove"])

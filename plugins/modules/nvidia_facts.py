@@ -163,7 +163,8 @@ ansible_facts:
           type: dict
           sample: {"container": "docker", "vm": "firecracker", "driver_managed_externally": true,
                    "kernel_release": "6.18.44",
-                   "os": {"distribution": "Ubuntu", "version": "24.04", "key": "ubuntu2404", "debian_mirror": null},
+                   "os": {"distribution": "Ubuntu", "version": "24.04", "key": "ubuntu2404",
+                          "debian_mirror": null},
                    "efi": false, "reasons": {}}
         gpus:
           description: One entry per NVIDIA GPU (sysfs, enriched by NVML or nvidia-smi), sorted by PCI bus id.

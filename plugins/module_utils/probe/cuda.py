@@ -114,6 +114,10 @@ def _package_for(packages, major_minor):
     return None
 
 
+# The marker gpufleet writes into every tree it installs (install/redist.py writes it; a test ties the two).
+GPUFLEET_MARKER = ".gpufleet-redist.json"
+
+
 def find_toolkits(root):
     seen = {}
     for parent in TOOLKIT_PARENTS:
@@ -157,6 +161,7 @@ def probe(root, live, packages):
             "source": source,
             "package": packages.public(package),
             "nvcc": root.exists(path + "/bin/nvcc"),
+            "gpufleet_marker": root.exists(f"{path}/{GPUFLEET_MARKER}"),
             "reasons": {},
         }
         if reason:

@@ -77,3 +77,19 @@ def test_cudnn_check_only_is_the_roles_decision(gathered):
         check_only=True, cudnn_version="9.12.0", cudnn_cuda_major="11", cuda_toolkit_versions=["13.0"]
     )
     assert "cuDNN 9.12.0 has no build for CUDA 11" in result["compat"]["errors"][0]
+
+
+def test_only_toolkits_with_gpufleets_marker_are_removed(gathered):
+    facts = dict(
+        H200_FACTS,
+        gather_subset=["cuda", "driver", "gpu"],
+        cuda={
+            "toolkits": [
+                {"path": "/usr/local/cuda-12.9", "gpufleet_marker": True},
+                {"path": "/usr/local/cuda-12.8", "gpufleet_marker": False},
+            ]
+        },
+    )
+    result = cuda_run(facts=facts, cuda_toolkit_remove_unlisted=True)
+    assert [t["path"] for t in result["plan"]["remove"]] == ["/usr/local/cuda-12.9"]
+    assert gathered == []
