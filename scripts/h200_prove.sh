@@ -6,7 +6,7 @@
 # Here, once:  the py3.12 wheels of ansible-core, resolvelib, cryptography, cffi, pycparser, pytest-testinfra in .whl
 #               (git-ignored): pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl ...
 # There:       carry [.whl, .collections]; run  scripts/h200_prove.sh STEP...
-# Steps: compat facts driver cudnn audit gpu-bare (default: all). Outputs: $OUT/<step>.txt (+ audit.json).
+# Steps: compat facts driver cudnn audit redesign gpu-bare (default: all). Outputs: $OUT/<step>.txt (+ audit.json).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -70,6 +70,27 @@ audit() {
   rm -rf "$OUTDIR/reports"
 }
 
+redesign() {
+  echo "### playbooks/cuda.yml --tags cuda_toolkit_verify (NVIDIA's packages already there: verify only)"
+  ansible-playbook playbooks/cuda.yml "${X[@]}" -e gpufleet_cuda_hosts=localhost -e ansible_become=false \
+    -e '{"cuda_toolkit_source":"nvidia_repo","cuda_toolkit_repo_use_existing":true,"cuda_toolkit_versions":["13.0"]}' \
+    --tags cuda_toolkit_verify
+  echo "rc=$?"
+  echo "### playbooks/cudnn.yml --tags cudnn_verify"
+  ansible-playbook playbooks/cudnn.yml "${X[@]}" -e gpufleet_cudnn_hosts=localhost -e ansible_become=false \
+    -e '{"cudnn_source":"nvidia_repo","cudnn_repo_use_existing":true,"cudnn_version":"9.14.0.64","cudnn_cuda_major":13}' \
+    --tags cudnn_verify
+  echo "rc=$?"
+  echo "### playbooks/preflight.yml: cuDNN 9.12.0 for CUDA 11 with CUDA 13.0 (the roles refuse it: so must preflight)"
+  ansible-playbook playbooks/preflight.yml "${X[@]}" \
+    -e '{"cuda_toolkit_versions":["13.0"],"cudnn_version":"9.12.0","cudnn_cuda_major":11}'
+  echo "rc=$?"
+  echo "### playbooks/cudnn.yml --check with cudnn_cuda_major 14 (refused before any network access)"
+  ansible-playbook playbooks/cudnn.yml "${X[@]}" -e gpufleet_cudnn_hosts=localhost -e ansible_become=false \
+    -e '{"cudnn_cuda_major":14}' --check
+  echo "rc=$?"
+}
+
 gpu-bare() {
   nvidia-smi -L
   GPUFLEET_EXPECT_CUDNN=${GPUFLEET_EXPECT_CUDNN:-9.14.0.64} GPUFLEET_EXPECT_GPU=H200 \
@@ -79,7 +100,7 @@ gpu-bare() {
 
 setup
 steps=("$@")
-[[ ${#steps[@]} -gt 0 ]] || steps=(compat facts driver cudnn audit gpu-bare)
+[[ ${#steps[@]} -gt 0 ]] || steps=(compat facts driver cudnn audit redesign gpu-bare)
 for s in "${steps[@]}"; do
   echo "== $s"
   "$s" >"$OUTDIR/$s.txt" 2>&1

@@ -264,11 +264,7 @@ def run(module):
     facts = (
         host_facts(p["facts"], subsets) if not req["skip_compat"] or req["remove_unlisted"] else p["facts"]
     )
-    owned = [
-        t["path"]
-        for t in (facts or {}).get("cuda", {}).get("toolkits", [])
-        if t.get("gpufleet_marker")
-    ]
+    owned = [t["path"] for t in (facts or {}).get("cuda", {}).get("toolkits", []) if t.get("gpufleet_marker")]
     plan = plan_cuda.plan(req, facts, overrides, owned)
     plan["remove_alternatives"] = plan_cuda.remove_alternatives(plan["remove"])
     return {"changed": False, "plan": plan, "default": plan["default"], "compat": plan.pop("compat")}

@@ -10,8 +10,14 @@ Environment (read on the machine running pytest):
 
 import os
 import shlex
+import sys
 
 import pytest
+
+# pytest imports test files with --import-mode=importlib (pyproject.toml), which puts no test folder on
+# sys.path: the helpers module beside this file is made importable here, for conftest and test_gpu.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 from gpuhelpers import CUDNN_PLACES, CUDNN_PREFIX, must, sh
 
 

@@ -1032,7 +1032,7 @@ def _add_tasks(plan, req, state):
         f"host-managed NVIDIA driver {state['loaded_version']} ({state['loaded_flavor']} kernel module) "
         f"matches nvidia_driver_branch {plan['branch']}; nothing installed or changed "
         f"({state['host_managed_reason']})."
-        if state["host_managed"]
+        if state["host_managed"] and not plan.get("errors")
         else ""
     )
 

@@ -102,6 +102,8 @@ def test_h200_570_is_refused_clearly():
     assert len(plan["errors"]) == 1
     assert "nvidia_driver_branch: '570'" in plan["errors"][0]
     assert "580.159.04" in plan["errors"][0]
+    # the report of a matching host-managed driver is not made for a refused request
+    assert plan["host_managed_report"] == ""
 
 
 def test_empty_debian_container_plans_userspace_only():
