@@ -77,41 +77,8 @@ options:
     description: Skip the compatibility rules (the result says so).
     type: bool
     default: false
-  facts:
-    description: C(ansible_facts.nvidia) as gathered by C(gpufleet.nvidia.nvidia_facts); empty = gather here.
-    type: dict
-  machine:
-    description: The host's machine (C(ansible_facts.machine)) for the redist platform; empty = this host's.
-    type: str
-    default: ""
-  check_only:
-    description:
-      - Validate and run the compatibility rules only (C(playbooks/preflight.yml)) - no source plan, and an
-        incompatible plan is returned in RV(compat) instead of failing.
-    type: bool
-    default: false
-  gpus:
-    description: GPUs to check instead of the facts' (items as C(nvidia_compat) takes them).
-    type: list
-    elements: dict
-  driver_version:
-    description: A planned driver version instead of the loaded one.
-    type: str
-  driver_branch:
-    description: A planned driver branch instead of the loaded driver.
-    type: str
-  kernel_module:
-    description: The planned kernel module flavor.
-    type: str
-    choices: [auto, open, proprietary]
-    default: auto
-  os:
-    description: The OS to check instead of the facts' C(host.os).
-    type: dict
-  cuda_forward_compat:
-    description: Allow a CUDA major newer than the driver's (data-center GPUs, forward compatibility).
-    type: bool
-    default: false
+extends_documentation_fragment:
+  - gpufleet.nvidia.plan_checks
 attributes:
   check_mode:
     support: full
@@ -205,7 +172,6 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import stack
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
 
 PREFIX = "cuda_toolkit_"
-OVERRIDES = ("gpus", "driver_version", "driver_branch", "kernel_module", "os", "cuda_forward_compat")
 ARGUMENT_SPEC = {
     "cuda_toolkit_versions": {"type": "list", "elements": "str", "default": list(plan_cuda.DEFAULT_VERSIONS)},
     "cuda_toolkit_default": {"type": "str", "default": ""},
@@ -223,15 +189,7 @@ ARGUMENT_SPEC = {
     "cuda_toolkit_ldconfig": {"type": "bool", "default": True},
     "cuda_toolkit_verify_arch": {"type": "str", "default": ""},
     "cuda_toolkit_skip_compat_check": {"type": "bool", "default": False},
-    "facts": {"type": "dict"},
-    "machine": {"type": "str", "default": ""},
-    "check_only": {"type": "bool", "default": False},
-    "gpus": {"type": "list", "elements": "dict"},
-    "driver_version": {"type": "str"},
-    "driver_branch": {"type": "str"},
-    "kernel_module": {"type": "str", "choices": ["auto", "open", "proprietary"], "default": "auto"},
-    "os": {"type": "dict"},
-    "cuda_forward_compat": {"type": "bool", "default": False},
+    **stack.CHECK_ARGUMENT_SPEC,
 }
 
 
@@ -256,7 +214,7 @@ def request(p):
 
 def run(module):
     p = module.params
-    overrides = {k: p[k] for k in OVERRIDES}
+    overrides = {k: p[k] for k in stack.OVERRIDES}
     if p["check_only"]:
         return check_only(p, overrides)
     req = request(p)

@@ -74,45 +74,12 @@ options:
   cuda_toolkit_default:
     description: The host's cuda_toolkit_default; omitted or empty = the last of O(cuda_toolkit_versions).
     type: str
-  facts:
-    description: C(ansible_facts.nvidia) as gathered by C(gpufleet.nvidia.nvidia_facts); empty = gather here.
-    type: dict
-  machine:
-    description: The host's machine (C(ansible_facts.machine)); empty = this host's.
-    type: str
-    default: ""
   os_family:
     description: C(ansible_facts.os_family) (where NVIDIA's packages put the library).
     type: str
     default: Debian
-  check_only:
-    description:
-      - Validate and run the compatibility rules only (C(playbooks/preflight.yml)); an incompatible plan is
-        returned in RV(compat) instead of failing.
-    type: bool
-    default: false
-  gpus:
-    description: GPUs to check instead of the facts' (items as C(nvidia_compat) takes them).
-    type: list
-    elements: dict
-  driver_version:
-    description: A planned driver version instead of the loaded one.
-    type: str
-  driver_branch:
-    description: A planned driver branch instead of the loaded driver.
-    type: str
-  kernel_module:
-    description: The planned kernel module flavor.
-    type: str
-    choices: [auto, open, proprietary]
-    default: auto
-  os:
-    description: The OS to check instead of the facts' C(host.os).
-    type: dict
-  cuda_forward_compat:
-    description: Allow a CUDA major newer than the driver's (data-center GPUs, forward compatibility).
-    type: bool
-    default: false
+extends_documentation_fragment:
+  - gpufleet.nvidia.plan_checks
 attributes:
   check_mode:
     support: full
@@ -174,7 +141,6 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import stack
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
 
 PREFIX = "cudnn_"
-OVERRIDES = ("gpus", "driver_version", "driver_branch", "kernel_module", "os", "cuda_forward_compat")
 ARGUMENT_SPEC = {
     "cudnn_version": {"type": "str", "default": "9.14.0"},
     "cudnn_cuda_major": {"type": "str", "default": ""},
@@ -189,16 +155,8 @@ ARGUMENT_SPEC = {
     "cudnn_skip_compat_check": {"type": "bool", "default": False},
     "cuda_toolkit_versions": {"type": "list", "elements": "str"},
     "cuda_toolkit_default": {"type": "str"},
-    "facts": {"type": "dict"},
-    "machine": {"type": "str", "default": ""},
     "os_family": {"type": "str", "default": "Debian"},
-    "check_only": {"type": "bool", "default": False},
-    "gpus": {"type": "list", "elements": "dict"},
-    "driver_version": {"type": "str"},
-    "driver_branch": {"type": "str"},
-    "kernel_module": {"type": "str", "choices": ["auto", "open", "proprietary"], "default": "auto"},
-    "os": {"type": "dict"},
-    "cuda_forward_compat": {"type": "bool", "default": False},
+    **stack.CHECK_ARGUMENT_SPEC,
 }
 
 
@@ -221,7 +179,7 @@ def run(module):
     facts = p["facts"]
     if not facts and (p["check_only"] or not req["skip_compat"]):
         facts = gather(gather_subset=["gpu", "driver"])  # the only probing, when no facts are given
-    overrides = {k: p[k] for k in OVERRIDES}
+    overrides = {k: p[k] for k in stack.OVERRIDES}
     os_info = p["os"] or ((facts or {}).get("host") or {}).get("os") or {}
     if p["check_only"]:
         builds = plan_cudnn.variants(req)

@@ -3,12 +3,11 @@
 Run: .venv/bin/pytest tests/integration/test_preflight.py
 """
 
-import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
+
+from .playbook import run
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / ".venv/bin/ansible-playbook"
@@ -23,24 +22,9 @@ UBUNTU = {"distribution": "ubuntu", "version": "24.04"}
 
 
 def ansible_playbook(tmp_path, playbook, extra_vars=None, check=False):
-    env = dict(
-        os.environ,
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-        ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
-        ANSIBLE_LOCAL_TEMP=str(tmp_path / "local"),
-        ANSIBLE_REMOTE_TEMP=str(tmp_path / "remote"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_FORCE_COLOR="0",
-        LC_ALL="C.UTF-8",
-    )
-    cmd = [str(PLAYBOOK), "-i", str(ROOT / "inventory/localhost.yml"), str(playbook)]
-    if extra_vars is not None:
-        cmd += ["-e", json.dumps(extra_vars)]
-    if check:
-        cmd.append("--check")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=300, check=False)
-    # the YAML result format wraps long strings: compare with whitespace runs collapsed
-    return proc.returncode, " ".join((proc.stdout + proc.stderr).split())
+    # the YAML result format wraps long strings: compare with whitespace runs collapsed (run() does)
+    result = run(tmp_path, playbook, extra_vars, check=check, callback=False, timeout=300)
+    return result.rc, result.text
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -151,3 +151,19 @@ def failure_message(role, errors):
     """What a role fails with for an incompatible plan (the compat sentences, numbered when several)."""
     text = errors[0] if len(errors) == 1 else " ".join(f"({i}) {e}" for i, e in enumerate(errors, 1))
     return f"{role}: the plan cannot work on this host: {text}"
+
+
+# The plan modules' shared options (documented in plugins/doc_fragments/plan_checks.py): the facts, and the
+# overrides playbooks/preflight.yml passes instead of the host's own GPUs, driver and OS.
+OVERRIDES = ("gpus", "driver_version", "driver_branch", "kernel_module", "os", "cuda_forward_compat")
+CHECK_ARGUMENT_SPEC = {
+    "facts": {"type": "dict"},
+    "machine": {"type": "str", "default": ""},
+    "check_only": {"type": "bool", "default": False},
+    "gpus": {"type": "list", "elements": "dict"},
+    "driver_version": {"type": "str"},
+    "driver_branch": {"type": "str"},
+    "kernel_module": {"type": "str", "choices": ["auto", "open", "proprietary"], "default": "auto"},
+    "os": {"type": "dict"},
+    "cuda_forward_compat": {"type": "bool", "default": False},
+}

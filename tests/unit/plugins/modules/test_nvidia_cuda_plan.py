@@ -1,6 +1,8 @@
 """nvidia_cuda_plan and nvidia_cudnn_plan: facts in (gathered only when absent), the plan out, no network."""
 
 import pytest
+import yaml
+from ansible_collections.gpufleet.nvidia.plugins.doc_fragments.plan_checks import ModuleDocFragment
 from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_cuda_plan, nvidia_cudnn_plan
 
 H200_FACTS = {
@@ -93,3 +95,14 @@ def test_only_toolkits_with_gpufleets_marker_are_removed(gathered):
     result = cuda_run(facts=facts, cuda_toolkit_remove_unlisted=True)
     assert [t["path"] for t in result["plan"]["remove"]] == ["/usr/local/cuda-12.9"]
     assert gathered == []
+
+
+@pytest.mark.parametrize("module", [nvidia_cuda_plan, nvidia_cudnn_plan], ids=["cuda", "cudnn"])
+def test_documentation_with_its_fragment_is_the_argument_spec(module):
+    doc = yaml.safe_load(module.DOCUMENTATION)
+    assert doc["extends_documentation_fragment"] == ["gpufleet.nvidia.plan_checks"]
+    options = dict(doc["options"], **yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"])
+    assert set(options) == set(module.ARGUMENT_SPEC)
+    for name, spec in module.ARGUMENT_SPEC.items():
+        assert options[name]["type"] == spec["type"], name
+        assert options[name].get("default") == spec.get("default"), name
