@@ -19,10 +19,9 @@ ROOT = Path(__file__).resolve().parents[3]
 SCANNED = ("plugins/module_utils", "plugins/modules", "plugins/action", "plugins/filter")
 DOC_VARIABLES = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
 
-# The one exception, until its file is gone. Nothing else may be listed here.
-ALLOWED = {
-    "plugins/modules/nvidia_driver_state.py": "deleted by the driver redesign",
-}
+# Files exempt from the scan, each with its reason. Empty: nvidia_driver_state.py, the last second reader,
+# was deleted by the driver redesign.
+ALLOWED = {}
 
 PROBE = "plugins/module_utils/probe/"
 # fact -> (owner: a file, or a folder ending in "/"; string patterns; commands it runs)
@@ -192,8 +191,8 @@ def test_each_fact_has_one_reader(path):
     assert second_readers(path, rel) == []
 
 
-def test_only_one_allowance_and_it_says_why():
-    assert ALLOWED == {"plugins/modules/nvidia_driver_state.py": "deleted by the driver redesign"}
+def test_nothing_is_exempt():
+    assert ALLOWED == {}
 
 
 def test_every_owner_exists_and_reads_its_fact():
