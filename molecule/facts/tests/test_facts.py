@@ -122,11 +122,19 @@ def test_host_os_kernel_and_efi(host, host_facts):
     values = os_release(host)
     os_id, version = values["ID"], values.get("VERSION_ID", "")
     major = version if os_id == "ubuntu" else version.split(".")[0]
-    assert host_facts["host"]["os"] == {
+    os_fact = dict(host_facts["host"]["os"])
+    mirror = os_fact.pop("debian_mirror")
+    assert os_fact == {
         "distribution": ANSIBLE_NAMES[os_id],
         "version": version,
         "key": OS_KEYS[(os_id, major)],
     }
+    # the host's own Debian mirror, as its apt sources name it (None elsewhere)
+    sources = host.run("cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources 2>/dev/null").stdout
+    if os_id == "debian":
+        assert mirror is not None and mirror.endswith("/debian") and mirror in sources
+    else:
+        assert mirror is None
     assert host_facts["host"]["kernel_release"] == host.check_output("uname -r").strip()
     assert host_facts["host"]["efi"] is host.file("/sys/firmware/efi").is_directory
     assert host_facts["host"]["container"] == "docker"
