@@ -73,6 +73,16 @@ options:
     description: The verify kernel's architecture; empty = C(sm_<cc>) of the host's first GPU, else C(sm_90).
     type: str
     default: ""
+  cuda_toolkit_existing:
+    description:
+      - Where a listed toolkit's C(/usr/local/cuda-X.Y) already holds a toolkit gpufleet did not install (a
+        package's, NVIDIA's runfile's, a hand-made tree; redist source).
+      - C(refuse) stops before any change, naming the path and its owner; C(adopt) uses it as it is when its
+        version matches (gpufleet manages only the alternatives, PATH and linker cache, and verifies it);
+        C(replace) moves it into a dated backup (never deleted) and installs; refused for a package's tree.
+    type: str
+    choices: [refuse, adopt, replace]
+    default: refuse
   cuda_toolkit_skip_compat_check:
     description: Skip the compatibility rules (the result says so).
     type: bool
@@ -188,6 +198,11 @@ ARGUMENT_SPEC = {
     "cuda_toolkit_profile": {"type": "bool", "default": True},
     "cuda_toolkit_ldconfig": {"type": "bool", "default": True},
     "cuda_toolkit_verify_arch": {"type": "str", "default": ""},
+    "cuda_toolkit_existing": {
+        "type": "str",
+        "choices": list(plan_cuda.EXISTING_POLICIES),
+        "default": "refuse",
+    },
     "cuda_toolkit_skip_compat_check": {"type": "bool", "default": False},
     **stack.CHECK_ARGUMENT_SPEC,
 }
@@ -218,10 +233,10 @@ def run(module):
     if p["check_only"]:
         return check_only(p, overrides)
     req = request(p)
-    subsets = ["gpu", "driver"] + (["cuda"] if req["remove_unlisted"] else [])
-    facts = (
-        host_facts(p["facts"], subsets) if not req["skip_compat"] or req["remove_unlisted"] else p["facts"]
-    )
+    # the existing toolkits (cuda subset) matter for removals and for who owns a redist destination
+    needs_cuda = req["remove_unlisted"] or req["source"] == "redist"
+    subsets = ["gpu", "driver"] + (["cuda"] if needs_cuda else [])
+    facts = host_facts(p["facts"], subsets) if not req["skip_compat"] or needs_cuda else p["facts"]
     owned = [t["path"] for t in (facts or {}).get("cuda", {}).get("toolkits", []) if t.get("gpufleet_marker")]
     plan = plan_cuda.plan(req, facts, overrides, owned)
     plan["remove_alternatives"] = plan_cuda.remove_alternatives(plan["remove"])

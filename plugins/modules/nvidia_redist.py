@@ -96,6 +96,14 @@ options:
     description: Add C(lib64 -> lib) in the tree (CUDA toolkit layout).
     type: bool
     default: false
+  replace_foreign:
+    description:
+      - A O(dest) that exists without gpufleet's marker (a package's, a runfile's, a hand-made tree) is
+        refused, in check mode too.
+      - With C(true) it is moved aside into C(<dest>.gpufleet-backup-<UTC time>), never deleted, and the new
+        tree takes its place (RV(backup)).
+    type: bool
+    default: false
   download_dir:
     description: Where archives are downloaded (mirror layout below it).
     type: path
@@ -144,6 +152,16 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+foreign:
+  description: O(dest) exists and carries no gpufleet marker (gpufleet does not own it).
+  returned: with O(dest)
+  type: bool
+  sample: false
+backup:
+  description: Where a foreign O(dest) was moved with O(replace_foreign) (null when nothing was moved).
+  returned: with O(dest)
+  type: str
+  sample: /usr/local/cuda-13.0.gpufleet-backup-20261201T101500Z
 artifacts:
   description: The selected artifacts.
   returned: always
@@ -326,7 +344,9 @@ def _install(module, dest, result):
     if result["installed"] or module.check_mode:
         return
     paths = _fetch_all(p, arts, result)
-    redist.install_tree(dest, paths, arts, lib64_link=p["lib64_link"])
+    result["backup"] = redist.install_tree(
+        dest, paths, arts, lib64_link=p["lib64_link"], replace_foreign=p["replace_foreign"]
+    )
     if not p["keep_downloads"] and not redist.is_local(p["base_url"]):
         for path in paths:
             _remove(path)
@@ -361,16 +381,30 @@ def run(module):
         return result
     result["dest"] = dest
     result["installed"] = redist.is_installed(dest, result["artifacts"])
+    result["foreign"] = redist.foreign(dest)
+    result["backup"] = None
     link_target = None
     if p["link"]:
         link_target = os.readlink(p["link"]) if os.path.islink(p["link"]) else ""
         result["previous_link_target"] = link_target
     if p["state"] == "planned":
         return result
+    if result["foreign"] and not p["replace_foreign"]:
+        # refused in check mode too: the real run would refuse the same tree
+        module.fail_json(msg=_foreign_message(p, dest), **result)
     result["changed"] = not result["installed"] or bool(_stale(dest))
     _install(module, dest, result)
     _switch_and_prune(module, dest, link_target, result)
     return result
+
+
+def _foreign_message(p, dest):
+    label = f"{p['label']}: " if p["label"] else ""
+    return (
+        f"{label}{dest} exists and gpufleet did not install it (no {redist.MARKER}): gpufleet never "
+        "replaces a tree it does not own; adopt it, move it away, or set replace_foreign to move it into a "
+        "dated backup"
+    )
 
 
 def _cached(path, sha256):
@@ -420,6 +454,7 @@ ARGUMENT_SPEC = {
     "keep": {"type": "int"},
     "prune_pattern": {"type": "str"},
     "lib64_link": {"type": "bool", "default": False},
+    "replace_foreign": {"type": "bool", "default": False},
     "download_dir": {"type": "path", "default": stack.HOST_CACHE},
     "keep_downloads": {"type": "bool", "default": False},
     "timeout": {"type": "int", "default": 60},

@@ -21,6 +21,9 @@ BASE = {
     "cuda_toolkit_redist_base_url": MIRROR,
     "cudnn_redist_base_url": MIRROR,
     "cudnn_cuda_major": "13",
+    # this machine may carry a /usr/local/cuda-13.0 that gpufleet did not install: plan the replacement
+    # (with a backup) so that every phase runs; check mode changes nothing
+    "cuda_toolkit_existing": "replace",
 }
 NVIDIA_REPO = {
     "cuda_toolkit_source": "nvidia_repo",

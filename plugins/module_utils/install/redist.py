@@ -225,14 +225,59 @@ def cleanup_stale(dest):
     return removed
 
 
-def install_tree(dest, archives, artifacts, lib64_link=False, hook=None):
+BACKUP_TAG = ".gpufleet-backup-"
+
+
+def foreign(dest):
+    """True when ``dest`` exists and is no tree gpufleet installed (no marker): gpufleet does not own it."""
+    return os.path.lexists(dest) and read_marker(dest) is None
+
+
+def backup_path(dest, stamp=None):
+    """Where a foreign tree is moved aside to: ``<dest>.gpufleet-backup-<UTC time>`` (never deleted)."""
+    stamp = stamp or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return f"{dest.rstrip('/')}{BACKUP_TAG}{stamp}"
+
+
+def _backup_or_refuse(dest, replace_foreign):
+    """None for a missing or gpufleet-owned ``dest``; a backup path for a foreign one if asked."""
+    if not foreign(dest):
+        return None
+    if not replace_foreign:
+        raise RedistError(
+            f"{dest} exists and gpufleet did not install it (no {MARKER}): gpufleet never replaces a tree "
+            "it does not own; adopt it, move it away, or ask for a replacement with a backup"
+        )
+    return backup_path(dest)
+
+
+def _swap_in(stage, dest, backup):
+    """Rename the staging tree onto ``dest``: a foreign tree goes to ``backup``, gpufleet's old one away."""
+    if backup:
+        os.rename(dest, backup)
+        os.rename(stage, dest)
+    elif os.path.lexists(dest):
+        retired = f"{dest}{RETIRED_TAG}{os.getpid()}"
+        os.rename(dest, retired)
+        os.rename(stage, dest)
+        shutil.rmtree(retired)
+    else:
+        os.rename(stage, dest)
+
+
+def install_tree(dest, archives, artifacts, lib64_link=False, *, hook=None, replace_foreign=False):
     """Unpack ``archives`` (paths, verified) into a staging tree, then rename it onto ``dest``.
 
     A kill at any point leaves ``dest`` as it was (or, in the instant between the two renames of a
     replacement, a retired copy that ``cleanup_stale`` removes on the next run). ``hook(stage)`` is
     called after each archive (tests use it to interrupt).
+
+    Only a tree gpufleet installed (its marker) is replaced. A ``dest`` that gpufleet does not own is
+    refused before anything is unpacked, unless ``replace_foreign``: then it is moved aside into a dated
+    backup (``backup_path``), never deleted. Returns that backup path, or None.
     """
     dest = dest.rstrip("/")
+    backup = _backup_or_refuse(dest, replace_foreign)
     parent = os.path.dirname(dest)
     os.makedirs(parent, exist_ok=True)
     stage = f"{dest}{STAGING_TAG}{os.getpid()}"
@@ -253,17 +298,12 @@ def install_tree(dest, archives, artifacts, lib64_link=False, hook=None):
         with open(os.path.join(stage, MARKER), "w") as handle:
             json.dump(marker_for(artifacts), handle, indent=1, sort_keys=True)
         os.chmod(stage, 0o755)
-        if os.path.lexists(dest):
-            retired = f"{dest}{RETIRED_TAG}{os.getpid()}"
-            os.rename(dest, retired)
-            os.rename(stage, dest)
-            shutil.rmtree(retired)
-        else:
-            os.rename(stage, dest)
+        _swap_in(stage, dest, backup)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
     _fsync_dir(parent)
+    return backup
 
 
 def _fsync_dir(path):

@@ -155,6 +155,85 @@ def toolkits(req):
     return out
 
 
+EXISTING_POLICIES = ("refuse", "adopt", "replace")
+EXISTING_ALLOWED = "refuse (the default), adopt, replace"
+
+
+def owner_of(toolkit):
+    """(kind, words) of who owns a toolkit tree of the facts: gpufleet, package, runfile or unknown."""
+    if toolkit.get("gpufleet_marker"):
+        return "gpufleet", "gpufleet"
+    package = toolkit.get("package") or {}
+    if toolkit.get("source") in ("deb", "rpm") and package.get("name"):
+        return "package", f"package {package['name']} {package.get('version', '')}".strip()
+    if toolkit.get("source") == "runfile":
+        return "runfile", "NVIDIA's runfile installer (bin/cuda-uninstaller)"
+    if toolkit.get("source") == "redist":
+        return "unknown", "no package and no gpufleet marker (a redist tree gpufleet did not install)"
+    return "unknown", "unknown (no package, no runfile uninstaller, no gpufleet marker)"
+
+
+def _existing_at(facts, dest):
+    for toolkit in ((facts or {}).get("cuda") or {}).get("toolkits") or []:
+        if toolkit.get("path") == dest:
+            return toolkit
+    return None
+
+
+def _refusal(entry, policy, words, why):
+    return PlanError(
+        bad(
+            "cuda_toolkit_existing",
+            policy,
+            EXISTING_ALLOWED,
+            f"{entry['dest']} is already there, owned by {words}; {why}",
+        )
+    )
+
+
+def _decide_existing(entry, found, policy):
+    """What to do with a listed toolkit whose directory already holds a toolkit (redist source)."""
+    kind, words = owner_of(found)
+    entry["existing"] = {"owner": kind, "owned_by": words, "version": found.get("version")}
+    if kind == "gpufleet":
+        return "install"  # gpufleet's own tree: kept or upgraded in place, as always
+    if policy == "refuse":
+        raise _refusal(
+            entry,
+            policy,
+            words,
+            "gpufleet never replaces what it does not own: set cuda_toolkit_existing: adopt to use it as it "
+            "is (gpufleet then manages only the alternatives, PATH and linker cache), or remove it first",
+        )
+    if policy == "adopt":
+        wanted, there = str(entry["version"]), str(found.get("version") or "")
+        if there.split(".")[:2] != wanted.split(".")[:2] or (wanted.count(".") > 1 and there != wanted):
+            why = f"it holds CUDA {there or 'of unknown version'}, not {wanted}"
+            raise _refusal(entry, policy, words, why)
+        return "adopt"
+    if kind == "package":
+        raise _refusal(
+            entry,
+            policy,
+            words,
+            "a package's files are removed through the package manager (apt-get/dnf remove), never replaced",
+        )
+    return "replace"
+
+
+def decide_existing(entries, facts, policy, source):
+    """Each entry's ``action``: install, adopt (leave the tree, verify it), replace (backup, then install)."""
+    if policy not in EXISTING_POLICIES:
+        raise PlanError(bad("cuda_toolkit_existing", policy, EXISTING_ALLOWED))
+    for entry in entries:
+        entry["existing"], entry["action"] = None, "install"
+        found = _existing_at(facts, entry["dest"]) if source == "redist" else None
+        if found is not None:
+            entry["action"] = _decide_existing(entry, found, policy)
+        entry["replace"] = entry["action"] == "replace"
+    return entries
+
+
 def removal(owned, dests):
     """gpufleet-owned toolkit trees (``owned``: paths carrying gpufleet's marker) that are not listed."""
     out = []
@@ -207,10 +286,11 @@ def plan(req, facts=None, overrides=None, owned=()):
     """The whole toolkit plan from the role's variables (``req``) and the host's facts.
 
     req: versions, default, source, verify_arch, releases, components, controller_cache, controller_cache_dir,
-    base_url, remove_unlisted, profile, ldconfig, skip_compat, machine.
+    base_url, remove_unlisted, profile, ldconfig, skip_compat, machine, existing (refuse | adopt | replace:
+    what to do where a listed toolkit's directory already holds a toolkit gpufleet did not install).
     """
     validate(req["versions"], req.get("default", ""), req.get("verify_arch", ""))
-    entries = toolkits(req)
+    entries = decide_existing(toolkits(req), facts, req.get("existing", "refuse"), req["source"])
     default = default_cuda(req["versions"], req.get("default", ""))
     locations = redist_locations(
         req, req.get("controller_cache"), req.get("controller_cache_dir"), req.get("base_url")
@@ -229,6 +309,9 @@ def plan(req, facts=None, overrides=None, owned=()):
         "default": default,
         "source": req["source"],
         "toolkits": entries,
+        # the toolkits gpufleet installs (or keeps current); adopted ones are left as they are, and verified
+        "install": [e for e in entries if e["action"] != "adopt"],
+        "adopted": [e["dest"] for e in entries if e["action"] == "adopt"],
         "alternatives_args": [default, *[e["xy"] for e in entries]] if not_distro else [],
         "profile": {
             "path": PROFILE_FILE,

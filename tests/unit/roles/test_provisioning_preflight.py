@@ -100,8 +100,10 @@ def test_cudnn_skip_is_reported(tmp_path):
         ({"cuda_toolkit_versions": ["13.x"]}, "cuda_toolkit_versions=['13.x'] (allowed: a non-empty list"),
         ({"cuda_toolkit_versions": ["13.0"], "cuda_toolkit_default": "12.9"}, "cuda_toolkit_default=12.9"),
         (
-            {"cuda_toolkit_versions": ["13.0"], "cuda_toolkit_redist_base_url": "file:///nonexistent"},
-            "cuda_toolkit_versions: 13.0: no redist manifest for it (cannot read file:///nonexistent/cuda/redist/",
+            # 12.9: a CUDA that no machine of ours carries in /usr/local already (a 13.0 tree gpufleet did not
+            # install would rightly be refused first, by cuda_toolkit_existing)
+            {"cuda_toolkit_versions": ["12.9"], "cuda_toolkit_redist_base_url": "file:///nonexistent"},
+            "cuda_toolkit_versions: 12.9: no redist manifest for it (cannot read file:///nonexistent/cuda/redist/",
         ),
         (
             {"cuda_toolkit_versions": ["11.2"], "cuda_toolkit_skip_compat_check": True},

@@ -46,7 +46,7 @@ def cudnn_run(**params):
 
 
 def test_given_facts_are_used_as_they_are(gathered):
-    result = cuda_run(facts=H200_FACTS)
+    result = cuda_run(facts=dict(H200_FACTS, gather_subset=["cuda", "driver", "gpu"], cuda={"toolkits": []}))
     assert gathered == []
     assert result["plan"]["verify"]["arch"] == "sm_90"
     assert result["default"] == "13.0"
@@ -54,9 +54,11 @@ def test_given_facts_are_used_as_they_are(gathered):
 
 
 def test_facts_are_gathered_only_when_absent_or_short_of_a_subset(gathered):
-    cuda_run()
-    cuda_run(facts=H200_FACTS, cuda_toolkit_remove_unlisted=True)
-    assert gathered == [["driver", "gpu"], ["cuda", "driver", "gpu"]]
+    cuda_run(cuda_toolkit_source="nvidia_repo")
+    cuda_run(facts=H200_FACTS, cuda_toolkit_source="nvidia_repo", cuda_toolkit_remove_unlisted=True)
+    # redist: who owns the destinations is read from the cuda subset
+    cuda_run(facts=H200_FACTS)
+    assert gathered == [["driver", "gpu"], ["cuda", "driver", "gpu"], ["cuda", "driver", "gpu"]]
 
 
 def test_check_only_reports_an_incompatible_plan(gathered):

@@ -36,6 +36,7 @@ DEFAULTS = {
     "keep": None,
     "prune_pattern": None,
     "lib64_link": False,
+    "replace_foreign": False,
     "keep_downloads": False,
     "timeout": 5,
 }
@@ -459,3 +460,35 @@ def test_fault_kill_during_unpack_keeps_previous_install(mirror, tmp_path):
     assert lib(tmp_path) == "cudnn 9.14.0.64 cuda13"
     _no_debris(tmp_path)
     assert install(mirror, tmp_path, "9.14.0", "9.14.0.64")["changed"] is False
+
+
+def _foreign_tree(tmp_path, full="9.14.0.64", major="13"):
+    """A hand-unpacked cuDNN at the very path gpufleet would install to (no gpufleet marker)."""
+    tree = tmp_path / "opt" / f"{full}-cuda{major}"
+    (tree / "lib").mkdir(parents=True)
+    (tree / "lib" / "libcudnn.so.9").write_text("the user's own cuDNN")
+    return tree
+
+
+def test_a_tree_gpufleet_does_not_own_is_refused_in_check_mode_and_for_real(mirror, tmp_path):
+    mirror.publish_cudnn("9.14.0.64")
+    tree = _foreign_tree(tmp_path)
+    for check_mode in (True, False):
+        with pytest.raises(Failed, match=r"9\.14\.0\.64-cuda13 exists and gpufleet did not install it"):
+            install(mirror, tmp_path, "9.14.0", "9.14.0.64", check_mode=check_mode, label="cudnn_version")
+    assert (tree / "lib" / "libcudnn.so.9").read_text() == "the user's own cuDNN"
+    assert sorted(p.name for p in (tmp_path / "opt").iterdir()) == [tree.name]
+    assert len([r for r in mirror.requests if r.endswith(".tar.xz")]) == 0, "nothing downloaded"
+
+
+def test_replace_foreign_moves_the_tree_into_a_backup_and_never_deletes_it(mirror, tmp_path):
+    mirror.publish_cudnn("9.14.0.64")
+    tree = _foreign_tree(tmp_path)
+    res = install(mirror, tmp_path, "9.14.0", "9.14.0.64", replace_foreign=True)
+    assert res["changed"] is True and res["foreign"] is True
+    backup = Path(res["backup"])
+    assert backup.name.startswith(tree.name + ".gpufleet-backup-")
+    assert (backup / "lib" / "libcudnn.so.9").read_text() == "the user's own cuDNN"
+    assert lib(tmp_path) == "cudnn 9.14.0.64 cuda13"
+    res = install(mirror, tmp_path, "9.14.0", "9.14.0.64", replace_foreign=True)
+    assert res["changed"] is False and res["foreign"] is False and res["backup"] is None

@@ -199,3 +199,94 @@ def test_compat_input_errors_name_the_users_variables():
     assert stack.user_wording("driver_branch: 'R9' ...").startswith("nvidia_driver_branch: ")
     with pytest.raises(stack.PlanError, match=r"^nvidia_driver_gpus\[0\]"):
         stack.run_checks([("x", {})], dict(stack.compat_inputs({}), gpus=["bogus"]))
+
+
+# ---------------------------------------------------------------- who owns /usr/local/cuda-X.Y (redist)
+# The real H200: CUDA 13.0 from NVIDIA's apt packages (tests/data/h200-ubuntu2404: dpkg status).
+H200_DEB_TOOLKIT = {
+    "path": "/usr/local/cuda-13.0",
+    "version": "13.0.2",
+    "source": "deb",
+    "package": {"name": "cuda-toolkit-13-0-config-common", "version": "13.0.96-1", "manager": "deb"},
+    "gpufleet_marker": False,
+}
+RUNFILE_TOOLKIT = {"path": "/usr/local/cuda-13.0", "version": "13.0.1", "source": "runfile", "package": None}
+GPUFLEET_TOOLKIT = {
+    "path": "/usr/local/cuda-13.0",
+    "version": "13.0.2",
+    "source": "redist",
+    "gpufleet_marker": True,
+}
+HAND_MADE_TOOLKIT = {"path": "/usr/local/cuda-13.0", "version": "13.0.2", "source": "redist", "package": None}
+
+
+def facts_with(*toolkits):
+    return {"gpus": [], "cuda": {"toolkits": list(toolkits)}}
+
+
+def plan_with(toolkit, existing="refuse", **kw):
+    return cuda.plan(request(existing=existing, skip_compat=True, **kw), facts=facts_with(toolkit))
+
+
+def test_the_h200s_package_toolkit_is_refused_by_default_naming_path_and_package():
+    """The first wave replaced this very tree on the H200 and reported success."""
+    with pytest.raises(stack.PlanError) as err:
+        plan_with(H200_DEB_TOOLKIT)
+    message = str(err.value)
+    assert message.startswith("cuda_toolkit_existing=refuse (allowed: refuse (the default), adopt, replace)")
+    assert (
+        "/usr/local/cuda-13.0 is already there, owned by package cuda-toolkit-13-0-config-common 13.0.96-1"
+        in (message)
+    )
+    assert "set cuda_toolkit_existing: adopt" in message
+
+
+@pytest.mark.parametrize("toolkit", [RUNFILE_TOOLKIT, HAND_MADE_TOOLKIT], ids=["runfile", "hand-made"])
+def test_other_foreign_trees_are_refused_by_default(toolkit):
+    with pytest.raises(stack.PlanError, match="is already there, owned by"):
+        plan_with(toolkit)
+
+
+def test_adopt_leaves_a_matching_tree_alone_and_still_verifies_it():
+    plan = plan_with(H200_DEB_TOOLKIT, existing="adopt")
+    (entry,) = plan["toolkits"]
+    assert entry["action"] == "adopt" and entry["existing"]["owner"] == "package"
+    assert plan["install"] == [] and plan["adopted"] == ["/usr/local/cuda-13.0"]
+    assert plan["verify"]["prefixes"] == ["/usr/local/cuda-13.0"]
+    assert plan["alternatives_args"] == ["13.0", "13.0"]
+
+
+@pytest.mark.parametrize("wanted", ["12.9", "13.0.1"])
+def test_adopt_refuses_a_tree_of_another_version(wanted):
+    toolkit = dict(H200_DEB_TOOLKIT, path=f"/usr/local/cuda-{cuda.xy(wanted)}")
+    with pytest.raises(stack.PlanError, match=f"it holds CUDA 13.0.2, not {wanted}"):
+        plan_with(toolkit, existing="adopt", versions=[wanted])
+
+
+def test_replace_is_refused_for_a_packages_tree():
+    with pytest.raises(stack.PlanError, match="removed through the package manager"):
+        plan_with(H200_DEB_TOOLKIT, existing="replace")
+
+
+@pytest.mark.parametrize("toolkit", [RUNFILE_TOOLKIT, HAND_MADE_TOOLKIT], ids=["runfile", "hand-made"])
+def test_replace_backs_up_a_tree_that_is_no_packages(toolkit):
+    plan = plan_with(toolkit, existing="replace")
+    (entry,) = plan["install"]
+    assert entry["action"] == "replace" and entry["replace"] is True
+
+
+def test_gpufleets_own_tree_is_kept_current_under_every_policy():
+    for existing in cuda.EXISTING_POLICIES:
+        (entry,) = plan_with(GPUFLEET_TOOLKIT, existing=existing)["install"]
+        assert entry["action"] == "install" and entry["replace"] is False
+
+
+def test_package_sources_are_not_judged_here():
+    """nvidia_repo/distro install packages: the package manager owns those trees."""
+    plan = plan_with(H200_DEB_TOOLKIT, source="nvidia_repo")
+    assert plan["toolkits"][0]["action"] == "install" and plan["toolkits"][0]["existing"] is None
+
+
+def test_an_unknown_policy_names_the_variable():
+    with pytest.raises(stack.PlanError, match=r"cuda_toolkit_existing=keep \(allowed: refuse"):
+        plan_with(H200_DEB_TOOLKIT, existing="keep")
