@@ -6,7 +6,7 @@
 # Here, once:  the py3.12 wheels of ansible-core, resolvelib, cryptography, cffi, pycparser, pytest-testinfra in .whl
 #               (git-ignored): pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl ...
 # There:       carry [.whl, .collections]; run  scripts/h200_prove.sh STEP...
-# Steps: compat facts driver cudnn audit redesign gpu-bare (default: all). Outputs: $OUT/<step>.txt (+ audit.json).
+# Steps: compat facts driver cudnn audit redesign brownfield gpu-bare (default: all). Outputs: $OUT/<step>.txt (+ audit.json).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -91,6 +91,37 @@ redesign() {
   echo "rc=$?"
 }
 
+tree_state() {
+  # every file of the package-managed toolkit (sha256) and what dpkg says of the cuda packages
+  (cd /usr/local/cuda-13.0 && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum)
+  dpkg -V $(dpkg-query -W -f '${Package}\n' 'cuda-*13-0*' 2>/dev/null) 2>&1 | head -20
+  echo "dpkg -V rc=$?"
+}
+
+brownfield() {
+  # The first wave's failure: cuda.yml with source redist over the package-managed /usr/local/cuda-13.0.
+  python3 scripts/mirror_from_host.py --out .lab/mirror --cuda 13.0 >/dev/null 2>&1 || echo "mirror build failed"
+  local v=(-e gpufleet_cuda_hosts=localhost -e ansible_become=false -e cuda_toolkit_source=redist
+    -e '{"cuda_toolkit_versions":["13.0"]}' -e "cuda_toolkit_redist_base_url=file://$ROOT/.lab/mirror")
+  echo "### before"; tree_state
+  echo "### cuda.yml source redist over the package's tree (default cuda_toolkit_existing: refuse) --check"
+  ansible-playbook playbooks/cuda.yml "${X[@]}" "${v[@]}" --check
+  echo "rc=$?"
+  echo "### the same, for real"
+  ansible-playbook playbooks/cuda.yml "${X[@]}" "${v[@]}"
+  echo "rc=$?"
+  echo "### after the refusals"; tree_state
+  echo "### cuda_toolkit_existing: adopt (twice: the second run must change nothing)"
+  ansible-playbook playbooks/cuda.yml "${X[@]}" "${v[@]}" -e cuda_toolkit_existing=adopt
+  echo "rc=$?"
+  ansible-playbook playbooks/cuda.yml "${X[@]}" "${v[@]}" -e cuda_toolkit_existing=adopt
+  echo "rc=$?"
+  echo "### cuda_toolkit_existing: replace (refused for a package's tree)"
+  ansible-playbook playbooks/cuda.yml "${X[@]}" "${v[@]}" -e cuda_toolkit_existing=replace
+  echo "rc=$?"
+  echo "### after"; tree_state
+}
+
 gpu-bare() {
   nvidia-smi -L
   GPUFLEET_EXPECT_CUDNN=${GPUFLEET_EXPECT_CUDNN:-9.14.0.64} GPUFLEET_EXPECT_GPU=H200 \
@@ -100,7 +131,7 @@ gpu-bare() {
 
 setup
 steps=("$@")
-[[ ${#steps[@]} -gt 0 ]] || steps=(compat facts driver cudnn audit redesign gpu-bare)
+[[ ${#steps[@]} -gt 0 ]] || steps=(compat facts driver cudnn audit redesign brownfield gpu-bare)
 for s in "${steps[@]}"; do
   echo "== $s"
   "$s" >"$OUTDIR/$s.txt" 2>&1
