@@ -178,6 +178,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda as plan_cuda
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import redist as plan_redist
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import stack
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
 
@@ -186,14 +187,11 @@ ARGUMENT_SPEC = {
     "cuda_toolkit_versions": {"type": "list", "elements": "str", "default": list(plan_cuda.DEFAULT_VERSIONS)},
     "cuda_toolkit_default": {"type": "str", "default": ""},
     "cuda_toolkit_source": {"type": "str", "choices": list(plan_cuda.SOURCES), "default": "redist"},
-    "cuda_toolkit_redist_base_url": {
-        "type": "str",
-        "default": "https://developer.download.nvidia.com/compute",
-    },
+    "cuda_toolkit_redist_base_url": {"type": "str", "default": plan_redist.NVIDIA_BASE_URL},
     "cuda_toolkit_redist_components": {"type": "list", "elements": "str", "default": []},
     "cuda_toolkit_redist_releases": {"type": "dict", "default": {}},
     "cuda_toolkit_controller_cache": {"type": "bool", "default": False},
-    "cuda_toolkit_controller_cache_dir": {"type": "str", "default": "/var/tmp/gpufleet-redist"},
+    "cuda_toolkit_controller_cache_dir": {"type": "str", "default": stack.CONTROLLER_CACHE},
     "cuda_toolkit_remove_unlisted": {"type": "bool", "default": False},
     "cuda_toolkit_profile": {"type": "bool", "default": True},
     "cuda_toolkit_ldconfig": {"type": "bool", "default": True},

@@ -137,6 +137,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cudnn as plan_cudnn
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import redist as plan_redist
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import stack
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
 
@@ -146,9 +147,9 @@ ARGUMENT_SPEC = {
     "cudnn_cuda_major": {"type": "str", "default": ""},
     "cudnn_extra_variants": {"type": "list", "elements": "dict", "default": []},
     "cudnn_source": {"type": "str", "choices": list(plan_cudnn.SOURCES), "default": "redist"},
-    "cudnn_redist_base_url": {"type": "str", "default": "https://developer.download.nvidia.com/compute"},
+    "cudnn_redist_base_url": {"type": "str", "default": plan_redist.NVIDIA_BASE_URL},
     "cudnn_controller_cache": {"type": "bool", "default": False},
-    "cudnn_controller_cache_dir": {"type": "str", "default": "/var/tmp/gpufleet-redist"},
+    "cudnn_controller_cache_dir": {"type": "str", "default": stack.CONTROLLER_CACHE},
     "cudnn_prefix": {"type": "str", "default": "/opt/nvidia/cudnn"},
     "cudnn_keep_versions": {"type": "int", "default": 1},
     "cudnn_ldconfig": {"type": "bool", "default": True},

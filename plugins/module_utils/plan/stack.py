@@ -153,6 +153,9 @@ def failure_message(role, errors):
     return f"{role}: the plan cannot work on this host: {text}"
 
 
+# The controller's download cache of both roles (cuda_toolkit_/cudnn_controller_cache_dir default).
+CONTROLLER_CACHE = "/var/tmp/gpufleet-redist"
+
 # The plan modules' shared options (documented in plugins/doc_fragments/plan_checks.py): the facts, and the
 # overrides playbooks/preflight.yml passes instead of the host's own GPUs, driver and OS.
 OVERRIDES = ("gpus", "driver_version", "driver_branch", "kernel_module", "os", "cuda_forward_compat")
