@@ -42,7 +42,10 @@ author:
 options:
   gather_subset:
     description:
-      - What to gather. V(all), or any of V(gpu), V(driver), V(cuda), V(cudnn).
+      - What to gather. V(all), or any of V(gpu), V(driver), V(cuda), V(cudnn), V(owners).
+      - V(owners) is who owns what the roles may touch (C(/usr/local/cuda*), gpufleet's files under
+        C(/etc), O(owner_paths)), the C(cuda*) alternatives, and the dynamic linker's directories in
+        ldconfig's order with what C(libcudnn.so.N) and C(libcudart.so.N) resolve to now.
       - A name prefixed with C(!) is excluded, for example V([all, "!cudnn"]).
       - Host context (container, VM) is always gathered.
     type: list
@@ -60,6 +63,13 @@ options:
     description:
       - Extra trees (paths inside O(root)) scanned for cuDNN copies, in addition to
         C(/usr), C(/usr/local), C(/opt), C(/srv), C(/home) and C(/root).
+    type: list
+    elements: path
+    default: []
+  owner_paths:
+    description:
+      - Extra paths (inside O(root)) whose entries the V(owners) subset describes, each with its
+        children, for example the cuDNN prefix C(/opt/nvidia/cudnn).
     type: list
     elements: path
     default: []
@@ -226,6 +236,39 @@ ansible_facts:
           sample: [{"soname": "libcudnn.so.9", "major": 9, "path": "/lib/x86_64-linux-gnu/libcudnn.so.9",
                     "real_path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0", "copy_path": "/usr",
                     "version": "9.14.0"}]
+        owners:
+          description: Subset V(owners) (empty otherwise). C(paths) maps each path the roles may create, link
+            or replace to its type, link target, real path, owner (C(kind) gpufleet, package, runfile, conda,
+            pip, tarball, unknown or absent; C(name), C(version), C(words)) and whether it is a file gpufleet
+            wrote; C(alternatives) the C(cuda*) update-alternatives (mode, link, value, candidates);
+            C(linker) the directories ldconfig reads in its order (C(conf)) and, per C(libcudnn.so.N) and
+            C(libcudart.so.N) soname, what the loader resolves now and who owns it (C(providers)).
+          type: dict
+          sample:
+            paths:
+              /usr/local/cuda-13.0:
+                type: dir
+                target: null
+                real: /usr/local/cuda-13.0
+                owner: {kind: package, name: cuda-nvcc-13-0, version: 13.0.88-1,
+                        words: "package cuda-nvcc-13-0 13.0.88-1"}
+                gpufleet_file: false
+            alternatives:
+              cuda: {mode: auto, link: /usr/local/cuda, value: /usr/local/cuda-13.0,
+                     candidates: [{path: /usr/local/cuda-13.0, priority: 130}]}
+            linker:
+              conf:
+                - {file: /etc/ld.so.conf.d/000_cuda.conf, dir: /usr/local/cuda/targets/x86_64-linux/lib,
+                   sonames: [libcudart.so.13]}
+              providers:
+                libcudnn.so.9:
+                  path: /lib/x86_64-linux-gnu/libcudnn.so.9
+                  real: /usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0
+                  dir: /lib/x86_64-linux-gnu
+                  version: 9.14.0
+                  owner: {kind: package, name: libcudnn9-cuda-13, version: 9.14.0.64-1,
+                          words: "package libcudnn9-cuda-13 9.14.0.64-1"}
+            reasons: []
 """
 
 import os
@@ -240,6 +283,7 @@ def main():
             "gather_subset": {"type": "list", "elements": "str", "default": ["all"]},
             "root": {"type": "path", "default": "/"},
             "cudnn_search_paths": {"type": "list", "elements": "path", "default": []},
+            "owner_paths": {"type": "list", "elements": "path", "default": []},
             "max_depth": {"type": "int", "default": 6},
             "timeout": {"type": "float", "default": 20.0},
         },
@@ -256,11 +300,12 @@ def main():
                 params["timeout"]
             )
         )
-    for path in params["cudnn_search_paths"]:
-        if not path.startswith("/"):
-            module.fail_json(
-                msg=f"cudnn_search_paths: {path!r} is not allowed; allowed: absolute paths inside root"
-            )
+    for option in ("cudnn_search_paths", "owner_paths"):
+        for path in params[option]:
+            if not path.startswith("/"):
+                module.fail_json(
+                    msg=f"{option}: {path!r} is not allowed; allowed: absolute paths inside root"
+                )
     os.environ.update({"LC_ALL": "C", "LANG": "C"})
     module.run_command_environ_update = {"LC_ALL": "C", "LANG": "C"}
     try:
@@ -268,6 +313,7 @@ def main():
             root_path=params["root"],
             gather_subset=params["gather_subset"],
             cudnn_search_paths=params["cudnn_search_paths"],
+            owner_paths=params["owner_paths"],
             max_depth=params["max_depth"],
             timeout=params["timeout"],
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import owners as probe_owners
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import UNKNOWN, run_command
 
 TOOLKIT_PARENTS = ("/usr/local", "/opt/nvidia", "/opt")
@@ -97,25 +98,31 @@ def toolkit_version(root, path, live):
     return UNKNOWN, "unknown", "; ".join(reasons) or f"no version.json, cuda.h or nvcc in {path}"
 
 
-def _package_for(packages, major_minor):
+def _package_by_name(packages, major_minor):
+    """The package of a toolkit by NVIDIA's names, for a database without file lists (fallback only)."""
     if major_minor == UNKNOWN:
         return None
     suffix = major_minor.replace(".", "-")
-    for name in (
-        f"cuda-toolkit-{suffix}",
-        f"cuda-toolkit-{suffix}-config-common",
-        f"cuda-cudart-{suffix}",
-        f"cuda-nvcc-{suffix}",
-        f"cuda-libraries-{suffix}",
-    ):
-        package = packages.get(name)
-        if package:
-            return package
+    for name in (f"cuda-toolkit-{suffix}", f"cuda-nvcc-{suffix}", f"cuda-cudart-{suffix}"):
+        if packages.get(name):
+            return packages.get(name)
     return None
 
 
+def toolkit_owner(root, packages, path, major_minor):
+    """(owner, package): the tree's owner (probe/owners.py), else a package named for its version."""
+    owner = probe_owners.owner_of_tree(root, packages, path)
+    if owner["kind"] == "package":
+        return owner, packages.get(owner["name"])
+    package = _package_by_name(packages, major_minor) if owner["kind"] == "unknown" else None
+    if package:
+        owner = probe_owners.package_owner(package)
+        owner["words"] += " (by its name: no package file list names the tree)"
+    return owner, package
+
+
 # The marker gpufleet writes into every tree it installs (install/redist.py writes it; a test ties the two).
-GPUFLEET_MARKER = ".gpufleet-redist.json"
+GPUFLEET_MARKER = probe_owners.GPUFLEET_MARKER
 
 
 def find_toolkits(root):
@@ -144,12 +151,12 @@ def probe(root, live, packages):
     for path in find_toolkits(root):
         version, version_from, reason = toolkit_version(root, path, live)
         major_minor = ".".join(version.split(".")[:2]) if version != UNKNOWN else UNKNOWN
-        package = _package_for(packages, major_minor)
+        owner, package = toolkit_owner(root, packages, path, major_minor)
         if package:
             source = package["manager"]
-        elif root.exists(path + "/bin/cuda-uninstaller"):
+        elif owner["kind"] == "runfile":
             source = "runfile"
-        elif version_from == "version.json":
+        elif owner["kind"] == "gpufleet" or version_from == "version.json":
             source = "redist"
         else:
             source = UNKNOWN
@@ -161,14 +168,15 @@ def probe(root, live, packages):
             "source": source,
             "package": packages.public(package),
             "nvcc": root.exists(path + "/bin/nvcc"),
-            "gpufleet_marker": root.exists(f"{path}/{GPUFLEET_MARKER}"),
+            "gpufleet_marker": owner["kind"] == "gpufleet",
+            "owner": owner,
             "reasons": {},
         }
         if reason:
             toolkit["reasons"]["version"] = reason
         if source == UNKNOWN:
             toolkit["reasons"]["source"] = (
-                f"no cuda package for {major_minor}, no runfile uninstaller, no version.json"
+                f"no package owns {path}/bin/nvcc or its headers, no runfile uninstaller, no version.json"
             )
         cuda["toolkits"].append(toolkit)
     if root.exists("/usr/local/cuda"):

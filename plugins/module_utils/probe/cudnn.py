@@ -16,6 +16,7 @@ import os
 import re
 import time
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import owners as probe_owners
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import (
     UNKNOWN,
     run_isolated,
@@ -774,5 +775,6 @@ def probe(root, live, packages, ld_entries, *, search_paths=None, max_depth=6, d
     resolved_list = resolved(root, copies, ld_entries)
     for copy in copies:
         copy.pop("_lib_link", None)
+        copy["owner"] = probe_owners.owner_of_copy(root, packages, copy)
     copies.sort(key=lambda c: (c["source"], c["path"]))
     return copies, resolved_list, scan.warnings, scan.truncated

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import time
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import cuda as probe_cuda
@@ -13,6 +14,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import drive
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import gpu as probe_gpu
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import host as probe_host
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import ldcache as probe_ldcache
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import owners as probe_owners
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import (
     SCHEMA_VERSION,
     Root,
@@ -21,7 +23,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common impor
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.packages import Packages
 
-SUBSETS = ("gpu", "driver", "cuda", "cudnn")
+SUBSETS = ("gpu", "driver", "cuda", "cudnn", "owners")
 
 
 class SubsetError(ValueError):
@@ -66,6 +68,7 @@ def empty_facts(root_path, subsets):
         "cuda": {},
         "cudnn": [],
         "cudnn_resolved": [],
+        "owners": {},
     }
 
 
@@ -170,6 +173,20 @@ class _Gathering:
         if problems:
             state.update(state="partial", reason="; ".join(problems))
 
+    def owners(self, state, extra_paths):
+        packages = self.packages()
+        machine = platform.machine()
+        self.facts["owners"] = probe_owners.probe(
+            self.root,
+            packages,
+            self.ld(),
+            lambda flags: probe_ldcache.arch_ok(flags, machine),
+            extra_paths=extra_paths,
+        )
+        problems = [r for r in [self.ld_reason, *packages.reasons, *self.facts["owners"]["reasons"]] if r]
+        if problems:
+            state.update(state="partial", reason="; ".join(problems))
+
 
 def _missing_root(facts, root, root_path, subsets):
     """Every probe `unknown` with the reason: the root does not exist or is not a directory."""
@@ -185,7 +202,14 @@ def _missing_root(facts, root, root_path, subsets):
 
 
 def gather(
-    root_path="/", gather_subset=("all",), *, cudnn_search_paths=(), max_depth=6, timeout=20.0, live=None
+    root_path="/",
+    gather_subset=("all",),
+    *,
+    cudnn_search_paths=(),
+    owner_paths=(),
+    max_depth=6,
+    timeout=20.0,
+    live=None,
 ):
     """The `nvidia` fact. `live` (run NVML, nvidia-smi, modinfo, ctypes) defaults to root being `/`."""
     started = time.monotonic()
@@ -211,5 +235,7 @@ def gather(
             run.timed("cuda", run.cuda)
         if "cudnn" in subsets:
             run.timed("cudnn", lambda state: run.cudnn(state, cudnn_search_paths, max_depth))
+        if "owners" in subsets:
+            run.timed("owners", lambda state: run.owners(state, owner_paths))
     facts["elapsed_ms"] = int((time.monotonic() - started) * 1000)
     return facts

@@ -78,7 +78,8 @@ def parse_ldconfig_p(text):
     return result
 
 
-def _arch_ok(flags, machine):
+def arch_ok(flags, machine):
+    """Whether a cache entry (binary flags or `ldconfig -p` text) is of this machine's ABI."""
     if isinstance(flags, str):  # ldconfig -p form: "libc6,x86-64"
         name = ARCH_NAMES.get(machine)
         return name is None or name in flags
@@ -108,7 +109,7 @@ def resolve(entries, soname, machine=None):
     """Path the loader picks for `soname` (first cache entry of this machine's ABI), or None."""
     machine = machine or platform.machine()
     for name, path, flags in entries:
-        if name == soname and _arch_ok(flags, machine):
+        if name == soname and arch_ok(flags, machine):
             return path
     return None
 
@@ -129,7 +130,7 @@ def sonames(entries, pattern, machine=None):
     regex = re.compile(pattern)
     picked = {}
     for name, path, flags in entries:
-        if name not in picked and regex.match(name) and _arch_ok(flags, machine):
+        if name not in picked and regex.match(name) and arch_ok(flags, machine):
             picked[name] = path
     return picked
 

@@ -167,6 +167,7 @@ class Packages:
         if reason:
             self.reasons.append(reason)
         self._files = {}
+        self._index = None
 
     def all(self):
         merged = dict(self.rpm)
@@ -184,6 +185,16 @@ class Packages:
             else:
                 self._files[key] = rpm_files(self.root, package)
         return self._files[key]
+
+    def path_index(self):
+        """{path: package} over the file lists of every relevant package (built once)."""
+        if self._index is None:
+            self._index = {}
+            for package in self.all().values():
+                files, _reason = self.files(package)
+                for path in files:
+                    self._index.setdefault(path, package)
+        return self._index
 
     def driver_packages(self):
         """Every installed NVIDIA driver package: [{name, version, held}] sorted by name."""

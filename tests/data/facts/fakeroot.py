@@ -132,6 +132,50 @@ def _dpkg_lists():
     return dict(zip(("libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13"), blocks))
 
 
+# The update-alternatives database as `update-alternatives --display cuda` of the H200 shows it (dpkg format).
+ALTERNATIVE = "auto\n/usr/local/{name}\n\n/usr/local/cuda-13.0\n130\n\n"
+# NVIDIA's packages' linker files: 000_cuda.conf (the default toolkit), 988_cuda-<M>.conf (per major); which
+# config-common package ships which is an assumption (not captured on the H200).
+CUDA_LD_CONFS = {
+    "cuda-toolkit-config-common": (
+        "/etc/ld.so.conf.d/000_cuda.conf",
+        "/usr/local/cuda/targets/x86_64-linux/lib",
+    ),
+    "cuda-toolkit-13-config-common": (
+        "/etc/ld.so.conf.d/988_cuda-13.conf",
+        "/usr/local/cuda-13/targets/x86_64-linux/lib",
+    ),
+}
+
+
+def h200_toolkit_owners(root, cuda):
+    """The H200's toolkit as its packages own it: nvcc, cudart, the linker files, alternatives, ld.so.conf."""
+    lib = cuda + "/targets/x86_64-linux/lib"
+    write(root, lib + "/libcudart.so.13.0.96", "ELF")
+    link(root, lib + "/libcudart.so.13", "libcudart.so.13.0.96")
+    lists = {
+        "cuda-nvcc-13-0": [cuda, cuda + "/bin", cuda + "/bin/nvcc"],
+        "cuda-cudart-13-0": [cuda, lib, lib + "/libcudart.so.13.0.96", lib + "/libcudart.so.13"],
+        "cuda-cudart-dev-13-0": [cuda + "/targets/x86_64-linux/include/cuda.h"],
+    }
+    for name, (conf, directory) in CUDA_LD_CONFS.items():
+        write(root, conf, directory + "\n")
+        lists[name] = ["/etc", "/etc/ld.so.conf.d", conf]
+    for name, files in lists.items():
+        arch = "all" if "config-common" in name else "amd64"
+        write(root, f"/var/lib/dpkg/info/{name}:{arch}.list", "/.\n" + "\n".join(files) + "\n")
+    write(root, "/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n\n")
+    write(root, "/etc/ld.so.conf.d/libc.conf", "# libc default configuration\n/usr/local/lib\n")
+    write(
+        root,
+        "/etc/ld.so.conf.d/x86_64-linux-gnu.conf",
+        "# Multiarch support\n/usr/local/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu\n"
+        "/usr/lib/x86_64-linux-gnu\n",
+    )
+    for name in ("cuda", "cuda-13"):
+        write(root, f"/var/lib/dpkg/alternatives/{name}", ALTERNATIVE.format(name=name))
+
+
 def h200(root):
     """The real H200 host of tests/data/h200-ubuntu2404 as a tree under `root`."""
     root = Path(root)
@@ -200,6 +244,7 @@ def h200(root):
     link(root, "/usr/local/cuda", "/etc/alternatives/cuda")
     link(root, "/etc/alternatives/cuda-13", cuda)
     link(root, "/usr/local/cuda-13", "/etc/alternatives/cuda-13")
+    h200_toolkit_owners(root, cuda)
     # driver user-space mounted by the host
     write(root, "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04", "ELF")
     link(root, "/usr/local/nvidia/lib64/libnvidia-ml.so.1", "libnvidia-ml.so.580.159.04")

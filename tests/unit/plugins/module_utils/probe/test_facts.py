@@ -29,6 +29,7 @@ TOP_KEYS = {
     "cuda",
     "cudnn",
     "cudnn_resolved",
+    "owners",
 }
 
 
@@ -61,13 +62,14 @@ def test_h200_everything(h200_live):
     facts = probe_facts.gather(str(h200_live), live=True)
     assert set(facts) == TOP_KEYS
     assert facts["schema_version"] == 1
-    assert facts["gather_subset"] == ["cuda", "cudnn", "driver", "gpu"]
+    assert facts["gather_subset"] == ["cuda", "cudnn", "driver", "gpu", "owners"]
     assert {k: v["state"] for k, v in facts["probes"].items()} == {
         "host": "ok",
         "gpu": "ok",
         "driver": "ok",
         "cuda": "ok",
         "cudnn": "ok",
+        "owners": "ok",
     }
     (gpu,) = facts["gpus"]
     assert (gpu["name"], gpu["architecture"], gpu["compute_capability"], gpu["memory_mib"]) == (
@@ -109,6 +111,32 @@ def test_h200_everything(h200_live):
     ] == [("deb", "9.14.0", 13, True, True), ("pip", "9.19.0", 13, False, False)]
     assert facts["cudnn"][1]["python_env"] == "/opt/torch/.venv"
     assert facts["cudnn_resolved"][0]["copy_path"] == "/usr"
+    # who owns what (issue 12): the toolkit by the package of its nvcc, each cuDNN copy, the linker's view
+    assert (
+        toolkit["owner"]["words"]
+        == "package cuda-nvcc-13-0 13.0.88-1 (and 2 more package(s), e.g. cuda-cudart-13-0)"
+    )
+    assert [c["owner"]["kind"] for c in facts["cudnn"]] == ["package", "pip"]
+    assert facts["cudnn"][0]["owner"]["name"] == "libcudnn9-cuda-13"
+    owners = facts["owners"]
+    assert owners["paths"]["/usr/local/cuda"]["target"] == "/etc/alternatives/cuda"
+    assert owners["alternatives"]["cuda"] == {
+        "mode": "auto",
+        "link": "/usr/local/cuda",
+        "value": "/usr/local/cuda-13.0",
+        "candidates": [{"path": "/usr/local/cuda-13.0", "priority": 130}],
+    }
+    providers = owners["linker"]["providers"]
+    assert (providers["libcudnn.so.9"]["version"], providers["libcudnn.so.9"]["owner"]["name"]) == (
+        "9.14.0",
+        "libcudnn9-cuda-13",
+    )
+    assert providers["libcudart.so.13"]["owner"]["name"] == "cuda-cudart-13-0"
+    assert [c["file"].rsplit("/", 1)[1] for c in owners["linker"]["conf"]][:3] == [
+        "000_cuda.conf",
+        "988_cuda-13.conf",
+        "libc.conf",
+    ]
 
 
 def test_every_documented_key_is_returned(h200_live):
@@ -138,7 +166,7 @@ def test_every_documented_key_is_returned(h200_live):
 
 
 def test_subsets_and_exclusion(h200_live):
-    facts = probe_facts.gather(str(h200_live), gather_subset=["all", "!cudnn", "!gpu"], live=True)
+    facts = probe_facts.gather(str(h200_live), gather_subset=["all", "!cudnn", "!gpu", "!owners"], live=True)
     assert facts["gather_subset"] == ["cuda", "driver"]
     assert facts["cudnn"] == [] and facts["gpus"] == []
     assert facts["probes"]["cudnn"]["state"] == "skipped"
@@ -207,12 +235,21 @@ ADDED_SINCE_THE_AUDIT_FIXTURE = {
         "module_for_running_kernel",
         "packages",
         "runfile_markers",
+        "dkms",
+        "runfile",
     },
 }
+# keys of each toolkit (facts.cuda.toolkits[]) added since the fixture
+ADDED_TO_TOOLKITS = {"owner"}
+ADDED_TO_CUDNN_COPIES = {"owner"}
 
 
 def _without_added(shape):
-    out = dict(shape)
+    out = {k: v for k, v in shape.items() if k != "owners"}  # the owners subset came after the fixture
+    if "probes" in out:
+        out["probes"] = {k: v for k, v in out["probes"].items() if k != "owners"}
+    if out.get("cudnn"):
+        out["cudnn"] = [{k: v for k, v in out["cudnn"][0].items() if k not in ADDED_TO_CUDNN_COPIES}]
     for key, added in ADDED_SINCE_THE_AUDIT_FIXTURE.items():
         if key not in out:
             continue
@@ -220,6 +257,9 @@ def _without_added(shape):
             out[key] = [{k: v for k, v in out[key][0].items() if k not in added}]
         else:
             out[key] = {k: v for k, v in out[key].items() if k not in added}
+    if out.get("cuda", {}).get("toolkits"):
+        toolkit = {k: v for k, v in out["cuda"]["toolkits"][0].items() if k not in ADDED_TO_TOOLKITS}
+        out["cuda"] = {**out["cuda"], "toolkits": [toolkit]}
     return out
 
 
