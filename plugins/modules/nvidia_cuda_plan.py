@@ -75,14 +75,29 @@ options:
     default: ""
   cuda_toolkit_existing:
     description:
-      - Where a listed toolkit's C(/usr/local/cuda-X.Y) already holds a toolkit gpufleet did not install (a
-        package's, NVIDIA's runfile's, a hand-made tree; redist source).
+      - Where a listed toolkit's C(/usr/local/cuda-X.Y) already holds something gpufleet did not install (a
+        package's toolkit, NVIDIA's runfile's, a hand-made tree, a directory with only cuDNN in it), where
+        C(/usr/local/cuda) or C(/usr/local/cuda-<major>) is a link made outside update-alternatives, or where
+        the source changes from gpufleet's own redist tree to packages.
+      - For O(cuda_toolkit_source=nvidia_repo) a tree of the packages is theirs (apt/dnf keep it); a runfile's
+        or hand-made tree is judged as for redist.
       - C(refuse) stops before any change, naming the path and its owner; C(adopt) uses it as it is when its
-        version matches (gpufleet manages only the alternatives, PATH and linker cache, and verifies it);
-        C(replace) moves it into a dated backup (never deleted) and installs; refused for a package's tree.
+        version matches (gpufleet manages only the alternatives, PATH and linker cache, and verifies it; a
+        foreign link is left alone and its alternative not managed); C(replace) moves it into a dated backup
+        C(<path>.gpufleet-backup-<UTC>) (never deleted) and installs; refused for a package's tree.
     type: str
     choices: [refuse, adopt, replace]
     default: refuse
+  cuda_toolkit_system_default:
+    description:
+      - Whether gpufleet may move the host's default toolkit (C(/usr/local/cuda), C(/usr/local/cuda-<major>)
+        through update-alternatives, and so what C(libcudart.so.<major>) resolves to) away from a toolkit it
+        does not own. C(false) refuses such a plan, naming the link, its current toolkit and owner.
+      - The same rule covers links made outside update-alternatives (C(cuda_toolkit_existing)) and gpufleet's
+        own C(/etc) files holding someone else's content (refused unless C(cuda_toolkit_existing=replace),
+        which keeps a backup).
+    type: bool
+    default: false
   cuda_toolkit_skip_compat_check:
     description: Skip the compatibility rules (the result says so).
     type: bool
@@ -92,7 +107,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Reads only the facts (each toolkit's gpufleet_marker); the same plan in check mode.
+    details: Reads only the facts (toolkits, owners); the same plan, with the same refusals, in check mode.
   diff_mode:
     support: none
   platform:
@@ -137,15 +152,45 @@ plan:
           (C(cuda-<major>)), release (redist C(X.Y.Z)) and components (redist).
       type: list
       elements: dict
-    alternatives_args:
-      description: The arguments of cuda-alternatives.sh (the default first).
+    install:
+      description: The toolkits gpufleet installs (redist) - entries of C(toolkits) whose action is not adopt.
+      type: list
+      elements: dict
+    package_versions:
+      description: The versions the package plan installs (nvidia_repo, distro) - all but the adopted ones.
       type: list
       elements: str
+    adopted:
+      description: Toolkit trees used as they are (C(cuda_toolkit_existing=adopt)).
+      type: list
+      elements: str
+    retire:
+      description: gpufleet redist trees moved into a backup before the packages install (source switch).
+      type: list
+      elements: dict
+    alternatives_args:
+      description: The arguments of cuda-alternatives.sh (C(--skip=<name>) for adopted foreign links, the
+        default, the versions).
+      type: list
+      elements: str
+    link_backups:
+      description: Links made outside update-alternatives moved aside first - path and backup.
+      type: list
+      elements: dict
+    default_changes:
+      description: Alternatives whose value changes - name, before, after, owner of before.
+      type: list
+      elements: dict
+    loader:
+      description: What C(libcudart.so.<major>) resolves to before and after - soname, before, after,
+        changes, shadowed.
+      type: list
+      elements: dict
     profile:
-      description: The profile.d file - path, content and wanted.
+      description: The profile.d file - path, content, wanted and backup (someone else's file is there).
       type: dict
     ld_conf:
-      description: The ld.so.conf.d file - path, content and wanted.
+      description: The ld.so.conf.d file - path, content, wanted and backup.
       type: dict
     remove:
       description: Unlisted gpufleet toolkits - path and the alternatives names to unregister.
@@ -175,6 +220,7 @@ compat:
 """
 
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda as plan_cuda
@@ -201,6 +247,7 @@ ARGUMENT_SPEC = {
         "choices": list(plan_cuda.EXISTING_POLICIES),
         "default": "refuse",
     },
+    "cuda_toolkit_system_default": {"type": "bool", "default": False},
     "cuda_toolkit_skip_compat_check": {"type": "bool", "default": False},
     **stack.CHECK_ARGUMENT_SPEC,
 }
@@ -221,6 +268,7 @@ def request(p):
         releases=req.pop("redist_releases"),
         components=req.pop("redist_components"),
         machine=p["machine"] or os.uname().machine,
+        stamp=time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
     )
     return req
 
@@ -231,9 +279,9 @@ def run(module):
     if p["check_only"]:
         return check_only(p, overrides)
     req = request(p)
-    # the existing toolkits (cuda subset) matter for removals and for who owns a redist destination
-    needs_cuda = req["remove_unlisted"] or req["source"] == "redist"
-    subsets = ["gpu", "driver"] + (["cuda"] if needs_cuda else [])
+    # the existing toolkits and owners matter for removals and for who owns what the role touches
+    needs_cuda = req["remove_unlisted"] or req["source"] != "distro"
+    subsets = ["gpu", "driver"] + (["cuda", "owners"] if needs_cuda else [])
     facts = host_facts(p["facts"], subsets) if not req["skip_compat"] or needs_cuda else p["facts"]
     owned = [t["path"] for t in (facts or {}).get("cuda", {}).get("toolkits", []) if t.get("gpufleet_marker")]
     plan = plan_cuda.plan(req, facts, overrides, owned)

@@ -63,6 +63,31 @@ options:
     description: Whether the main build goes into the dynamic linker cache.
     type: bool
     default: true
+  cudnn_existing:
+    description:
+      - What to do with cuDNN gpufleet did not install, in its way (decided from the C(owners) facts).
+      - A tree at the main or an extra build's C(<cudnn_prefix>/<version>-cuda<M>) without gpufleet's marker -
+        C(refuse) (the default) stops before any change naming it and its owner, C(replace) moves it into a
+        dated backup (never deleted).
+      - C(adopt) uses the copy the linker cache already resolves for C(libcudnn.so.<major>) (an apt/dnf
+        package, a hand-copied tarball) when its release matches O(cudnn_version), installing nothing for
+        the main build and verifying that copy; another release is refused.
+      - Switching O(cudnn_source) away from redist while gpufleet's redist cuDNN is in the linker cache needs
+        C(replace) (its ld.so.conf.d entry is removed; the trees are kept).
+    type: str
+    choices: [refuse, adopt, replace]
+    default: refuse
+  cudnn_system_default:
+    description:
+      - Whether gpufleet's main build may become what C(libcudnn.so.<major>) resolves to where a copy gpufleet
+        does not own provides it now (its ld.so.conf.d file would come first in ldconfig's order). C(false)
+        refuses, saying what resolves now and what would afterwards; O(cudnn_ldconfig=false) installs
+        beside it.
+      - A copy that comes first anyway (for example a tarball copied into C(/usr/local/cuda/lib64), which
+        NVIDIA's C(000_cuda.conf) lists) is reported in RV(plan.loader) (C(shadowed)), and verify then loads
+        gpufleet's build by its path.
+    type: bool
+    default: false
   cudnn_skip_compat_check:
     description: Skip the compatibility rules (the result says so).
     type: bool
@@ -83,7 +108,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Reads only (the facts); the same plan in check mode.
+    details: Reads only (the facts); the same plan, with the same refusals, in check mode.
   diff_mode:
     support: none
   platform:
@@ -122,7 +147,24 @@ plan:
       description: The default CUDA C(X.Y) the main build's major follows when cudnn_cuda_major is empty.
       type: str
     ld_conf:
-      description: The ld.so.conf.d file - path, content and wanted.
+      description: The ld.so.conf.d file - path, content, wanted, backup (someone else's file is there) and
+        remove (gpufleet's own file, not wanted).
+      type: dict
+    install:
+      description: The builds gpufleet installs (all but an adopted main build); each has C(replace).
+      type: list
+      elements: dict
+    adopted:
+      description: The sonames whose existing copy is used as it is (C(cudnn_existing=adopt)).
+      type: list
+      elements: str
+    loader:
+      description: What C(libcudnn.so.<major>) resolves to before and after - soname, before (path, real,
+        version, owner), after (path, owner), changes, shadowed.
+      type: list
+      elements: dict
+    transition:
+      description: A source switch away from redist - from, to, removed, kept; null when none.
       type: dict
     redist:
       description: platform, base_url (what the host reads), controller_base_url, host_cache and more.
@@ -153,6 +195,8 @@ ARGUMENT_SPEC = {
     "cudnn_prefix": {"type": "str", "default": "/opt/nvidia/cudnn"},
     "cudnn_keep_versions": {"type": "int", "default": 1},
     "cudnn_ldconfig": {"type": "bool", "default": True},
+    "cudnn_existing": {"type": "str", "choices": ["refuse", "adopt", "replace"], "default": "refuse"},
+    "cudnn_system_default": {"type": "bool", "default": False},
     "cudnn_skip_compat_check": {"type": "bool", "default": False},
     "cuda_toolkit_versions": {"type": "list", "elements": "str"},
     "cuda_toolkit_default": {"type": "str"},
@@ -178,8 +222,10 @@ def run(module):
     p = module.params
     req = request(p)
     facts = p["facts"]
-    if not facts and (p["check_only"] or not req["skip_compat"]):
-        facts = gather(gather_subset=["gpu", "driver"])  # the only probing, when no facts are given
+    wanted = ["gpu", "driver"] + ([] if p["check_only"] else ["owners"])
+    if not (facts and set(wanted) <= set(facts.get("gather_subset") or [])):
+        # the only probing, when the facts given lack a subset this plan reads
+        facts = gather(gather_subset=wanted, owner_paths=[req["prefix"]])
     overrides = {k: p[k] for k in stack.OVERRIDES}
     os_info = p["os"] or ((facts or {}).get("host") or {}).get("os") or {}
     if p["check_only"]:

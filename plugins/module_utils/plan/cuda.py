@@ -12,6 +12,7 @@ import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import owners as plan_owners
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import redist as plan_redist
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import (
     HOST_CACHE,
@@ -155,29 +156,34 @@ def toolkits(req):
     return out
 
 
-EXISTING_POLICIES = ("refuse", "adopt", "replace")
-EXISTING_ALLOWED = "refuse (the default), adopt, replace"
+EXISTING_POLICIES = plan_owners.POLICIES
+EXISTING_ALLOWED = plan_owners.POLICIES_ALLOWED
 
 
 def owner_of(toolkit):
-    """(kind, words) of who owns a toolkit tree of the facts: gpufleet, package, runfile or unknown."""
-    if toolkit.get("gpufleet_marker"):
+    """(kind, words) of who owns a toolkit tree of the facts (its ``owner``, from probe/owners.py)."""
+    owner = toolkit.get("owner")
+    if owner:
+        return owner["kind"], owner["words"]
+    if toolkit.get("gpufleet_marker"):  # facts of an older probe
         return "gpufleet", "gpufleet"
     package = toolkit.get("package") or {}
     if toolkit.get("source") in ("deb", "rpm") and package.get("name"):
         return "package", f"package {package['name']} {package.get('version', '')}".strip()
     if toolkit.get("source") == "runfile":
         return "runfile", "NVIDIA's runfile installer (bin/cuda-uninstaller)"
-    if toolkit.get("source") == "redist":
-        return "unknown", "no package and no gpufleet marker (a redist tree gpufleet did not install)"
     return "unknown", "unknown (no package, no runfile uninstaller, no gpufleet marker)"
 
 
-def _existing_at(facts, dest):
+def _existing_at(facts, owners, dest):
+    """The toolkit of the facts at ``dest``; else what the owners fact says is there (no toolkit)."""
     for toolkit in ((facts or {}).get("cuda") or {}).get("toolkits") or []:
         if toolkit.get("path") == dest:
             return toolkit
-    return None
+    found = plan_owners.entry(owners, dest)
+    if found["type"] == "absent":
+        return None
+    return {"path": dest, "version": None, "type": found["type"], "owner": found["owner"], "toolkit": False}
 
 
 def _refusal(entry, policy, words, why):
@@ -191,26 +197,55 @@ def _refusal(entry, policy, words, why):
     )
 
 
-def _decide_existing(entry, found, policy):
-    """What to do with a listed toolkit whose directory already holds a toolkit (redist source)."""
+REFUSE_WHY = (
+    "gpufleet never replaces what it does not own: set cuda_toolkit_existing: adopt to use it as it "
+    "is (gpufleet then manages only the alternatives, PATH and linker cache), or remove it first"
+)
+
+
+def _adopt(entry, found, words, policy):
+    wanted, there = str(entry["version"]), str(found.get("version") or "")
+    if found.get("toolkit") is False:
+        raise _refusal(
+            entry, policy, words, "it holds no CUDA toolkit to adopt (no nvcc, version.json or cuda.h)"
+        )
+    if there.split(".")[:2] != wanted.split(".")[:2] or (wanted.count(".") > 1 and there != wanted):
+        raise _refusal(entry, policy, words, f"it holds CUDA {there or 'of unknown version'}, not {wanted}")
+    return "adopt"
+
+
+def _decide_existing(entry, found, policy, source):
+    """What to do with a listed toolkit whose directory already holds something."""
     kind, words = owner_of(found)
     entry["existing"] = {"owner": kind, "owned_by": words, "version": found.get("version")}
-    if kind == "gpufleet":
-        return "install"  # gpufleet's own tree: kept or upgraded in place, as always
-    if policy == "refuse":
-        raise _refusal(
-            entry,
-            policy,
-            words,
-            "gpufleet never replaces what it does not own: set cuda_toolkit_existing: adopt to use it as it "
-            "is (gpufleet then manages only the alternatives, PATH and linker cache), or remove it first",
+    if found.get("type") == "file":
+        raise PlanError(
+            bad(
+                "cuda_toolkit_versions",
+                entry["version"],
+                "versions whose /usr/local/cuda-X.Y is a directory or absent",
+                f"{entry['dest']} is a file, not a directory",
+            )
         )
+    if kind == "gpufleet" and source == "redist":
+        return "install"  # gpufleet's own tree: kept or upgraded in place, as always
+    if kind == "package" and source == "nvidia_repo":
+        return "install"  # the package manager's own tree: apt/dnf keep or complete it
+    if kind == "gpufleet":
+        words = f"gpufleet's redist install, and cuda_toolkit_source is {source}"
+        if policy == "refuse":
+            raise _refusal(
+                entry,
+                policy,
+                words,
+                "switching sources is explicit: set cuda_toolkit_existing: "
+                "replace to move gpufleet's tree into a dated backup and install the packages, "
+                "adopt to keep it, or cuda_toolkit_source: redist",
+            )
+    elif policy == "refuse":
+        raise _refusal(entry, policy, words, REFUSE_WHY)
     if policy == "adopt":
-        wanted, there = str(entry["version"]), str(found.get("version") or "")
-        if there.split(".")[:2] != wanted.split(".")[:2] or (wanted.count(".") > 1 and there != wanted):
-            why = f"it holds CUDA {there or 'of unknown version'}, not {wanted}"
-            raise _refusal(entry, policy, words, why)
-        return "adopt"
+        return _adopt(entry, found, words, policy)
     if kind == "package":
         raise _refusal(
             entry,
@@ -218,20 +253,171 @@ def _decide_existing(entry, found, policy):
             words,
             "a package's files are removed through the package manager (apt-get/dnf remove), never replaced",
         )
-    return "replace"
+    return "replace" if source == "redist" else "retire"
 
 
-def decide_existing(entries, facts, policy, source):
-    """Each entry's ``action``: install, adopt (leave the tree, verify it), replace (backup, then install)."""
+def decide_existing(entries, facts, policy, source, stamp=""):
+    """Each entry's ``action``: install, adopt (leave the tree, verify it), replace (backup, then install),
+    retire (another source: gpufleet's redist tree moved into a dated backup before the packages)."""
     if policy not in EXISTING_POLICIES:
         raise PlanError(bad("cuda_toolkit_existing", policy, EXISTING_ALLOWED))
+    owners = plan_owners.section(facts)
     for entry in entries:
-        entry["existing"], entry["action"] = None, "install"
-        found = _existing_at(facts, entry["dest"]) if source == "redist" else None
+        entry["existing"], entry["action"], entry["backup"] = None, "install", None
+        found = _existing_at(facts, owners, entry["dest"]) if source != "distro" else None
         if found is not None:
-            entry["action"] = _decide_existing(entry, found, policy)
+            entry["action"] = _decide_existing(entry, found, policy, source)
         entry["replace"] = entry["action"] == "replace"
+        if entry["action"] in ("replace", "retire"):
+            entry["backup"] = backup_of(entry["dest"], stamp)
     return entries
+
+
+BACKUP_TAG = ".gpufleet-backup-"  # install/redist.py names backups the same way (a test ties the two)
+
+
+def backup_of(path, stamp):
+    """Where a path gpufleet moves aside goes: ``<path>.gpufleet-backup-<UTC stamp>`` (never deleted)."""
+    return f"{path.rstrip('/')}{BACKUP_TAG}{stamp or 'STAMP'}"
+
+
+def _alternative_names(entries, default):
+    names = {"cuda": f"{PREFIX}/cuda-{default}"}
+    for entry in entries:
+        names.setdefault(entry["alternative"], None)
+    names[f"cuda-{default.split('.')[0]}"] = f"{PREFIX}/cuda-{default}"
+    return names
+
+
+def _link_decision(name, found, policy, stamp):
+    """(skip, backup) for /usr/local/<name> when it is not update-alternatives' link."""
+    path = f"{PREFIX}/{name}"
+    what = f"a {found['type']}" + (f" to {found['target']}" if found.get("target") else "")
+    words = f"{what} made outside update-alternatives ({plan_owners.words(found)})"
+    if policy == "refuse":
+        raise PlanError(
+            bad(
+                "cuda_toolkit_existing",
+                policy,
+                EXISTING_ALLOWED,
+                f"{path} is {words}; update-alternatives would replace it: set cuda_toolkit_existing: adopt "
+                f"to leave {path} as it is (gpufleet then does not manage it), replace to move it into a "
+                "dated backup, or remove it first",
+            )
+        )
+    if policy == "adopt":
+        return True, None
+    return False, backup_of(path, stamp)
+
+
+def links(entries, facts, policy, default, stamp=""):
+    """/usr/local/cuda and /usr/local/cuda-<M>: the alternatives gpufleet manages, the links it backs up."""
+    owners = plan_owners.section(facts)
+    skip, backups = [], []
+    for name in sorted(_alternative_names(entries, default)):
+        found = plan_owners.alternatives_link(owners, name)
+        if found is None:
+            continue
+        skipped, backup = _link_decision(name, found, policy, stamp)
+        if skipped:
+            skip.append(name)
+        if backup:
+            backups.append({"path": f"{PREFIX}/{name}", "backup": backup})
+    return {"skip": skip, "backup": backups}
+
+
+def system_default(entries, facts, default, allowed, skip=()):
+    """Alternatives whose value would move away from a toolkit gpufleet does not own: refused unless
+    cuda_toolkit_system_default. Returns [{name, before, after, owner}] of every value that changes."""
+    owners = plan_owners.section(facts)
+    toolkits = ((facts or {}).get("cuda") or {}).get("toolkits") or []
+    added = {}
+    for entry in entries:
+        major, minor = entry["xy"].split(".")
+        added.setdefault(entry["alternative"], {})[entry["dest"]] = int(major) * 10 + int(minor)
+        added.setdefault("cuda", {})[entry["dest"]] = int(major) * 10 + int(minor)
+    changes = []
+    for name, names_added in sorted(added.items()):
+        if name in skip:
+            continue
+        selected = _alternative_names(entries, default).get(name)
+        before, after = plan_owners.alternative_after(owners, name, names_added, selected)
+        if not before or before == after:
+            continue
+        owner = plan_owners.owner_of_target(owners, before, toolkits)
+        changes.append({"name": name, "before": before, "after": after, "owner": owner})
+        if owner.get("kind") != "gpufleet" and not allowed:
+            raise PlanError(
+                bad(
+                    "cuda_toolkit_system_default",
+                    allowed,
+                    "true to let gpufleet choose the host's default toolkit; false (the default) keeps it",
+                    f"/usr/local/{name} points to {before} ({owner.get('words', 'unknown')}); the plan would "
+                    f"point it to {after}, which changes the toolkit (and libcudart) every program gets; set "
+                    f"cuda_toolkit_default to {before.rsplit('-', 1)[-1]} to keep it, or "
+                    "cuda_toolkit_system_default: true",
+                )
+            )
+    return changes
+
+
+def foreign_files(facts, policy, profile_wanted, ld_wanted):
+    """gpufleet's profile/linker files where something it did not write is: refused unless replace (then
+    the copy keeps a backup)."""
+    owners = plan_owners.section(facts)
+    backup = []
+    for path, wanted in ((PROFILE_FILE, profile_wanted), (LD_CONF, ld_wanted)):
+        found = plan_owners.foreign_file(owners, path) if wanted else None
+        if found is None:
+            continue
+        if policy != "replace":
+            raise PlanError(
+                bad(
+                    "cuda_toolkit_existing",
+                    policy,
+                    EXISTING_ALLOWED,
+                    f"{path} exists and gpufleet did not write it ({plan_owners.words(found)}): set "
+                    "cuda_toolkit_existing: replace to overwrite it keeping a backup, or remove it first",
+                )
+            )
+        backup.append(path)
+    return backup
+
+
+def loader(entries, facts, default, ld_wanted, allowed):
+    """What libcudart.so.<M> of the default toolkit resolves to before/after gpufleet's linker entry."""
+    if not ld_wanted:
+        return []
+    owners = plan_owners.section(facts)
+    major = default.split(".")[0]
+    dest = f"{PREFIX}/cuda-{default}"
+    ours = next((e for e in entries if e["xy"] == default), None)
+    owner = {"kind": "gpufleet", "words": "gpufleet"}
+    if ours and ours.get("existing"):
+        owner = {"kind": ours["existing"]["owner"], "words": ours["existing"]["owned_by"]}
+    change = plan_owners.loader_change(
+        owners,
+        f"libcudart.so.{major}",
+        LD_CONF,
+        f"{PREFIX}/cuda/lib64",
+        after_path=f"{dest}/lib64/libcudart.so.{major}",
+        after_owner=owner,
+    )
+    before = change["before"] or {}
+    if before.get("real", "").startswith(dest + "/") or before.get("path", "").startswith(f"{PREFIX}/cuda/"):
+        # the default toolkit's own library, or whatever /usr/local/cuda points to (the alternatives decide)
+        change.update(changes=False, shadowed=False)
+    if change["changes"] and not allowed:
+        raise PlanError(
+            bad(
+                "cuda_toolkit_system_default",
+                allowed,
+                "true: gpufleet's default toolkit is what the linker cache resolves; false (the default)",
+                plan_owners.describe(change)
+                + "; set cuda_toolkit_ldconfig: false to leave the linker cache as it is",
+            )
+        )
+    return [change]
 
 
 def removal(owned, dests):
@@ -282,16 +468,59 @@ def checks(versions):
     return [(f"CUDA {v}", {"cuda_version": v}) for v in versions]
 
 
+def _brownfield(req, entries, facts, default):
+    """Links, system default, gpufleet's files, the linker cache: what exists that gpufleet does not own."""
+    policy, stamp = req.get("existing", "refuse"), req.get("stamp", "")
+    not_distro = req["source"] != "distro"
+    profile_wanted = not_distro and bool(req.get("profile", True))
+    ld_wanted = not_distro and bool(req.get("ldconfig", True))
+    if not not_distro:
+        return {"skip": [], "backup": [], "default_changes": [], "file_backup": [], "loader": []}
+    found_links = links(entries, facts, policy, default, stamp)
+    allowed = bool(req.get("system_default", False))
+    return {
+        **found_links,
+        "default_changes": system_default(entries, facts, default, allowed, found_links["skip"]),
+        "file_backup": foreign_files(facts, policy, profile_wanted, ld_wanted),
+        "loader": loader(entries, facts, default, ld_wanted, allowed),
+    }
+
+
+def _files(req, backup):
+    """gpufleet's profile and linker files: path, content, wanted, backup (something foreign is there)."""
+    not_distro = req["source"] != "distro"
+    return {
+        "profile": {
+            "path": PROFILE_FILE,
+            "content": PROFILE_CONTENT,
+            "wanted": not_distro and bool(req.get("profile", True)),
+            "backup": PROFILE_FILE in backup,
+        },
+        "ld_conf": {
+            "path": LD_CONF,
+            "content": LD_CONF_CONTENT,
+            "wanted": not_distro and bool(req.get("ldconfig", True)),
+            "backup": LD_CONF in backup,
+        },
+    }
+
+
 def plan(req, facts=None, overrides=None, owned=()):
     """The whole toolkit plan from the role's variables (``req``) and the host's facts.
 
     req: versions, default, source, verify_arch, releases, components, controller_cache, controller_cache_dir,
     base_url, remove_unlisted, profile, ldconfig, skip_compat, machine, existing (refuse | adopt | replace:
-    what to do where a listed toolkit's directory already holds a toolkit gpufleet did not install).
+    what to do where something gpufleet did not install is in the way), system_default (may the host's
+    default toolkit move away from one gpufleet does not own), stamp (UTC time of the backups' names).
     """
     validate(req["versions"], req.get("default", ""), req.get("verify_arch", ""))
-    entries = decide_existing(toolkits(req), facts, req.get("existing", "refuse"), req["source"])
+    if req.get("existing", "refuse") not in EXISTING_POLICIES:
+        raise PlanError(bad("cuda_toolkit_existing", req.get("existing"), EXISTING_ALLOWED))
+    entries = decide_existing(
+        toolkits(req), facts, req.get("existing", "refuse"), req["source"], req.get("stamp", "")
+    )
     default = default_cuda(req["versions"], req.get("default", ""))
+    brownfield = _brownfield(req, entries, facts, default)
     locations = redist_locations(
         req, req.get("controller_cache"), req.get("controller_cache_dir"), req.get("base_url")
     )
@@ -310,19 +539,19 @@ def plan(req, facts=None, overrides=None, owned=()):
         "source": req["source"],
         "toolkits": entries,
         # the toolkits gpufleet installs (or keeps current); adopted ones are left as they are, and verified
-        "install": [e for e in entries if e["action"] != "adopt"],
+        "install": [e for e in entries if e["action"] not in ("adopt", "retire")],
+        "package_versions": [e["version"] for e in entries if e["action"] != "adopt"],
+        "retire": [{"path": e["dest"], "backup": e["backup"]} for e in entries if e["action"] == "retire"],
         "adopted": [e["dest"] for e in entries if e["action"] == "adopt"],
-        "alternatives_args": [default, *[e["xy"] for e in entries]] if not_distro else [],
-        "profile": {
-            "path": PROFILE_FILE,
-            "content": PROFILE_CONTENT,
-            "wanted": not_distro and bool(req.get("profile", True)),
-        },
-        "ld_conf": {
-            "path": LD_CONF,
-            "content": LD_CONF_CONTENT,
-            "wanted": not_distro and bool(req.get("ldconfig", True)),
-        },
+        "alternatives_args": (
+            [*[f"--skip={n}" for n in brownfield["skip"]], default, *[e["xy"] for e in entries]]
+            if not_distro
+            else []
+        ),
+        "link_backups": brownfield["backup"],
+        "default_changes": brownfield["default_changes"],
+        "loader": brownfield["loader"],
+        **_files(req, brownfield["file_backup"]),
         "remove": removal(owned, dests) if req.get("remove_unlisted") else [],
         "verify": verify(req["source"], entries, verify_arch(req.get("verify_arch", ""), gpus)),
         "redist": locations,

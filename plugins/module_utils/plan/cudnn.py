@@ -9,10 +9,12 @@ else the cuda_toolkit role's default list.
 
 from __future__ import annotations
 
+import os
 import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cudnn as kb_cudnn
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda as plan_cuda
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import owners as plan_owners
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import (
     PlanError,
@@ -154,6 +156,159 @@ def ld_conf(req, main):
     }
 
 
+EXISTING_ALLOWED = plan_owners.POLICIES_ALLOWED
+GPUFLEET = {"kind": "gpufleet", "words": "gpufleet"}
+
+
+def _refuse(var, value, allowed, why):
+    return PlanError(bad(var, value, allowed, why))
+
+
+def _prefix_entries(owners, prefix):
+    return {p: f for p, f in owners["paths"].items() if os.path.dirname(p) == prefix}
+
+
+def check_trees(builds, req, owners):
+    """A foreign tree at a build's ``<prefix>/<version>-cuda<M>``, a foreign ``current-cuda<M>``, a prefix
+    that is a file: refused before any change (replace: the tree goes into a dated backup)."""
+    prefix, policy = req["prefix"].rstrip("/"), req.get("existing", "refuse")
+    top = plan_owners.entry(owners, prefix)
+    if top["type"] == "file":
+        raise _refuse("cudnn_prefix", prefix, "a directory (or nothing yet)", f"{prefix} is a file")
+    children = _prefix_entries(owners, prefix)
+    for build in builds:
+        build["replace"] = False
+        rx = re.compile(rf"^{re.escape(build['version'])}(\.[0-9]+)*-cuda{build['cuda_major']}\Z")
+        link = children.get(build["link"])
+        if link and link["type"] != "symlink":
+            raise _refuse(
+                "cudnn_prefix",
+                prefix,
+                "a directory whose current-cuda<M> entries are gpufleet's links",
+                f"{build['link']} is a {link['type']} ({plan_owners.words(link)}), not gpufleet's link: "
+                "move it away or choose another cudnn_prefix",
+            )
+        for path, found in sorted(children.items()):
+            if not rx.match(os.path.basename(path)) or plan_owners.kind(found) == "gpufleet":
+                continue
+            why = f"{path} is already there, owned by {plan_owners.words(found)}; "
+            if policy == "replace" and found["type"] == "dir":
+                build["replace"] = True
+                continue
+            why += (
+                "gpufleet never replaces what it does not own: set cudnn_existing: replace to move it into a "
+                "dated backup, or remove it first (adopt uses the cuDNN the linker cache resolves, not a "
+                "tree at gpufleet's own path)"
+            )
+            raise _refuse("cudnn_existing", policy, EXISTING_ALLOWED, why)
+
+
+def _same_release(there, wanted):
+    there, wanted = str(there or ""), str(wanted)
+    return there.split(".")[:3] == wanted.split(".")[:3] and (wanted.count(".") < 3 or there == wanted)
+
+
+def check_loader(main, req, owners, ld):
+    """The main build and libcudnn.so.<M>: adopt what the cache resolves, or refuse changing a foreign one
+    unless cudnn_system_default; a copy that stays first is reported (``shadowed``). Returns the change."""
+    soname = "libcudnn.so." + main["version"].split(".")[0]
+    policy, allowed = req.get("existing", "refuse"), bool(req.get("system_default", False))
+    change = plan_owners.loader_change(
+        owners,
+        soname,
+        LD_CONF,
+        f"{main['link']}/lib",
+        after_path=f"{main['link']}/lib/{soname}",
+        after_owner=GPUFLEET,
+    )
+    before = change["before"] or {}
+    foreign = bool(before) and (before.get("owner") or {}).get("kind") != "gpufleet"
+    main["action"] = "install"
+    if policy == "adopt" and foreign:
+        if not _same_release(before.get("version"), main["version"]):
+            raise _refuse(
+                "cudnn_existing",
+                policy,
+                EXISTING_ALLOWED,
+                f"{soname} resolves to {before['path']} ({before['owner']['words']}), cuDNN "
+                f"{before.get('version') or 'of unknown version'}, not {main['version']}",
+            )
+        main.update(
+            action="adopt",
+            verify_lib=soname,
+            verify_dir=os.path.dirname(before.get("real") or before["path"]),
+        )
+        return dict(change, after={"path": before["path"], "owner": before.get("owner")}, changes=False)
+    if not ld:
+        return None
+    if change["changes"] and not allowed:
+        raise _refuse(
+            "cudnn_system_default",
+            allowed,
+            "true to make gpufleet's build what the linker cache resolves; false (the default) keeps "
+            "the copy there",
+            plan_owners.describe(change) + "; set cudnn_system_default: true, cudnn_ldconfig: false "
+            "(install beside it, outside the linker cache), or cudnn_existing: adopt (use it when its "
+            "version matches)",
+        )
+    if change["shadowed"]:
+        main["verify_lib"] = f"{main['link']}/lib/{soname}"
+    return change
+
+
+def transition(req, owners):
+    """A redist install of gpufleet's in the linker cache while the source is another: explicit only."""
+    found = plan_owners.entry(owners, LD_CONF)
+    if req["source"] == "redist" or not found.get("gpufleet_file"):
+        return None
+    kept = sorted(
+        p for p, f in _prefix_entries(owners, req["prefix"].rstrip("/")).items() if f["type"] == "dir"
+    )
+    if req.get("existing", "refuse") != "replace":
+        raise _refuse(
+            "cudnn_existing",
+            req.get("existing", "refuse"),
+            EXISTING_ALLOWED,
+            f"{LD_CONF} puts gpufleet's redist cuDNN in the linker cache and cudnn_source is "
+            f"{req['source']}: "
+            "switching sources is explicit: set cudnn_existing: replace to remove that entry (the trees in "
+            f"{req['prefix']} are kept), or cudnn_source: redist",
+        )
+    return {"from": "redist", "to": req["source"], "removed": [LD_CONF], "kept": kept}
+
+
+def brownfield(builds, req, facts):
+    """Everything that exists and gpufleet does not own, decided before any change."""
+    if req.get("existing", "refuse") not in plan_owners.POLICIES:
+        raise _refuse("cudnn_existing", req.get("existing"), EXISTING_ALLOWED, "")
+    owners = plan_owners.section(facts)
+    moved = transition(req, owners)
+    ld = req["source"] == "redist" and bool(req.get("ldconfig", True))
+    if req["source"] == "redist":
+        check_trees(builds, req, owners)
+    found = plan_owners.foreign_file(owners, LD_CONF) if ld else None
+    if found is not None and req.get("existing", "refuse") != "replace":
+        raise _refuse(
+            "cudnn_existing",
+            req.get("existing", "refuse"),
+            EXISTING_ALLOWED,
+            f"{LD_CONF} exists and gpufleet did not write it ({plan_owners.words(found)}): set "
+            "cudnn_existing: replace to overwrite it keeping a backup, or remove it first",
+        )
+    change = check_loader(builds[0], req, owners, ld) if req["source"] == "redist" else None
+    if builds[0].get("action") == "adopt":
+        ld = False
+    return {
+        "transition": moved,
+        "loader": [change] if change else [],
+        "ld": ld,
+        "ld_backup": found is not None,
+        # never remove a file gpufleet did not write (without the owners fact: the role's own file)
+        "ld_remove": not ld
+        and (not owners["known"] or bool(plan_owners.entry(owners, LD_CONF)["gpufleet_file"])),
+    }
+
+
 def plan(req, facts=None, overrides=None, os_info=None):
     """The whole cuDNN plan from the role's variables (``req``) and the host's facts.
 
@@ -164,6 +319,7 @@ def plan(req, facts=None, overrides=None, os_info=None):
     builds = validate(req, os_info or {})
     for build in builds:
         build.update(layout(build, req))
+    decided = brownfield(builds, req, facts)
     found = (
         skipped_compat()
         if req.get("skip_compat")
@@ -177,7 +333,16 @@ def plan(req, facts=None, overrides=None, os_info=None):
         "main": builds[0],
         "cuda_default": plan_cuda.default_cuda(req.get("cuda_versions"), req.get("cuda_default")),
         "source": req["source"],
-        "ld_conf": ld_conf(req, builds[0]),
+        "ld_conf": dict(
+            ld_conf(req, builds[0]),
+            wanted=decided["ld"],
+            backup=decided["ld_backup"],
+            remove=decided["ld_remove"],
+        ),
+        "install": [b for b in builds if b.get("action") != "adopt"],
+        "adopted": [b["verify_lib"] for b in builds if b.get("action") == "adopt"],
+        "loader": decided["loader"],
+        "transition": decided["transition"],
         "redist": plan_cuda.redist_locations(
             cuda_req, req.get("controller_cache"), req.get("controller_cache_dir"), req.get("base_url")
         ),

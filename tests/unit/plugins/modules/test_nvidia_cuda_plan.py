@@ -24,7 +24,7 @@ class FakeModule:
 def gathered(monkeypatch):
     calls = []
 
-    def fake_gather(gather_subset):
+    def fake_gather(gather_subset, owner_paths=()):
         calls.append(sorted(gather_subset))
         return dict(H200_FACTS, gather_subset=sorted(gather_subset), cuda={"toolkits": []})
 
@@ -46,7 +46,9 @@ def cudnn_run(**params):
 
 
 def test_given_facts_are_used_as_they_are(gathered):
-    result = cuda_run(facts=dict(H200_FACTS, gather_subset=["cuda", "driver", "gpu"], cuda={"toolkits": []}))
+    result = cuda_run(
+        facts=dict(H200_FACTS, gather_subset=["cuda", "driver", "gpu", "owners"], cuda={"toolkits": []})
+    )
     assert gathered == []
     assert result["plan"]["verify"]["arch"] == "sm_90"
     assert result["default"] == "13.0"
@@ -54,11 +56,12 @@ def test_given_facts_are_used_as_they_are(gathered):
 
 
 def test_facts_are_gathered_only_when_absent_or_short_of_a_subset(gathered):
-    cuda_run(cuda_toolkit_source="nvidia_repo")
+    cuda_run(cuda_toolkit_source="distro")
     cuda_run(facts=H200_FACTS, cuda_toolkit_source="nvidia_repo", cuda_toolkit_remove_unlisted=True)
-    # redist: who owns the destinations is read from the cuda subset
+    # redist and nvidia_repo: who owns the destinations and links is read from the cuda and owners subsets
     cuda_run(facts=H200_FACTS)
-    assert gathered == [["driver", "gpu"], ["cuda", "driver", "gpu"], ["cuda", "driver", "gpu"]]
+    full = ["cuda", "driver", "gpu", "owners"]
+    assert gathered == [["driver", "gpu"], full, full]
 
 
 def test_check_only_reports_an_incompatible_plan(gathered):
@@ -70,10 +73,13 @@ def test_check_only_reports_an_incompatible_plan(gathered):
 
 
 def test_cudnn_plan_follows_the_hosts_cuda_toolkit_variables(gathered):
-    result = cudnn_run(facts=H200_FACTS, cuda_toolkit_versions=["12.9"])
+    facts = dict(H200_FACTS, gather_subset=["driver", "gpu", "owners"])
+    result = cudnn_run(facts=facts, cuda_toolkit_versions=["12.9"])
     assert result["plan"]["main"]["cuda_major"] == "12"
-    assert cudnn_run(facts=H200_FACTS)["plan"]["main"]["cuda_major"] == "13"
+    assert cudnn_run(facts=facts)["plan"]["main"]["cuda_major"] == "13"
     assert gathered == []
+    cudnn_run(facts=H200_FACTS)  # facts without the owners subset: gathered here
+    assert gathered == [["driver", "gpu", "owners"]]
 
 
 def test_cudnn_check_only_is_the_roles_decision(gathered):
@@ -86,7 +92,7 @@ def test_cudnn_check_only_is_the_roles_decision(gathered):
 def test_only_toolkits_with_gpufleets_marker_are_removed(gathered):
     facts = dict(
         H200_FACTS,
-        gather_subset=["cuda", "driver", "gpu"],
+        gather_subset=["cuda", "driver", "gpu", "owners"],
         cuda={
             "toolkits": [
                 {"path": "/usr/local/cuda-12.9", "gpufleet_marker": True},

@@ -281,10 +281,41 @@ def test_gpufleets_own_tree_is_kept_current_under_every_policy():
         assert entry["action"] == "install" and entry["replace"] is False
 
 
-def test_package_sources_are_not_judged_here():
-    """nvidia_repo/distro install packages: the package manager owns those trees."""
+def test_a_packages_tree_is_the_package_managers_business_with_nvidia_repo():
+    """nvidia_repo installs packages: a tree of NVIDIA's packages is theirs to keep (apt/dnf present)."""
     plan = plan_with(H200_DEB_TOOLKIT, source="nvidia_repo")
-    assert plan["toolkits"][0]["action"] == "install" and plan["toolkits"][0]["existing"] is None
+    assert (
+        plan["toolkits"][0]["action"] == "install" and plan["toolkits"][0]["existing"]["owner"] == "package"
+    )
+    assert (
+        cuda.plan(request(source="distro", skip_compat=True), facts=facts_with(H200_DEB_TOOLKIT))["toolkits"][
+            0
+        ]["existing"]
+        is None
+    )
+
+
+@pytest.mark.parametrize("toolkit", [RUNFILE_TOOLKIT, HAND_MADE_TOOLKIT])
+def test_nvidia_repo_refuses_to_unpack_packages_over_a_foreign_tree(toolkit):
+    """apt would write its files into a runfile's or a hand-made tree: refused like redist."""
+    with pytest.raises(
+        stack.PlanError, match=r"^cuda_toolkit_existing=refuse .*/usr/local/cuda-13.0 is already"
+    ):
+        plan_with(toolkit, source="nvidia_repo")
+
+
+def test_switching_from_gpufleets_redist_tree_to_packages_is_explicit():
+    with pytest.raises(
+        stack.PlanError, match=r"gpufleet's redist install, and cuda_toolkit_source is nvidia_repo"
+    ):
+        plan_with(GPUFLEET_TOOLKIT, source="nvidia_repo")
+    plan = plan_with(GPUFLEET_TOOLKIT, existing="replace", source="nvidia_repo", stamp="20261201T120000Z")
+    assert plan["retire"] == [
+        {"path": "/usr/local/cuda-13.0", "backup": "/usr/local/cuda-13.0.gpufleet-backup-20261201T120000Z"}
+    ]
+    assert plan["install"] == [] and plan["package_versions"] == ["13.0"]
+    adopted = plan_with(GPUFLEET_TOOLKIT, existing="adopt", source="nvidia_repo")
+    assert adopted["adopted"] == ["/usr/local/cuda-13.0"] and adopted["package_versions"] == []
 
 
 def test_an_unknown_policy_names_the_variable():
