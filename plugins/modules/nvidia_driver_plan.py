@@ -13,6 +13,9 @@ description:
   - Makes the one driver plan of a run of the C(nvidia_driver) role, from the request (the role's variables,
     each option here is C(nvidia_driver_<option>)) and the host's facts (O(facts), what
     C(ansible_facts.nvidia) of M(gpufleet.nvidia.nvidia_facts) holds).
+  - Refuses, before any change, a driver gpufleet did not install where packages would meet it (NVIDIA's
+    runfile, see O(replace_runfile); packages of another repository, see O(existing); a DKMS tree of the
+    nvidia module that no package owns). A host-managed driver is left as it is.
   - Validates the request (branch, exact version, kernel module flavor, reboot policy, MOK files, the
     C(auto|true|false) switches) and checks GPUs, branch, flavor and CUDA with the rules of
     M(gpufleet.nvidia.nvidia_compat) (unless O(compat_check=false)). Every refusal is one line naming the
@@ -78,6 +81,16 @@ options:
     description: C(nvidia_driver_replace_runfile), allow removing a runfile-installed driver first.
     type: bool
     default: false
+  existing:
+    description:
+      - C(nvidia_driver_existing), what to do with an installed driver whose packages come from another
+        repository than O(source) (facts C(driver.packages[].origin)). C(refuse) fails the plan, naming the
+        packages, their repository and the choices; C(replace) removes them first (a C(source_change)
+        transition).
+      - A DKMS tree of the nvidia module that no package owns (facts C(driver.dkms)) is refused either way,
+        naming how to remove it; a runfile driver is O(replace_runfile)'s.
+    type: str
+    default: refuse
   mok_key:
     description: C(nvidia_driver_mok_key), path on the host of the MOK private key (DKMS under Secure Boot).
     type: str
@@ -220,7 +233,17 @@ plan:
       elements: str
     versionlock_names: {description: dnf bare names to versionlock, type: list, elements: str}
     transition:
-      description: C({kind, unhold, remove, from_branches}); kind none, install, branch_change, flavor_switch.
+      description:
+        - C({kind, unhold, remove, from_branches}); kind none, install, branch_change, flavor_switch,
+          source_change (packages of another repository removed first, O(existing=replace)).
+      type: dict
+    existing:
+      description:
+        - "What the installed driver's owners say: C({policy, foreign: [{name, version, repository}],
+          undecided: [names], dkms: [{module, version, source_dir, dkms_dir, owned_by}], replace: [names]})."
+        - C(foreign) are driver packages of a repository O(source) does not manage, C(undecided) those whose
+          repository the facts could not tell, C(dkms) the unowned DKMS trees refused, C(replace) what is
+          removed first.
       type: dict
     runfile:
       description: "C({conflict, message, remove}): remove = run nvidia-uninstall first"
@@ -269,6 +292,7 @@ ARGUMENT_SPEC = {
     "dcgm": {"type": "bool", "default": False},
     "build_kernel_module": {"type": "raw", "default": "auto"},
     "replace_runfile": {"type": "bool", "default": False},
+    "existing": {"type": "str", "default": "refuse"},
     "mok_key": {"type": "str", "default": ""},
     "mok_cert": {"type": "str", "default": ""},
     "hold": {"type": "bool", "default": True},

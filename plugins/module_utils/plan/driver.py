@@ -15,6 +15,8 @@ Main entry points:
 * :func:`build_plan` -- packages / dnf module stream / holds / fabric manager / initramfs per
   OS x source x branch x kernel-module flavor.
 * :func:`validate_request` -- every refusal about the user's variables, before any change.
+* :func:`existing_driver` -- a driver gpufleet did not install: packages of another repository, DKMS trees
+  no package owns (refused unless ``nvidia_driver_existing: replace``, resp. removed by hand).
 
 Knowledge about branches and module flavors is kb/driver.py's, about operating systems kb/hosts.py's;
 the packaging tables below (what each source packages, and how) carry their sources. ``confidence``:
@@ -36,6 +38,7 @@ SOURCES = ("nvidia_repo", "distro")
 FLAVORS = ("auto", "open", "proprietary")
 REBOOT_POLICIES = ("auto", "never", "always")
 TRISTATE = ("auto", "true", "false")
+EXISTING_POLICIES = ("refuse", "replace")
 
 # The role's variables (nvidia_driver_<key>) a plan is made from, with the role's defaults; plus what the
 # module adds: whether the MOK files exist, the controller test, nvidia_compat's recommendation.
@@ -50,6 +53,7 @@ REQUEST_DEFAULTS = {
     "dcgm": False,
     "build_kernel_module": "auto",
     "replace_runfile": False,
+    "existing": "refuse",
     "mok_key": "",
     "mok_cert": "",
     "mok_key_exists": None,
@@ -658,18 +662,177 @@ def host_managed_mismatch(
     return errors
 
 
-def runfile_conflict(markers_present, nvml_owned_by_package, replace_runfile):
-    """(conflict: bool, message). A runfile-installed driver blocks packages unless replacement is allowed."""
+def runfile_conflict(markers_present, nvml_owned_by_package, replace_runfile, version=None, trees=()):
+    """(conflict: bool, message). A runfile-installed driver blocks packages unless replacement is allowed.
+
+    ``version``: the driver the runfile installed, as its log says (facts driver.runfile.version);
+    ``trees``: the unowned DKMS source directories that are the runfile's (nvidia-uninstall removes them)."""
     if not markers_present or nvml_owned_by_package:
         return False, ""
-    found = ", ".join(markers_present)
+    found = ", ".join([*markers_present, *(f"DKMS tree {tree}" for tree in trees)])
+    if version:
+        found = f"driver {version}; {found}"
     if replace_runfile:
         return False, f"a runfile-installed driver ({found}) will be removed with nvidia-uninstall first"
     return True, (
         f"a driver installed by NVIDIA's runfile was found ({found}); packages would conflict with it. "
-        "Set nvidia_driver_replace_runfile: true to uninstall it first (nvidia-uninstall --silent), "
-        "or remove it yourself"
+        "Set nvidia_driver_replace_runfile: true to uninstall it first (nvidia-uninstall --silent, which "
+        "also removes the DKMS module it registered), or remove it yourself"
     )
+
+
+# ---------------------------------------------------------------------------------------------------
+# A driver gpufleet did not install: packages of another repository, DKMS trees no package owns
+# ---------------------------------------------------------------------------------------------------
+# The repositories facts driver.packages[].origin names (probe/driver.py tells them from the version string
+# and the apt lists), in the words messages use.
+ORIGIN_WORDS = {
+    "nvidia_repo": "NVIDIA's CUDA repository",
+    "ubuntu_archive": "the Ubuntu archive",
+    "ubuntu_ppa": "the graphics-drivers PPA",
+    "debian_archive": "the Debian archive",
+    "elrepo": "ELRepo",
+    "other": "another repository",
+}
+# The packages that are the driver itself (kernel module, its userspace core, the metapackages): these must
+# come from the requested source. Fabric manager, DCGM, the container toolkit, nvidia-settings and the like
+# may come from NVIDIA's repositories next to a distribution's driver and are not judged.
+_DRIVER_CORE = re.compile(
+    r"^(nvidia-driver|nvidia-open|cuda-drivers|nvidia-headless|nvidia-utils-\d|nvidia-dkms-|nvidia-kernel-|"
+    r"nvidia-compute-utils-\d|libnvidia-compute|libcuda1$|libnvidia-ml1$|nvidia-smi$|linux-modules-nvidia-|"
+    r"kmod-nvidia|akmod-nvidia|dkms-nvidia)"
+)
+
+
+def accepted_origins(source, family):
+    """The repositories whose driver packages ``source`` manages on an OS family."""
+    if source == "nvidia_repo":
+        return ("nvidia_repo",)
+    return {"ubuntu": ("ubuntu_archive",), "debian": ("debian_archive",)}.get(family, ())
+
+
+def _source_of(origin, family):
+    """The nvidia_driver_source that manages a repository's packages (None: gpufleet does not)."""
+    for source in SOURCES:
+        if origin in accepted_origins(source, family):
+            return source
+    return None
+
+
+def _origin_of(package):
+    origin = package.get("origin")
+    return origin if isinstance(origin, dict) else {}
+
+
+def driver_origins(packages, source, family):
+    """({repository: [package]} of driver packages from a repository ``source`` does not manage,
+    [package] whose repository the facts could not tell but that may be another one)."""
+    accepted = accepted_origins(source, family)
+    foreign, undecided = {}, []
+    for package in packages or ():
+        if not _DRIVER_CORE.match(str(package.get("name") or "")):
+            continue
+        origin = _origin_of(package)
+        repository = origin.get("repository")
+        if repository and repository not in accepted:
+            foreign.setdefault(repository, []).append(package)
+        elif repository is None and set(origin.get("candidates") or ()) - set(accepted):
+            undecided.append(package)
+    return foreign, undecided
+
+
+def _listed(packages, limit=3):
+    shown = ", ".join(f"{p['name']} {p.get('version', '')}".strip() for p in packages[:limit])
+    return shown + (f" and {len(packages) - limit} more" if len(packages) > limit else "")
+
+
+def foreign_message(repository, packages, source, family, policy):
+    """The refusal (refuse) or the notice (replace) for driver packages of another repository."""
+    words = ORIGIN_WORDS.get(repository, repository)
+    evidence = _origin_of(packages[0]).get("evidence") or "their version"
+    head = (
+        f"packages {_listed(packages)} (the installed driver) come from {words} ({evidence}), not from "
+        f"{ORIGIN_WORDS['nvidia_repo'] if source == 'nvidia_repo' else 'the distribution'} "
+        f"(nvidia_driver_source: {source})"
+    )
+    if policy == "replace":
+        return (
+            f"nvidia_driver_existing=replace: {head}; they are removed first (package manager remove: their "
+            "configuration files stay), then the planned packages are installed"
+        )
+    keep = _source_of(repository, family)
+    choices = [f"nvidia_driver_source: {keep} to keep managing this driver"] if keep else []
+    choices += [
+        "nvidia_driver_existing: replace to remove these packages first (their configuration files stay)",
+        "remove them yourself through the package manager",
+    ]
+    return (
+        f"nvidia_driver_existing=refuse: {head}; installing would mix two repositories' driver packages. "
+        f"Choose {', '.join(choices[:-1])}, or {choices[-1]}"
+    )
+
+
+def runfile_owns_tree(tree, runfile):
+    """The unowned DKMS tree is the one a present runfile driver registered (module nvidia, its version)."""
+    version = (runfile or {}).get("version")
+    return (
+        bool((runfile or {}).get("uninstaller"))
+        and tree.get("module") == "nvidia"
+        and (version in (None, tree.get("version")))
+    )
+
+
+def dkms_message(tree):
+    """The refusal for a DKMS tree of the nvidia module that no package owns, with the way out."""
+    module, version, source_dir = tree.get("module"), tree.get("version"), tree.get("source_dir")
+    registered = f", registered in {tree['dkms_dir']}" if tree.get("dkms_dir") else ""
+    return (
+        f"DKMS tree {source_dir} (module {module} {version}{registered}) that no package owns (a runfile "
+        "--dkms install, or one added by hand?): DKMS would keep building it for every kernel next to the "
+        f"packaged module. Remove it yourself first: dkms remove -m {module} -v {version} --all, then move "
+        f"{source_dir} away (gpufleet never deletes a tree it does not own)"
+    )
+
+
+def _unowned_trees(state):
+    """The unowned DKMS trees this run must not install next to, less those the runfile's uninstall takes."""
+    runfile_handled = bool(state["runfile_markers"]) and not state["owned_by_package"]
+    return [
+        tree
+        for tree in state["dkms"]
+        if not tree.get("owned_by") and not (runfile_handled and runfile_owns_tree(tree, state["runfile"]))
+    ]
+
+
+def existing_driver(req, state, plan):
+    """What the installed driver's owners say about this plan (``state``: host_state; ``plan``: build_plan's).
+
+    Returns {'policy', 'foreign': [{name, version, repository}], 'undecided': [names], 'dkms': [trees],
+    'replace': [names removed first], 'errors': [...], 'warnings': [...]}. Packages of a repository the
+    source does not manage are refused (refuse) or removed first (replace); an unowned DKMS tree of the
+    nvidia module is refused (removed by hand) where the plan builds a kernel module.
+    """
+    policy, family = req["existing"], state["family"]
+    foreign, undecided = driver_origins(state["packages"], req["source"], family)
+    out = {"policy": policy, "foreign": [], "undecided": [p["name"] for p in undecided], "replace": []}
+    out.update(dkms=_unowned_trees(state), errors=[], warnings=[])
+    for repository, packages in sorted(foreign.items()):
+        message = foreign_message(repository, packages, req["source"], family, policy)
+        (out["warnings"] if policy == "replace" else out["errors"]).append(message)
+        out["foreign"] += [
+            {"name": p["name"], "version": p.get("version"), "repository": repository} for p in packages
+        ]
+    if policy == "replace":
+        out["replace"] = [p["name"] for p in out["foreign"]]
+    if undecided:
+        out["warnings"].append(
+            f"the repository of packages {_listed(undecided)} could not be told "
+            f"({_origin_of(undecided[0]).get('evidence')}, and no apt list settles it): taken to be "
+            f"nvidia_driver_source {req['source']}'s; if it is another one, remove them first"
+        )
+    for tree in out["dkms"]:
+        (out["errors"] if plan["build_kernel_module"] else out["warnings"]).append(dkms_message(tree))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -766,17 +929,22 @@ def installed_branches(packages):
     return sorted(branches)
 
 
-def transition(plan, installed_packages, installed_branches, held_packages):
+def transition(plan, installed_packages, installed_branches, held_packages, replaced=()):
     """What moving from the installed driver to ``plan`` involves.
 
-    Returns {'kind': 'none'|'install'|'branch_change'|'flavor_switch', 'unhold': [...], 'remove': [...],
-    'from_branches': [...]}. A branch change or flavor switch releases the holds on the installed driver
-    packages first (held packages block apt), and removes the other flavor's top-level packages.
+    Returns {'kind': 'none'|'install'|'branch_change'|'flavor_switch'|'source_change', 'unhold': [...],
+    'remove': [...], 'from_branches': [...]}. A branch change or flavor switch releases the holds on the
+    installed driver packages first (held packages block apt), and removes the other flavor's top-level
+    packages. ``replaced``: packages of another repository that nvidia_driver_existing: replace removes
+    first (a source change).
     """
     installed = set(installed_packages or ())
     branches = sorted(set(installed_branches or ()))
     remove = [p for p in plan["other_flavor_packages"] if p in installed]
-    if not installed or not branches:
+    remove += [p for p in replaced or () if p not in remove]
+    if replaced:
+        kind = "source_change"
+    elif not installed or not branches:
         kind = "install"
     elif plan["branch"] not in branches or len(branches) > 1:
         kind = "branch_change"
@@ -784,7 +952,9 @@ def transition(plan, installed_packages, installed_branches, held_packages):
         kind = "flavor_switch"
     else:
         kind = "none"
-    unhold = sorted(held_packages or ()) if kind in ("branch_change", "flavor_switch") else []
+    unhold = (
+        sorted(held_packages or ()) if kind in ("branch_change", "flavor_switch", "source_change") else []
+    )
     return {"kind": kind, "unhold": unhold, "remove": remove, "from_branches": branches}
 
 
@@ -822,6 +992,9 @@ def host_state(facts):
         "packages": packages,
         "held": sorted(p["name"] for p in packages if p.get("held")),
         "runfile_markers": list(driver.get("runfile_markers") or []),
+        "runfile": driver.get("runfile") if isinstance(driver.get("runfile"), dict) else {},
+        "dkms": [t for t in driver.get("dkms") or [] if isinstance(t, dict) and t.get("source_dir")],
+        "family": kb_hosts.OS_TABLE.get(os_info.get("key") or "", {}).get("family"),
         "owned_by_package": driver.get("install_method") == "package",
         "secure_boot": driver.get("secure_boot") == "enabled",
         "nvswitch_count": int((facts or {}).get("nvswitch_count") or 0),
@@ -870,6 +1043,9 @@ def validate(request, facts):
             tristate(req[key], key)
         except DriverPlanError as exc:
             errors.append(str(exc))
+    if req["existing"] not in EXISTING_POLICIES:
+        allowed = ", ".join(EXISTING_POLICIES)
+        errors.append(f"nvidia_driver_existing: {req['existing']!r} is not allowed; allowed: {allowed}")
     return errors
 
 
@@ -920,15 +1096,26 @@ def decide(request, facts, compat=None):
     return plan
 
 
+_NOTHING_EXISTING = {"foreign": [], "undecided": [], "dkms": [], "replace": [], "errors": [], "warnings": []}
+
+
 def _add_state(plan, req, state, errors, warnings):
-    """Host-managed, transition, Secure Boot and runfile refusals; the warnings the user sees."""
+    """Host-managed, existing driver, transition, Secure Boot and runfile refusals; the user's warnings."""
     managed = state["host_managed"]
-    if managed:
+    if managed:  # the host owns the driver: nothing here is gpufleet's to judge or change
+        existing = dict(_NOTHING_EXISTING, policy=req["existing"])
         plan["transition"] = {"kind": "none", "unhold": [], "remove": [], "from_branches": []}
     else:
         warnings += plan["warnings"]
+        existing = existing_driver(req, state, plan)
+        errors += existing["errors"]
+        warnings += existing["warnings"]
         plan["transition"] = transition(
-            plan, [p["name"] for p in state["packages"]], installed_branches(state["packages"]), state["held"]
+            plan,
+            [p["name"] for p in state["packages"]],
+            installed_branches(state["packages"]),
+            state["held"],
+            replaced=existing["replace"],
         )
         if state["secure_boot"] and plan["module_signing_needed_with_secure_boot"] and not req["mok_key"]:
             errors.append(
@@ -936,18 +1123,8 @@ def _add_state(plan, req, state, errors, warnings):
                 "nvidia_driver_mok_key and nvidia_driver_mok_cert to a MOK key pair enrolled with "
                 "'mokutil --import <cert>' (then reboot to confirm), or disable Secure Boot"
             )
-    conflict, message = runfile_conflict(
-        state["runfile_markers"], state["owned_by_package"], bool(req["replace_runfile"])
-    )
-    if conflict and not managed:
-        errors.append(message)
-    elif message:
-        warnings.append(message)
-    plan["runfile"] = {
-        "conflict": conflict,
-        "message": message,
-        "remove": bool(req["replace_runfile"]) and bool(state["runfile_markers"]) and not managed,
-    }
+    plan["existing"] = {k: v for k, v in existing.items() if k not in ("errors", "warnings")}
+    _add_runfile(plan, req, state, errors, warnings)
     plan.update(
         made=True,
         errors=errors,
@@ -958,6 +1135,31 @@ def _add_state(plan, req, state, errors, warnings):
         install=not managed,
         mok_signing=state["secure_boot"] and plan["module_signing_needed_with_secure_boot"] and not managed,
     )
+
+
+def _add_runfile(plan, req, state, errors, warnings):
+    managed = state["host_managed"]
+    trees = [
+        tree["source_dir"]
+        for tree in state["dkms"]
+        if not tree.get("owned_by") and runfile_owns_tree(tree, state["runfile"])
+    ]
+    conflict, message = runfile_conflict(
+        state["runfile_markers"],
+        state["owned_by_package"],
+        bool(req["replace_runfile"]),
+        version=state["runfile"].get("version"),
+        trees=trees,
+    )
+    if conflict and not managed:
+        errors.append(message)
+    elif message:
+        warnings.append(message)
+    plan["runfile"] = {
+        "conflict": conflict,
+        "message": message,
+        "remove": bool(req["replace_runfile"]) and bool(state["runfile_markers"]) and not managed,
+    }
 
 
 def _dnf_bare(name):

@@ -692,3 +692,74 @@ def test_compat_inputs_from_the_facts():
 def test_branches_come_from_the_knowledge_base():
     assert set(dp.available_branches("rhel8", "nvidia_repo")) <= set(kb_driver.DRIVER_BRANCHES)
     assert dp.available_branches("ubuntu2404", "nvidia_repo")[-1] == kb_driver.NEWEST_KNOWN_BRANCH
+
+
+# ------------------------------------------------------------------------- a driver gpufleet did not install
+def test_transition_source_change_removes_the_replaced_packages_and_releases_every_hold():
+    plan = dp.build_plan("ubuntu2404", "nvidia_repo", "580", "open")
+    installed = ["nvidia-driver-580", "libnvidia-compute-580"]
+    t = dp.transition(plan, installed, ["580"], ["nvidia-driver-580"], replaced=installed)
+    assert t == {
+        "kind": "source_change",
+        "unhold": ["nvidia-driver-580"],
+        "remove": installed,
+        "from_branches": ["580"],
+    }
+    assert dp.transition(plan, installed, ["580"], [])["kind"] == "none"
+
+
+def test_accepted_origins_per_source_and_family():
+    assert dp.accepted_origins("nvidia_repo", "debian") == ("nvidia_repo",)
+    assert dp.accepted_origins("distro", "ubuntu") == ("ubuntu_archive",)
+    assert dp.accepted_origins("distro", "debian") == ("debian_archive",)
+    assert dp.accepted_origins("distro", "rhel") == ()
+
+
+def origin(repository, candidates=None):
+    return {"repository": repository, "candidates": candidates or [repository], "evidence": "test"}
+
+
+def test_only_the_driver_itself_is_judged():
+    packages = [
+        {
+            "name": "nvidia-driver-580",
+            "version": "580.95.05-0ubuntu0.24.04.2",
+            "origin": origin("ubuntu_archive"),
+        },
+        {"name": "nvidia-container-toolkit", "version": "1.17.8-1", "origin": origin("nvidia_repo")},
+        {"name": "datacenter-gpu-manager-4-core", "version": "1:4.4.1-1", "origin": origin("nvidia_repo")},
+        {"name": "nvidia-fabricmanager-580", "version": "580.95.05-1", "origin": origin("nvidia_repo")},
+        {
+            "name": "libcuda1",
+            "version": "535.261.03-1",
+            "origin": origin(None, ["nvidia_repo", "debian_archive"]),
+        },
+    ]
+    foreign, undecided = dp.driver_origins(packages, "distro", "ubuntu")
+    assert (foreign, [p["name"] for p in undecided]) == ({}, ["libcuda1"])
+    foreign, undecided = dp.driver_origins(packages, "nvidia_repo", "ubuntu")
+    assert [p["name"] for p in foreign["ubuntu_archive"]] == ["nvidia-driver-580"]
+    assert undecided == [packages[-1]]
+    # facts without origins (older facts, synthetic tests) judge nothing
+    assert dp.driver_origins([{"name": "nvidia-open-580", "version": "580.95.05-1"}], "distro", "ubuntu") == (
+        {},
+        [],
+    )
+
+
+def test_runfile_conflict_names_its_version_and_dkms_tree():
+    conflict, msg = dp.runfile_conflict(
+        ["/usr/bin/nvidia-uninstall"], False, False, version="570.86.10", trees=["/usr/src/nvidia-570.86.10"]
+    )
+    assert conflict is True
+    assert "(driver 570.86.10; /usr/bin/nvidia-uninstall, DKMS tree /usr/src/nvidia-570.86.10)" in msg
+
+
+def test_runfile_owns_only_its_own_dkms_tree():
+    runfile = {"uninstaller": "/usr/bin/nvidia-uninstall", "version": "570.86.10"}
+    tree = {"module": "nvidia", "version": "570.86.10", "source_dir": "/usr/src/nvidia-570.86.10"}
+    assert dp.runfile_owns_tree(tree, runfile) is True
+    assert dp.runfile_owns_tree(dict(tree, version="575.57.08"), runfile) is False
+    assert dp.runfile_owns_tree(dict(tree, module="nvidia-open"), runfile) is False
+    assert dp.runfile_owns_tree(tree, dict(runfile, uninstaller=None)) is False
+    assert dp.runfile_owns_tree(tree, dict(runfile, version=None)) is True  # log gone: the likely owner

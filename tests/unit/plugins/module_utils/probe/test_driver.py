@@ -222,7 +222,7 @@ def test_driver_packages_and_runfile_markers(tmp_path):
     fakeroot.write(tmp_path, "/var/log/nvidia-installer.log", "old runfile install\n")
     root = Root(str(tmp_path))
     driver = probe_driver.probe(root, False, Packages(root), nvml=None, gpu_driver_info={}, host=host_fact())
-    assert driver["packages"] == [
+    assert [{k: p[k] for k in ("name", "version", "held")} for p in driver["packages"]] == [
         {"name": "cuda-drivers-580", "version": "580.95.05-1", "held": False},
         {"name": "datacenter-gpu-manager-4-core", "version": "1:4.4.1-1", "held": False},
         {"name": "firmware-nvidia-gsp", "version": "580.95.05-1", "held": False},
@@ -232,6 +232,10 @@ def test_driver_packages_and_runfile_markers(tmp_path):
         {"name": "nvidia-driver-580-open", "version": "580.95.05-0ubuntu1", "held": True},
         {"name": "nvidia-fabricmanager-580", "version": "580.95.05-1", "held": False},
     ]
+    assert {p["manager"] for p in driver["packages"]} == {"deb"}
+    origins = {p["name"]: p["origin"]["repository"] for p in driver["packages"]}
+    assert origins["linux-modules-nvidia-580-open-generic"] == "ubuntu_archive"
+    assert origins["nvidia-driver-580-open"] == origins["cuda-drivers-580"] == "nvidia_repo"
     assert driver["runfile_markers"] == ["/var/log/nvidia-installer.log"]
     assert driver["install_method"] == "package"  # a leftover installer log is not a runfile install
     fakeroot.write(tmp_path, "/usr/bin/nvidia-uninstall", "#!/bin/sh\n")
@@ -248,3 +252,250 @@ def test_rpm_driver_packages_held_by_versionlock():
         {"name": "kmod-nvidia-open-dkms", "version": "3:580.95.05-1.el9", "held": False},
         {"name": "nvidia-driver", "version": "3:580.95.05-1.el9", "held": True},
     ]
+
+
+# ------------------------------------------------------------------ what an install would meet (issue 12)
+# nvidia-installer's log as its source writes it (NVIDIA/nvidia-installer 590.48.01: log.c log_init() header,
+# install-from-cwd.c "Installing NVIDIA driver version" and the completion line, wrapped at 79 columns with
+# the "-> " bullet's indent); the header and command line as in microsoft/pai#2040.
+INSTALLER_LOG = """nvidia-installer log file '/var/log/nvidia-installer.log'
+creation time: Mon Dec  1 08:00:00 2026
+installer version: 570.86.10
+
+PATH: /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+nvidia-installer command line:
+    ./nvidia-installer
+    --silent
+    --dkms
+
+Using built-in stream user interface
+-> Detected 16 CPUs online; setting concurrency level to 16.
+-> Installing NVIDIA driver version 570.86.10.
+-> Kernel module compilation complete.
+-> Installing DKMS kernel module:
+-> Installation of the kernel module for the NVIDIA Accelerated Graphics Driver for Linux-x86_64 (version:
+   570.86.10) is now complete.
+"""
+
+
+def test_installer_log_says_the_version_it_installed_and_whether_it_completed():
+    assert probe_driver.parse_installer_log(INSTALLER_LOG) == {"version": "570.86.10", "completed": True}
+    failed = (
+        INSTALLER_LOG.split("-> Kernel module", maxsplit=1)[0]
+        + "ERROR: Installation has failed.  Please see ...\n"
+    )
+    assert probe_driver.parse_installer_log(failed) == {"version": "570.86.10", "completed": False}
+    header_only = INSTALLER_LOG.split("PATH:", maxsplit=1)[0]
+    assert probe_driver.parse_installer_log(header_only) == {"version": "570.86.10", "completed": None}
+    assert probe_driver.parse_installer_log("old runfile install\n") == {"version": None, "completed": None}
+
+
+def runfile_root(tmp_path, uninstaller=True, log=INSTALLER_LOG):
+    if uninstaller:
+        fakeroot.write(tmp_path, "/usr/bin/nvidia-uninstall", "#!/bin/sh\n", mode=0o755)
+    if log is not None:
+        fakeroot.write(tmp_path, "/var/log/nvidia-installer.log", log)
+    return Root(str(tmp_path))
+
+
+def test_runfile_uninstaller_and_log(tmp_path):
+    root = runfile_root(tmp_path)
+    fakeroot.write(tmp_path, "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.86.10", "ELF")
+    nvml = (
+        "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+        "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.86.10",
+        None,
+    )
+    driver = probe_driver.probe(root, False, Packages(root), nvml=nvml, gpu_driver_info={}, host=host_fact())
+    assert driver["install_method"] == "runfile"
+    assert driver["runfile_markers"] == ["/usr/bin/nvidia-uninstall", "/var/log/nvidia-installer.log"]
+    assert driver["runfile"] == {
+        "uninstaller": "/usr/bin/nvidia-uninstall",
+        "log": "/var/log/nvidia-installer.log",
+        "version": "570.86.10",
+        "completed": True,
+    }
+
+
+def dkms_tree(root, module, version, registered=True, source=True):
+    if source:
+        fakeroot.write(root, f"/usr/src/{module}-{version}/dkms.conf", f'PACKAGE_NAME="{module}"\n')
+    if registered:
+        fakeroot.link(root, f"/var/lib/dkms/{module}/{version}/source", f"/usr/src/{module}-{version}")
+        fakeroot.write(root, f"/var/lib/dkms/{module}/{version}/6.8.0-45-generic/x86_64/log/make.log", "")
+
+
+def test_dkms_trees_owned_and_unowned(tmp_path):
+    fakeroot.dpkg_db(
+        tmp_path,
+        [
+            ("nvidia-kernel-open-dkms", "580.95.05-0ubuntu1", "install ok installed", "amd64"),
+            ("nvidia-open", "580.95.05-0ubuntu1", "install ok installed", "amd64"),
+        ],
+        {
+            "nvidia-kernel-open-dkms": [
+                "/usr/src",
+                "/usr/src/nvidia-580.95.05",
+                "/usr/src/nvidia-580.95.05/dkms.conf",
+            ]
+        },
+    )
+    dkms_tree(tmp_path, "nvidia", "580.95.05")  # the package's
+    dkms_tree(tmp_path, "nvidia", "570.86.10")  # a runfile --dkms install left it
+    dkms_tree(tmp_path, "nvidia-open", "575.57.08", source=False)  # registered, its sources gone
+    dkms_tree(tmp_path, "nvidia-fs", "2.22.3")  # GPUDirect Storage: not the driver's module
+    fakeroot.link(
+        tmp_path, "/var/lib/dkms/nvidia/kernel-6.8.0-45-generic-x86_64", "570.86.10/6.8.0-45-generic/x86_64"
+    )
+    (tmp_path / "usr/src/linux-headers-6.8.0-45-generic").mkdir(parents=True)
+    root = Root(str(tmp_path))
+    assert probe_driver.dkms_trees(root, Packages(root)) == [
+        {
+            "module": "nvidia",
+            "version": "570.86.10",
+            "source_dir": "/usr/src/nvidia-570.86.10",
+            "dkms_dir": "/var/lib/dkms/nvidia/570.86.10",
+            "owned_by": None,
+        },
+        {
+            "module": "nvidia",
+            "version": "580.95.05",
+            "source_dir": "/usr/src/nvidia-580.95.05",
+            "dkms_dir": "/var/lib/dkms/nvidia/580.95.05",
+            "owned_by": "nvidia-kernel-open-dkms",
+        },
+        {
+            "module": "nvidia-open",
+            "version": "575.57.08",
+            "source_dir": "/usr/src/nvidia-open-575.57.08",
+            "dkms_dir": "/var/lib/dkms/nvidia-open/575.57.08",
+            "owned_by": None,
+        },
+    ]
+
+
+def test_no_dkms_tree_reads_no_file_list(tmp_path, monkeypatch):
+    fakeroot.dpkg_db(
+        tmp_path, [("nvidia-dkms-580", "580.95.05-0ubuntu0.24.04.2", "install ok installed", "amd64")]
+    )
+    root = Root(str(tmp_path))
+    packages = Packages(root)
+    monkeypatch.setattr(packages, "files", lambda package: pytest.fail("a file list was read"))
+    assert probe_driver.dkms_trees(root, packages) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "family", "repository", "confidence"),
+    [
+        # the Ubuntu archive's updates (noble-updates/security; NVIDIA/ansible-role-nvidia-driver#72)
+        ("nvidia-driver-580", "580.95.05-0ubuntu0.24.04.2", "ubuntu", "ubuntu_archive", "high"),
+        ("libnvidia-compute-515-server", "515.86.01-0ubuntu0.22.04.1", "ubuntu", "ubuntu_archive", "high"),
+        ("linux-modules-nvidia-580-open-generic", "6.8.0-88.89", "ubuntu", "ubuntu_archive", "high"),
+        # the graphics-drivers PPA (apt policy: 550.78-0ubuntu0~gpu24.04.1 from ppa.launchpadcontent.net)
+        ("nvidia-driver-550", "550.78-0ubuntu0~gpu24.04.1", "ubuntu", "ubuntu_ppa", "high"),
+        # NVIDIA's CUDA repository for Ubuntu: the H200's cuda-compat-13-0, NVIDIA/cuda-repo-management#19
+        ("cuda-compat-13-0", "580.95.05-0ubuntu1", "ubuntu", "nvidia_repo", "medium"),
+        ("libnvidia-compute-580", "580.159.03-1ubuntu1", "ubuntu", "nvidia_repo", "medium"),
+        ("nvidia-fabricmanager-470", "470.239.06-1", "ubuntu", "nvidia_repo", "medium"),
+        ("cuda-drivers-580", "580.95.05-1", "debian", "nvidia_repo", "medium"),
+        # Debian's stable updates and backports
+        ("nvidia-kernel-dkms", "535.216.01-1~deb12u1", "debian", "debian_archive", "high"),
+        ("nvidia-open-kernel-dkms", "550.163.01-2~bpo12+1", "debian", "debian_archive", "high"),
+        # "-N" on Debian: NVIDIA's Debian repository (550.54.15-1) or the Debian archive (535.261.03-1)
+        ("libcuda1", "535.261.03-1", "debian", None, None),
+        ("nvidia-driver-595", "595.58.03-1pop1~1778194999~22.04~98184da~dev", "ubuntu", "other", "high"),
+    ],
+)
+def test_version_origin(name, version, family, repository, confidence):
+    origin = probe_driver.version_origin(name, version, "deb", family)
+    assert (origin["repository"], origin["confidence"]) == (repository, confidence), origin
+    assert origin["evidence"]
+
+
+def test_rpm_origins():
+    assert probe_driver.version_origin("kmod-nvidia-open-dkms", "3:580.95.05-1.el9", "rpm")["repository"] == (
+        "nvidia_repo"
+    )
+    assert (
+        probe_driver.version_origin("kmod-nvidia", "580.95.05-1.el9_6.elrepo", "rpm")["repository"]
+        == "elrepo"
+    )
+    assert probe_driver.version_origin("akmod-nvidia", "3:580.95.05-1.fc41", "rpm")["repository"] == "other"
+    assert probe_driver.version_origin("nvidia-driver", "3:580.95.05-1.el9", "rpm")["repository"] is None
+
+
+def test_the_h200s_real_nvidia_package_is_from_nvidias_repository():
+    """tests/data/h200-ubuntu2404: cuda-compat-13-0 580.95.05-0ubuntu1 is from NVIDIA's ubuntu2404 repo."""
+    rows = [line.split("\t") for line in (H200 / "dpkg-query-nvidia-cuda.tsv").read_text().splitlines()]
+    (version,) = [row[1] for row in rows if row[0] == "cuda-compat-13-0"]
+    assert (
+        probe_driver.version_origin("cuda-compat-13-0", version, "deb", "ubuntu")["repository"]
+        == "nvidia_repo"
+    )
+
+
+def debian12(tmp_path, packages):
+    fakeroot.write(tmp_path, "/etc/os-release", 'ID=debian\nVERSION_ID="12"\nNAME="Debian GNU/Linux"\n')
+    fakeroot.dpkg_db(tmp_path, [(n, v, "install ok installed", "amd64") for n, v in packages])
+    return Root(str(tmp_path))
+
+
+def origins_of(root):
+    host = {"container": "none", "reasons": {}, "os": {"distribution": "Debian", "version": "12"}}
+    driver = probe_driver.probe(root, False, Packages(root), nvml=None, gpu_driver_info={}, host=host)
+    return {p["name"]: p["origin"]["repository"] for p in driver["packages"]}, driver
+
+
+def test_debian_minus_one_is_undecided_until_an_nvidia_only_package_or_an_apt_list_says(tmp_path):
+    root = debian12(tmp_path, [("libcuda1", "580.95.05-1"), ("nvidia-kernel-dkms", "580.95.05-1")])
+    origins, driver = origins_of(root)
+    assert origins == {"libcuda1": None, "nvidia-kernel-dkms": None}
+    assert driver["packages"][0]["origin"]["candidates"] == ["nvidia_repo", "debian_archive"]
+    # NVIDIA's repository's list carries this exact stanza (apt names lists host_path_..._Packages)
+    lists = "/var/lib/apt/lists/"
+    nvidia = lists + "developer.download.nvidia.com_compute_cuda_repos_debian12_x86%5f64_Packages"
+    fakeroot.write(
+        tmp_path,
+        nvidia,
+        "Package: libcuda1\nVersion: 580.82.07-1\nArchitecture: amd64\n\n"
+        "Package: libcuda1\nVersion: 580.95.05-1\nArchitecture: amd64\nSize: 1\n\n"
+        "Package: nvidia-kernel-dkmsx\nVersion: 580.95.05-1\n",
+    )
+    fakeroot.write(
+        tmp_path, lists + "deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages", "x" * 10
+    )
+    fakeroot.write(
+        tmp_path, lists + "deb.debian.org_debian_dists_bookworm-updates_main_binary-amd64_Packages.lz4", ""
+    )
+    origins, driver = origins_of(root)
+    assert origins == {"libcuda1": "nvidia_repo", "nvidia-kernel-dkms": None}
+    assert driver["packages"][0]["origin"]["confidence"] == "high"
+    assert nvidia in driver["packages"][0]["origin"]["evidence"]
+    assert "lz4" in driver["reasons"]["package_origins"]
+    # a package only NVIDIA's repository ships, at the same version, decides the rest
+    root = debian12(
+        tmp_path,
+        [("libcuda1", "580.95.05-1"), ("nvidia-kernel-dkms", "580.95.05-1"), ("cuda-drivers", "580.95.05-1")],
+    )
+    origins, _ = origins_of(root)
+    assert origins == {
+        "cuda-drivers": "nvidia_repo",
+        "libcuda1": "nvidia_repo",
+        "nvidia-kernel-dkms": "nvidia_repo",
+    }
+
+
+def test_the_archives_own_versions_read_no_apt_list(tmp_path, monkeypatch):
+    root = debian12(tmp_path, [("nvidia-kernel-dkms", "535.216.01-1~deb12u1")])
+    fakeroot.write(tmp_path, "/var/lib/apt/lists/x_Packages", "")
+    monkeypatch.setattr(probe_driver, "apt_list_carriers", lambda *a: pytest.fail("apt lists were read"))
+    assert origins_of(root)[0] == {"nvidia-kernel-dkms": "debian_archive"}
+
+
+def test_h200_real_state_has_no_runfile_dkms_or_driver_package(tmp_path):
+    fakeroot.h200(tmp_path)
+    root = Root(str(tmp_path))
+    driver = probe_driver.probe(root, False, Packages(root), nvml=None, gpu_driver_info={}, host=host_fact())
+    assert driver["runfile"] == {"uninstaller": None, "log": None, "version": None, "completed": None}
+    assert (driver["dkms"], driver["packages"], driver["runfile_markers"]) == ([], [], [])
