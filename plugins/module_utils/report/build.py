@@ -28,6 +28,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.drift import 
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import html as report_html
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.findings import host_findings
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.owner import owner_shown
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import (
     CSV_COLUMNS,
     HOST_COLUMNS,
@@ -40,6 +41,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import
     findings_count,
     gpu_text,
     host_cells,
+    owner_rows,
     status_text,
 )
 
@@ -152,6 +154,7 @@ def _cuda(c):
                 "package": t.get("package") if isinstance(t.get("package"), dict) else None,
                 "nvcc": t.get("nvcc"),
                 "default": False,
+                "owner": owner_shown("cuda", t),
             }
         )
     norm_default = None
@@ -189,7 +192,13 @@ def _cudnn(c):
         "library_version": c.get("library_version"),
         "mismatch": c.get("mismatch"),
         "resolved": bool(c.get("resolved")),
+        "owner": owner_shown("cudnn", c),
     }
+
+
+def _copies(cudnn):
+    """The cuDNN copies: ``cudnn`` is their list (docs/facts.md); ``{copies: [...]}`` is read the same way."""
+    return _l(cudnn.get("copies")) if isinstance(cudnn, dict) else _l(cudnn)
 
 
 _NOT_AUDITED = {
@@ -229,7 +238,7 @@ def _audited(facts):
         "gpus": gpus,
         "driver": _driver(facts.get("driver")),
         "cuda": _cuda(facts.get("cuda")),
-        "cudnn": [_cudnn(c) for c in _l(facts.get("cudnn"))],
+        "cudnn": [_cudnn(c) for c in _copies(facts.get("cudnn"))],
         "cudnn_resolved": [
             {k: _d(r).get(k) for k in _RESOLVED_KEYS} for r in _l(facts.get("cudnn_resolved"))
         ],
@@ -430,9 +439,20 @@ _DISTRIBUTION_TITLES = (
 )
 
 
+def _md_owners(report):
+    rows = owner_rows(report)
+    if not rows:
+        return []
+    return ["", "## Owners", ""] + [
+        f"- **{_md(name)}** {_md(what)} at {_md(path)}: {_md(owner['words'])} (owner_kind `{owner['kind']}`)"
+        for name, what, path, owner in rows
+    ]
+
+
 def render_markdown(report):
     dist = report["summary"]["distributions"]
-    lines = _md_header(report) + _md_hosts_table(report) + _md_lists(report) + ["", "## Versions", ""]
+    lines = _md_header(report) + _md_hosts_table(report) + _md_lists(report) + _md_owners(report)
+    lines += ["", "## Versions", ""]
     for key, title in _DISTRIBUTION_TITLES:
         items = ", ".join(f"{_md(k)} x{v}" for k, v in dist[key].items()) or "none"
         lines.append(f"- {title}: {items}")
@@ -461,8 +481,14 @@ METRICS = (
     ("gpufleet_gpus", "NVIDIA GPUs found on the host (0: no GPU)."),
     ("gpufleet_gpu_info", "One series per GPU: model, architecture, compute capability, PCI bus id."),
     ("gpufleet_driver_info", "The NVIDIA driver on the host (version none when not installed)."),
-    ("gpufleet_cuda_toolkit_info", "One series per CUDA toolkit tree; default=true for /usr/local/cuda."),
-    ("gpufleet_cudnn_info", "One series per cuDNN copy; resolved=true for the one the dynamic loader picks."),
+    (
+        "gpufleet_cuda_toolkit_info",
+        "One series per CUDA toolkit tree; default=true for /usr/local/cuda; owner_kind: who installed it.",
+    ),
+    (
+        "gpufleet_cudnn_info",
+        "One series per cuDNN copy; resolved=true for the one the loader picks; owner_kind: who owns it.",
+    ),
     ("gpufleet_drift", "Number of differences between the host and its gpufleet_baseline."),
     ("gpufleet_drift_info", "One series per difference between the host and its gpufleet_baseline."),
     ("gpufleet_findings", "Audit findings per host and severity."),
@@ -501,6 +527,7 @@ def _toolkit_series(host, t):
         "path": t["path"],
         "source": t["source"],
         "default": "true" if t["default"] else "false",
+        "owner_kind": t["owner"]["kind"],
     }
     return labels, 1
 
@@ -514,6 +541,7 @@ def _cudnn_series(host, c):
         "path": c["path"],
         "python_env": c.get("python_env") or "",
         "resolved": "true" if c["resolved"] else "false",
+        "owner_kind": c["owner"]["kind"],
     }
     return labels, 1
 

@@ -17,6 +17,9 @@ Rules decided here from the host's own observations (no knowledge base needed):
 - ``cudnn_several_system_copies``: several system copies provide the same libcudnn.so.N (warning: programs get
   whichever the loader finds first);
 - ``cudnn_loader_resolves``: which copy the dynamic loader picks for each libcudnn soname (info);
+- ``owner_unknown``: a CUDA toolkit or cuDNN copy that no package, installer, Python environment or gpufleet
+  marker owns (warning: an admin cannot tell where it came from); the owner is the entry's ``owner``, made by
+  report.owner.owner_shown (never re-derived here);
 - ``cudnn_needs_newer_driver`` / ``cuda_needs_newer_driver``: a cuDNN build or CUDA toolkit for a CUDA major
   above the one the driver reports (cuDriverGetVersion) (error); a toolkit of the same major but a newer
   minor runs under minor-version compatibility (warning).
@@ -156,6 +159,29 @@ def _resolved_findings(entry):
     ]
 
 
+def _unknown_why(words):
+    """``unknown (why)`` -> ``why``; other words as they are."""
+    if words.startswith("unknown (") and words.endswith(")"):
+        return words[len("unknown (") : -1]
+    return words
+
+
+def _owner_findings(entry):
+    items = [(f"CUDA {t.get('version')}", t) for t in (entry.get("cuda") or {}).get("toolkits") or []]
+    items += [(f"cuDNN {c.get('version')}", c) for c in entry.get("cudnn") or []]
+    return [
+        finding(
+            "warning",
+            "owner_unknown",
+            f"{label} at {item.get('path')} has no known owner ({_unknown_why(item['owner']['words'])}): "
+            "no package, runfile installer, Python environment or gpufleet marker accounts for it; find out "
+            "where it came from before changing it",
+        )
+        for label, item in items
+        if (item.get("owner") or {}).get("kind") == "unknown"
+    ]
+
+
 def local_findings(entry):
     """Findings decided from the host's own observations."""
     copies = entry.get("cudnn") or []
@@ -166,6 +192,7 @@ def local_findings(entry):
         + _env_differs_findings(copies, system)
         + _several_copies_findings(system)
         + _resolved_findings(entry)
+        + _owner_findings(entry)
     )
 
 

@@ -4,7 +4,9 @@
 
 Stdlib only, Python >= 3.9. Reads only the report dict of report.build.build_report.
 - ``host_cells``: one host's cells of the hosts table (Markdown, HTML, the summary printed at the end);
-- ``component_rows``: one row per host x component (CSV, the HTML components table).
+- ``component_rows``: one row per host x component (CSV, the HTML components table); the toolkit and cuDNN
+  rows carry their owner (``owner``: its words, ``owner_kind``), the one report.owner.owner_shown made;
+- ``owner_rows``: one row per toolkit and cuDNN copy with its owner (the Markdown owners list).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ CSV_COLUMNS = (
     "active",
     "detail",
     "drift",
+    "owner",
+    "owner_kind",
 )
 # the host table's columns (Markdown and HTML); the summary table spells the CUDA/cuDNN ones shorter
 HOST_COLUMNS = (
@@ -171,12 +175,25 @@ def _driver_row(h):
     )
 
 
+def _package_name(item, default):
+    """The row's name: the deb/rpm package that owns the tree, else the facts' package, else ``default``."""
+    owner = item.get("owner") or {}
+    if owner.get("kind") == "package" and owner.get("name"):
+        return owner["name"]
+    return (item.get("package") or {}).get("name") or default
+
+
+def _owner_cells(item):
+    owner = item.get("owner") or {}
+    return {"owner": owner.get("words"), "owner_kind": owner.get("kind")}
+
+
 def _cuda_rows(h):
     return [
         _row(
             h,
             component="cuda",
-            name=(t.get("package") or {}).get("name") or "cuda",
+            name=_package_name(t, "cuda"),
             version=t["version"],
             cuda_major=t["major_minor"].split(".")[0],
             source=t["source"],
@@ -184,6 +201,7 @@ def _cuda_rows(h):
             active="default" if t["default"] else "",
             detail="nvcc" if t.get("nvcc") else "no nvcc",
             drift=_drift_for(h, "cuda", t["path"]),
+            **_owner_cells(t),
         )
         for t in h["cuda"]["toolkits"]
     ]
@@ -205,7 +223,7 @@ def _cudnn_rows(h):
         _row(
             h,
             component="cudnn",
-            name=(c.get("package") or {}).get("name") or "cudnn",
+            name=_package_name(c, "cudnn"),
             version=c["version"],
             cuda_major=c["cuda_major"],
             source=c["source"],
@@ -213,6 +231,7 @@ def _cudnn_rows(h):
             active="resolved" if c["resolved"] else "",
             detail=_cudnn_detail(c),
             drift=_drift_for(h, "cudnn", c["path"]),
+            **_owner_cells(c),
         )
         for c in h["cudnn"]
     ]
@@ -243,3 +262,14 @@ def host_component_rows(h):
 def component_rows(report):
     """One row per host x component: GPUs, driver, CUDA toolkits, cuDNN copies, drift with no row."""
     return [r for h in report["hosts"] for r in host_component_rows(h)]
+
+
+def owner_rows(report):
+    """(host, "CUDA <version>" or "cuDNN <version>", path, owner) of every toolkit and cuDNN copy."""
+    out = []
+    for h in report["hosts"]:
+        if h["status"] != "ok":
+            continue
+        out += [(h["name"], f"CUDA {t['version']}", t["path"], t["owner"]) for t in h["cuda"]["toolkits"]]
+        out += [(h["name"], f"cuDNN {c['version']}", c["path"], c["owner"]) for c in h["cudnn"]]
+    return out

@@ -146,7 +146,8 @@ def test_no_gpu_host(report):
     h = host(report, "login01")
     assert h["gpu_count"] == 0
     assert h["gpus"] == []
-    assert [f["code"] for f in h["findings"]] == ["no_gpu"]
+    # its CUDA 12.8 has a version.json but no package, runfile uninstaller or gpufleet marker
+    assert [f["code"] for f in h["findings"]] == ["owner_unknown", "no_gpu"]
     assert h["drift_status"] == "no_baseline"
     assert rp.status_text(h) == "ok (no GPU)"
 
@@ -294,7 +295,7 @@ def test_compat_skipped_for_hosts_without_gpu():
         return [("error", "should not be asked")]
 
     r = rp.build_report([{"name": "a", "status": "ok", "facts": facts("nogpu")}], compat=fake)
-    assert [f["code"] for f in r["hosts"][0]["findings"]] == ["no_gpu"]
+    assert [f["code"] for f in r["hosts"][0]["findings"]] == ["owner_unknown", "no_gpu"]
 
 
 def test_minor_version_compat_warning():
