@@ -6,7 +6,7 @@
 # Here, once:  the py3.12 wheels of ansible-core, resolvelib, cryptography, cffi, pycparser, pytest-testinfra in .whl
 #               (git-ignored): pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl ...
 # There:       carry [.whl, .collections]; run  scripts/h200_prove.sh STEP...
-# Steps: compat facts driver cudnn audit redesign brownfield gpu-bare (default: all). Outputs: $OUT/<step>.txt (+ audit.json).
+# Steps: compat facts driver cudnn audit redesign brownfield owners cudnn-loader gpu-bare (default: all). Outputs: $OUT/<step>.txt (+ audit.json).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -92,10 +92,54 @@ redesign() {
 }
 
 tree_state() {
-  # every file of the package-managed toolkit (sha256) and what dpkg says of the cuda packages
+  # every file of the package-managed toolkit and cuDNN (sha256), what dpkg says of the installed cuda and
+  # cudnn packages, and what the loader resolves
   (cd /usr/local/cuda-13.0 && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum)
-  dpkg -V $(dpkg-query -W -f '${Package}\n' 'cuda-*13-0*' 2>/dev/null) 2>&1 | head -20
-  echo "dpkg -V rc=$?"
+  dpkg -L libcudnn9-cuda-13 | while read -r f; do [[ -f $f ]] && echo "$f"; done | xargs sha256sum | sha256sum
+  local pkgs
+  pkgs=$(dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' 'cuda-*' 'libcudnn*' | awk '$1 == "ii" {print $2}')
+  echo "installed cuda/cudnn packages: $(echo "$pkgs" | wc -l)"
+  dpkg -V $pkgs 2>&1 | head -20
+  echo "dpkg -V rc=${PIPESTATUS[0]}"
+  ldconfig -p | grep -E 'libcudnn\.so\.9 |libcudart\.so\.13 '
+  ls /opt/nvidia/cudnn 2>/dev/null
+}
+
+owners() {
+  echo "### who owns the toolkit's key files and the linker files (dpkg -S)"
+  dpkg -S /usr/local/cuda-13.0/bin/nvcc /usr/local/cuda-13.0/version.json /etc/ld.so.conf.d/*cuda* 2>&1
+  ls -l /etc/ld.so.conf.d/; head -n 3 /etc/ld.so.conf.d/*.conf; cat /var/lib/dpkg/alternatives/cuda
+  echo "### nvidia_facts gather_subset [cuda, owners] (owner_paths /opt/nvidia/cudnn)"
+  ansible localhost "${X[@]}" -m gpufleet.nvidia.nvidia_facts \
+    -a '{"gather_subset": ["cuda", "owners"], "owner_paths": ["/opt/nvidia/cudnn"]}'
+  echo "rc=$?"
+}
+
+cudnn-loader() {
+  # cuDNN from redist next to the apt cuDNN: what libcudnn.so.9 resolves to before and after
+  python3 scripts/mirror_from_host.py --out .lab/mirror --cudnn-major 13 --skip-cuda >/dev/null 2>&1 || echo "mirror build failed"
+  local v=(-e gpufleet_cudnn_hosts=localhost -e ansible_become=false -e cudnn_source=redist
+    -e cudnn_version=9.14.0 -e cudnn_cuda_major=13 -e "cudnn_redist_base_url=file://$ROOT/.lab/mirror")
+  echo "### before"; tree_state
+  echo "### cudnn.yml source redist, defaults (cudnn_system_default: false) --check"
+  ansible-playbook playbooks/cudnn.yml "${X[@]}" "${v[@]}" --check
+  echo "rc=$?"
+  echo "### the same, for real"
+  ansible-playbook playbooks/cudnn.yml "${X[@]}" "${v[@]}"
+  echo "rc=$?"
+  echo "### cudnn_system_default: true --check (the plan says what would change; nothing changes)"
+  ansible-playbook playbooks/cudnn.yml "${X[@]}" "${v[@]}" -e cudnn_system_default=true --check
+  echo "rc=$?"
+  echo "### after the refusals and the check"; tree_state
+  echo "### cudnn_existing: adopt (the apt copy is 9.14.0: nothing installed, verified)"
+  ansible-playbook playbooks/cudnn.yml "${X[@]}" "${v[@]}" -e cudnn_existing=adopt
+  echo "rc=$?"
+  echo "### cudnn_ldconfig: false (beside the apt copy, outside the linker cache), twice"
+  ansible-playbook playbooks/cudnn.yml "${X[@]}" "${v[@]}" -e cudnn_ldconfig=false
+  echo "rc=$?"
+  ansible-playbook playbooks/cudnn.yml "${X[@]}" "${v[@]}" -e cudnn_ldconfig=false
+  echo "rc=$?"
+  echo "### after"; tree_state
 }
 
 brownfield() {
@@ -131,7 +175,7 @@ gpu-bare() {
 
 setup
 steps=("$@")
-[[ ${#steps[@]} -gt 0 ]] || steps=(compat facts driver cudnn audit redesign brownfield gpu-bare)
+[[ ${#steps[@]} -gt 0 ]] || steps=(compat facts driver cudnn audit redesign brownfield owners cudnn-loader gpu-bare)
 for s in "${steps[@]}"; do
   echo "== $s"
   "$s" >"$OUTDIR/$s.txt" 2>&1

@@ -134,17 +134,22 @@ def _dpkg_lists():
 
 # The update-alternatives database as `update-alternatives --display cuda` of the H200 shows it (dpkg format).
 ALTERNATIVE = "auto\n/usr/local/{name}\n\n/usr/local/cuda-13.0\n130\n\n"
-# NVIDIA's packages' linker files: 000_cuda.conf (the default toolkit), 988_cuda-<M>.conf (per major); which
-# config-common package ships which is an assumption (not captured on the H200).
+# NVIDIA's packages' linker files as the H200 has them (docs/evidence/h200-2026-12-01-brownfield/owners.txt:
+# `dpkg -S`, `head /etc/ld.so.conf.d/*.conf`): 000_cuda.conf (the default toolkit), 987_cuda-13.conf (per
+# major); gds-13-0.conf and nvidia.conf belong to no package there.
 CUDA_LD_CONFS = {
     "cuda-toolkit-config-common": (
         "/etc/ld.so.conf.d/000_cuda.conf",
         "/usr/local/cuda/targets/x86_64-linux/lib",
     ),
     "cuda-toolkit-13-config-common": (
-        "/etc/ld.so.conf.d/988_cuda-13.conf",
+        "/etc/ld.so.conf.d/987_cuda-13.conf",
         "/usr/local/cuda-13/targets/x86_64-linux/lib",
     ),
+}
+UNOWNED_LD_CONFS = {
+    "/etc/ld.so.conf.d/gds-13-0.conf": "/usr/local/cuda-13.0/targets/x86_64-linux/lib",
+    "/etc/ld.so.conf.d/nvidia.conf": "/usr/local/cuda/lib64",
 }
 
 
@@ -164,6 +169,8 @@ def h200_toolkit_owners(root, cuda):
     for name, files in lists.items():
         arch = "all" if "config-common" in name else "amd64"
         write(root, f"/var/lib/dpkg/info/{name}:{arch}.list", "/.\n" + "\n".join(files) + "\n")
+    for conf, directory in UNOWNED_LD_CONFS.items():
+        write(root, conf, directory + "\n")
     write(root, "/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n\n")
     write(root, "/etc/ld.so.conf.d/libc.conf", "# libc default configuration\n/usr/local/lib\n")
     write(

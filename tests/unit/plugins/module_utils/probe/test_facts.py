@@ -132,10 +132,12 @@ def test_h200_everything(h200_live):
         "libcudnn9-cuda-13",
     )
     assert providers["libcudart.so.13"]["owner"]["name"] == "cuda-cudart-13-0"
-    assert [c["file"].rsplit("/", 1)[1] for c in owners["linker"]["conf"]][:3] == [
+    assert [c["file"].rsplit("/", 1)[1] for c in owners["linker"]["conf"]][:5] == [
         "000_cuda.conf",
-        "988_cuda-13.conf",
+        "987_cuda-13.conf",
+        "gds-13-0.conf",
         "libc.conf",
+        "nvidia.conf",
     ]
 
 
