@@ -251,18 +251,38 @@ def _backup_or_refuse(dest, replace_foreign):
     return backup_path(dest)
 
 
+def _relative_files(top):
+    found = set()
+    for parent, dirs, files in os.walk(top):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(parent, d))]:
+            found.add(os.path.relpath(os.path.join(parent, name), top))
+    return found
+
+
+def added_files(old, new):
+    """Files of gpufleet's old tree ``old`` that its new tree ``new`` does not have: put there by hand (a
+    cuDNN copied into a toolkit, a site's file) or by an older release; kept, never deleted."""
+    return sorted(_relative_files(old) - _relative_files(new) - {MARKER})
+
+
 def _swap_in(stage, dest, backup):
-    """Rename the staging tree onto ``dest``: a foreign tree goes to ``backup``, gpufleet's old one away."""
+    """Rename the staging tree onto ``dest``: a foreign tree goes to ``backup``; gpufleet's old one is
+    removed, unless it holds files the new one lacks: then it is kept as a dated backup too.
+    Returns the backup path (or None)."""
     if backup:
         os.rename(dest, backup)
         os.rename(stage, dest)
     elif os.path.lexists(dest):
-        retired = f"{dest}{RETIRED_TAG}{os.getpid()}"
+        kept = added_files(dest, stage)
+        retired = backup_path(dest) if kept else f"{dest}{RETIRED_TAG}{os.getpid()}"
         os.rename(dest, retired)
         os.rename(stage, dest)
-        shutil.rmtree(retired)
+        if not kept:
+            shutil.rmtree(retired)
+        return retired if kept else None
     else:
         os.rename(stage, dest)
+    return backup
 
 
 def install_tree(dest, archives, artifacts, lib64_link=False, *, hook=None, replace_foreign=False):
@@ -274,7 +294,8 @@ def install_tree(dest, archives, artifacts, lib64_link=False, *, hook=None, repl
 
     Only a tree gpufleet installed (its marker) is replaced. A ``dest`` that gpufleet does not own is
     refused before anything is unpacked, unless ``replace_foreign``: then it is moved aside into a dated
-    backup (``backup_path``), never deleted. Returns that backup path, or None.
+    backup (``backup_path``), never deleted. gpufleet's own old tree is deleted, unless it holds files the
+    new tree lacks (``added_files``): then it is kept as such a backup. Returns the backup path, or None.
     """
     dest = dest.rstrip("/")
     backup = _backup_or_refuse(dest, replace_foreign)
@@ -298,7 +319,7 @@ def install_tree(dest, archives, artifacts, lib64_link=False, *, hook=None, repl
         with open(os.path.join(stage, MARKER), "w") as handle:
             json.dump(marker_for(artifacts), handle, indent=1, sort_keys=True)
         os.chmod(stage, 0o755)
-        _swap_in(stage, dest, backup)
+        backup = _swap_in(stage, dest, backup)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise

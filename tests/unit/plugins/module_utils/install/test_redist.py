@@ -88,6 +88,25 @@ def test_install_tree_marker_and_idempotence(tmp_path):
     assert sorted(os.listdir(tmp_path / "opt")) == ["x-1.0"]
 
 
+def test_an_upgrade_keeps_files_added_by_hand_in_a_dated_backup(tmp_path):
+    """A cuDNN copied into gpufleet's toolkit tree (NVIDIA's old tarball guide) survives an upgrade."""
+    arts = [{"component": "x", "version": "1.0", "sha256": "a" * 64}]
+    old, new = tmp_path / "old.tar.xz", tmp_path / "new.tar.xz"
+    _tar(old, [("top/lib/libx.so.1.0", "file", "x1")])
+    _tar(new, [("top/lib/libx.so.1.1", "file", "x2")])
+    dest = tmp_path / "opt" / "x"
+    redist.install_tree(str(dest), [str(old)], arts)
+    assert (
+        redist.install_tree(str(dest), [str(old)], [dict(arts[0], sha256="c" * 64)]) is None
+    )  # nothing added
+    (dest / "lib" / "libcudnn.so.9").write_text("a hand copy")
+    backup = redist.install_tree(str(dest), [str(new)], [dict(arts[0], sha256="b" * 64)])
+    assert backup is not None and backup.startswith(str(dest) + redist.BACKUP_TAG)
+    assert (Path(backup) / "lib" / "libcudnn.so.9").read_text() == "a hand copy"
+    assert sorted(os.listdir(dest / "lib")) == ["libx.so.1.1"]
+    assert redist.added_files(backup, str(dest)) == ["lib/libcudnn.so.9", "lib/libx.so.1.0"]
+
+
 def test_switch_link(tmp_path):
     link = tmp_path / "current"
     assert redist.switch_link(str(link), "/a") is True
