@@ -63,6 +63,10 @@ def run(tmp_path, role, role_vars, tasks_from="main.yml"):
         ),
         ({"cudnn_source": "distro", "cudnn_skip_compat_check": True}, "cudnn_source: distro is not possible"),
         (
+            {"cudnn_existing": "overwrite"},
+            "value of cudnn_existing must be one of: refuse, adopt, replace, got: overwrite",
+        ),
+        (
             {
                 "cudnn_source": "nvidia_repo",
                 "cudnn_extra_variants": [{"version": "9.14.0", "cuda_major": "12"}],
@@ -98,6 +102,10 @@ def test_cudnn_skip_is_reported(tmp_path):
     ("role_vars", "expected"),
     [
         ({"cuda_toolkit_versions": ["13.x"]}, "cuda_toolkit_versions=['13.x'] (allowed: a non-empty list"),
+        (
+            {"cuda_toolkit_existing": "keep"},
+            "value of cuda_toolkit_existing must be one of: refuse, adopt, replace, got: keep",
+        ),
         ({"cuda_toolkit_versions": ["13.0"], "cuda_toolkit_default": "12.9"}, "cuda_toolkit_default=12.9"),
         (
             # 12.9: a CUDA that no machine of ours carries in /usr/local already (a 13.0 tree gpufleet did not
