@@ -347,18 +347,30 @@ def system_default(entries, facts, default, allowed, skip=()):
         owner = plan_owners.owner_of_target(owners, before, toolkits)
         changes.append({"name": name, "before": before, "after": after, "owner": owner})
         if owner.get("kind") != "gpufleet" and not allowed:
-            raise PlanError(
-                bad(
-                    "cuda_toolkit_system_default",
-                    allowed,
-                    "true to let gpufleet choose the host's default toolkit; false (the default) keeps it",
-                    f"/usr/local/{name} points to {before} ({owner.get('words', 'unknown')}); the plan would "
-                    f"point it to {after}, which changes the toolkit (and libcudart) every program gets; set "
-                    f"cuda_toolkit_default to {before.rsplit('-', 1)[-1]} to keep it, or "
-                    "cuda_toolkit_system_default: true",
-                )
-            )
+            raise _default_refusal(name, (before, after), owner, entries, allowed)
     return changes
+
+
+def _default_refusal(name, values, owner, entries, allowed):
+    before, after = values
+    current = before.rsplit("-", 1)[-1]
+    if current in [e["xy"] for e in entries]:
+        keep = f"set cuda_toolkit_default to {current} to keep it"
+    else:
+        keep = (
+            f"add {current} to cuda_toolkit_versions with cuda_toolkit_existing: adopt and set "
+            f"cuda_toolkit_default to {current} to keep it"
+        )
+    return PlanError(
+        bad(
+            "cuda_toolkit_system_default",
+            allowed,
+            "true to let gpufleet choose the host's default toolkit; false (the default) keeps it",
+            f"/usr/local/{name} points to {before} ({owner.get('words', 'unknown')}); the plan would "
+            f"point it to {after}, which changes the toolkit (and libcudart) every program gets; {keep}, or "
+            "set cuda_toolkit_system_default: true",
+        )
+    )
 
 
 def foreign_files(facts, policy, profile_wanted, ld_wanted):

@@ -251,6 +251,15 @@ def check_loader(main, req, owners, ld):
             "(install beside it, outside the linker cache), or cudnn_existing: adopt (use it when its "
             "version matches)",
         )
+    if change["shadowed"] and allowed:
+        raise _refuse(
+            "cudnn_system_default",
+            allowed,
+            "false while another copy comes first in the linker's order (gpufleet does not reorder files it "
+            "did not write)",
+            plan_owners.describe(change) + "; move that copy (or its ld.so.conf.d entry) away to make "
+            "gpufleet's build the system's, or set cudnn_system_default: false to install beside it",
+        )
     if change["shadowed"]:
         main["verify_lib"] = f"{main['link']}/lib/{soname}"
     return change

@@ -29,9 +29,17 @@ done
 dmajor=${default%%.*}
 for name in cuda "cuda-$dmajor"; do
   if skipped "$name"; then continue; fi
-  value=$(LC_ALL=C $ua --query "$name" 2>/dev/null | sed -n 's/^Value: //p')
+  query=$(LC_ALL=C $ua --query "$name" 2>/dev/null || true)
+  value=$(printf '%s\n' "$query" | sed -n 's/^Value: //p')
+  best=$(printf '%s\n' "$query" | sed -n 's/^Best: //p')
   if [ "$value" != "/usr/local/cuda-$default" ]; then
-    echo "changed: $name -> /usr/local/cuda-$default"
-    run $ua --set "$name" "/usr/local/cuda-$default"
+    if [ "$best" = "/usr/local/cuda-$default" ]; then
+      # the highest priority is the default: auto mode keeps it so (as NVIDIA's packages leave it)
+      echo "changed: $name -> /usr/local/cuda-$default (auto)"
+      run $ua --auto "$name"
+    else
+      echo "changed: $name -> /usr/local/cuda-$default"
+      run $ua --set "$name" "/usr/local/cuda-$default"
+    fi
   fi
 done

@@ -221,6 +221,14 @@ def test_a_hand_copy_first_in_the_linker_order_is_reported_and_verify_uses_gpufl
     assert change["shadowed"] is True and change["changes"] is False
     assert change["before"]["owner"]["kind"] == "tarball"
     assert plan["main"]["verify_lib"] == "/opt/nvidia/cudnn/current-cuda13/lib/libcudnn.so.9"
+    message = refused(cudnn_plan, h200, system_default=True)
+    assert "libcudnn.so.9 stays /usr/local/cuda/targets/x86_64-linux/lib/libcudnn.so.9" in message
+    assert "gpufleet does not reorder files it did not write" in message
+
+
+def test_the_default_refusal_says_how_to_keep_a_default_that_is_not_listed(h200):
+    message = refused(cuda_plan, h200, versions=["13.1"], existing="adopt", releases=R131)
+    assert "add 13.0 to cuda_toolkit_versions with cuda_toolkit_existing: adopt" in message
 
 
 @pytest.mark.parametrize(
