@@ -98,7 +98,9 @@ options:
   cuda_forward_compat:
     description:
       - Allow a CUDA major newer than the driver's through NVIDIA's forward-compatibility package
-        (C(cuda-compat-<major>-<minor>)). Accepted only when every GPU is a data-center part.
+        (C(cuda-compat-<major>-<minor>)). Accepted only when every GPU is a data-center part and the driver's
+        branch is a base NVIDIA's forward-compatibility table lists for that package (for example R535 or R570
+        for C(cuda-compat-13-0)); other branches are end of life or new feature branches and are refused.
     type: bool
     default: false
   fail_on_incompatible:

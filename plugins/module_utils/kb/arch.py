@@ -44,8 +44,10 @@ _ARCH_ROWS = (
     ("Hopper", 90, None, "either", (520, LOW), HIGH),
     # high: open required + R570 minimum (CUDA 12.8 GA >= 570.26), https://developer.nvidia.com/blog/nvidia-transitions-fully-towards-open-source-gpu-kernel-modules/
     ("Blackwell", 100, None, "open", (570, HIGH), HIGH),
-    # medium: sm_107 from nvcc 13.4, R615 per CUTLASS 4.8 notes (low), https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
-    ("Rubin", 107, None, "open", (615, LOW), MEDIUM),
+    # medium (row): sm_107 from nvcc 13.4. R615 minimum: CUTLASS 4.8.0dev notes "Executing Rubin kernels
+    # (SM107) requires the R615 driver ... R610 ... is not sufficient" (NVIDIA's own release notes),
+    # high: https://github.com/NVIDIA/cutlass/discussions/3555
+    ("Rubin", 107, None, "open", (615, HIGH), MEDIUM),
 )
 ARCHITECTURES = {
     row[0]: {"order": row[1], "legacy_branch": row[2], "kernel_module": row[3], "min_branch": row[4],
@@ -94,8 +96,8 @@ CHIPS = (
     ("GH1", "Hopper", "9.0", HIGH),  # high: arch matrix + H200 host, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("GB100", "Blackwell", "10.0", HIGH),  # high: B200, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("GB102", "Blackwell", "10.0", HIGH),  # high: GB200, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
-    ("GB110", "Blackwell", "10.3", MEDIUM),  # medium: B300/GB300 from nvcc targets + naming, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
-    ("GB10", "Blackwell", "12.1", MEDIUM),  # medium: DGX Spark, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    ("GB110", "Blackwell", "10.3", HIGH),  # high: "10.3 NVIDIA GB300 NVIDIA B300" (B300 0x3182 is GB110), https://developer.nvidia.com/cuda-gpus
+    ("GB10", "Blackwell", "12.1", HIGH),  # high: "12.1 NVIDIA GB10 (DGX Spark)", https://developer.nvidia.com/cuda-gpus
     ("GB20", "Blackwell", "12.0", HIGH),  # high: RTX 50xx / RTX PRO, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("GR1", "Rubin", "10.7", MEDIUM),  # medium: sm_107 in nvcc 13.4 + CUTLASS notes, https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
 )

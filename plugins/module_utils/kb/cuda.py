@@ -51,7 +51,7 @@ CUDA_RELEASES = (
     ("12.2.2", "12.2 Update 2", "535.104.05", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("12.3.0", "12.3 GA", "545.23.06", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("12.3.1", "12.3 Update 1", "545.23.08", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
-    ("12.3.2", "12.3 Update 2", "545.23.08", HIGH),  # high: Table 3 (bundles 545.23.08), https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    ("12.3.2", "12.3 Update 2", "545.23.08", MEDIUM),  # medium: not in Table 3; runfile driver, https://developer.download.nvidia.com/compute/cuda/12.3.2/local_installers/cuda_12.3.2_545.23.08_linux.run
     ("12.4.0", "12.4 GA", "550.54.14", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("12.4.1", "12.4 Update 1", "550.54.15", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("12.5.0", "12.5 GA", "555.42.02", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
@@ -74,17 +74,43 @@ CUDA_RELEASES = (
     ("13.2.2", "13.2 Update 2", "595.71.05", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("13.3.0", "13.3 GA", "610.43.02", MEDIUM),  # medium: quoted by 3 public notes, https://docs.nvidia.com/cuda/archive/13.3.0/cuda-toolkit-release-notes/index.html
     ("13.3.1", "13.3 Update 1", "610.43.02", MEDIUM),  # medium: same, https://docs.nvidia.com/cuda/archive/13.3.0/cuda-toolkit-release-notes/index.html
-    ("13.4.0", "13.4 Developer Preview", None, MEDIUM),  # medium: unbundled driver, R616, https://docs.nvidia.com/cuda/developer-preview/13.4/cuda-toolkit-release-notes/
-    ("13.4.1", "13.4 GA", None, LOW),  # low: minimum not found (R615 per CUTLASS notes), https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
-    ("13.4.2", "13.4 Update 1", None, LOW),  # low: same, https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
+    ("13.4.0", "13.4 Developer Preview", None, MEDIUM),  # medium: R610 (CUTLASS notes), https://docs.nvidia.com/cuda/developer-preview/13.4/cuda-toolkit-release-notes/
+    ("13.4.1", "13.4 GA", None, HIGH),  # high: "GA release is versioned 13.4.1", https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
+    ("13.4.2", "13.4 Update 1", None, HIGH),  # high: 13.4 Update 1 notes, https://docs.nvidia.com/cuda/archive/13.4.2/cuda-toolkit-release-notes/index.html
     ("13.5.0", "13.5 GA", None, LOW),  # low: minimum not found; R620 is native 13.5, https://developer.download.nvidia.com/compute/nvidia-driver/redist/redistrib_620.70.06.json
 )
 
 # Driver branch whose native CUDA version is the release (hint for releases whose minimum is unknown).
-# low: 13.4 -> R615/R616 from secondary notes; high: 13.5 -> R620 cuda_compat variant.
+# high: 13.4 -> R615 ("the cuda-compat-13-4 package is built using the NVIDIA driver libraries version 615");
+# high: 13.5 -> R620 (cuda_compat variant of the 620 driver).
 UNKNOWN_MIN_BRANCH_HINT = {
-    "13.4": (615, LOW),  # low: CUTLASS 4.8 notes "R615 driver shipped with CUDA 13.4 GA", https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
+    "13.4": (615, HIGH),  # high: cuda-compat-13-4 from 615, https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
     "13.5": (620, HIGH),  # high: cuda_compat cuda13.5, https://developer.download.nvidia.com/compute/nvidia-driver/redist/redistrib_620.70.06.json
+}
+
+# CUDA forward compatibility: which base driver branches each cuda-compat-<major>-<minor> package supports.
+# high: table of "Use the Right CUDA Forward Compatibility Package" (edition with cuda-compat-13-4, R615),
+# https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html (read from a verbatim copy).
+# NVIDIA: "Branches not listed in the table above are end of life and are not supported targets for
+# compatibility.
+# New Feature Branches are not supported targets for CUDA Forward Compatibility." (590/610/615 are columns of
+# the table although they are new feature branches: NVIDIA's text contradicts itself there; the rule warns.)
+FORWARD_COMPAT_BASE_BRANCHES = (535, 570, 580, 590, 595, 610, 615)  # the table's columns
+# "major.minor" of the package -> (base branches marked C (compatible), confidence); the other columns are
+# X (not compatible) or N/A (the package's own branch). Packages not listed: not in that edition.
+FORWARD_COMPAT = {
+    "13.4": ((535, 570, 580, 590, 595, 610), HIGH),  # high: row cuda-compat-13-4 (615: N/A), https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+    "13.3": ((535, 570, 580, 590, 595), HIGH),  # high: row cuda-compat-13-3 (610: N/A, 615: X), https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+    "13.2": ((535, 570, 580, 590), HIGH),  # high: row cuda-compat-13-2 (595: N/A), https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+    "13.1": ((535, 570, 580), HIGH),  # high: row cuda-compat-13-1 (590: N/A), https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+    "13.0": ((535, 570), HIGH),  # high: row cuda-compat-13-0 (580: N/A), https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+    "12.9": ((535, 570), HIGH),  # high: row cuda-compat-12-9, https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+    "12.8": ((535,), HIGH),  # high: row cuda-compat-12-8 (570: N/A), https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+    "12.6": ((535,), HIGH),  # high: row cuda-compat-12-6, https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+    "12.5": ((535,), HIGH),  # high: row cuda-compat-12-5, https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+    "12.4": ((535,), HIGH),  # high: row cuda-compat-12-4, https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+    "12.3": ((535,), HIGH),  # high: row cuda-compat-12-3, https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+    "12.2": ((), HIGH),  # high: row cuda-compat-12-2 (535: N/A), https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
 }
 
 # Minor-version compatibility floor per CUDA major: (floor driver, confidence).

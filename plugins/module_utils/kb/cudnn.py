@@ -21,7 +21,7 @@ OLDEST_DETAILED = "8.9.0"  # high: 8.9.x support matrix, https://docs.nvidia.com
 # last None = still built.
 VARIANTS = (
     (11, "8.0.0", "9.10.2", HIGH),  # high: last cu11 wheel 9.10.2.21 + 9.10.2 matrix, https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
-    (12, "8.9.0", None, HIGH),  # high: 8.9.x matrix lists CUDA 12.0-12.2, https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-896/support-matrix
+    (12, "8.8.0", None, HIGH),  # high: 8.8.0.121_cuda12 archive, https://developer.download.nvidia.com/compute/cudnn/redist/redistrib_8.8.0.json
     (13, "9.12.0", None, HIGH),  # high: redistrib_9.12.0.json cuda_variant [12,13], https://developer.download.nvidia.com/compute/cudnn/redist/redistrib_9.12.0.json
 )
 
@@ -30,6 +30,24 @@ MIN_DRIVER = (
     (11, "450.80.02", HIGH),  # high: 9.0.0/9.10.2 matrices, https://docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0/reference/support-matrix.html
     (12, "525.60.13", HIGH),  # high: 9.0.0..9.17.0 matrices, https://docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0/reference/support-matrix.html
     (13, "580.65.06", HIGH),  # high: 9.17.0 matrix, https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
+)
+
+# The CUDA minors a cuDNN build supports, as NVIDIA's support matrices list them: (cuda major of the build,
+# first cuDNN, last cuDNN, first CUDA minor listed, confidence). A CUDA minor below the row's first is refused
+# (NVIDIA lists an older cuDNN for it); minors newer than a matrix are not checked (the cuDNN predates them).
+CUDA_MINORS = (
+    # 8.9.6 and 9.0.0 list 11.0-11.8; the 9.5.0 matrix lists "cuDNN 9.4.0 for CUDA 11.x" for 11.0-11.7
+    (11, "8.9.0", "9.4.0", "11.0", HIGH),  # high: 9.4.0 row, https://docs.nvidia.com/deeplearning/cudnn/v9.5.0/reference/support-matrix.html
+    (11, "9.5.0", "9.10.2", "11.8", HIGH),  # high: 11.8 only, https://docs.nvidia.com/deeplearning/cudnn/v9.5.0/reference/support-matrix.html
+    (12, "8.9.0", None, "12.0", HIGH),  # high: from 12.0, https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
+    (13, "9.12.0", None, "13.0", HIGH),  # high: 9.17.0 matrix, https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
+)
+
+# Compute capabilities a build supports only from a later CUDA minor and driver: (cuda major of the build,
+# first cuDNN, last cuDNN or None, compute capabilities, first CUDA minor, minimum driver, confidence).
+ARCH_CUDA_MINORS = (
+    # 9.10.2 matrix: Blackwell 10.0/12.0 only in the "12.9, 12.8 / >=570.26" row of the CUDA 12.x build
+    (12, "9.10.2", None, ("10.0", "12.0"), "12.8", "570.26", HIGH),  # high: https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
 )
 
 # Minimum compute capability: (cuda major or None = any, first, last cuDNN or None, minimum CC, confidence).

@@ -41,7 +41,9 @@ DRIVER_BRANCHES = {
     590: (NFB, None, "13.1", HIGH),  # high: forum "new feature branch 590.48.01", https://forums.developer.nvidia.com/t/current-graphics-driver-releases/28500
     595: (PB, (2027, 3), "13.2", HIGH),  # high: /615/ and /620/ pages, https://docs.nvidia.com/datacenter/tesla/drivers/620/supported-drivers-and-cuda-toolkit-versions.html
     610: (NFB, (2026, 8), "13.3", HIGH),  # high: /615/ page + redist cuda_compat 13.3, https://docs.nvidia.com/datacenter/tesla/drivers/615/supported-drivers-and-cuda-toolkit-versions.html
-    615: (NFB, None, "13.4", LOW),  # low: type presumed, native 13.4 inferred, https://docs.nvidia.com/datacenter/tesla/drivers/620/supported-drivers-and-cuda-toolkit-versions.html
+    # 615: native 13.4 (cuda-compat-13-4 is built from the 615 libraries); new feature branch: the /620/ page
+    # lists only LTSB and PB (R580, R595, R620), https://docs.nvidia.com/datacenter/tesla/drivers/620/supported-drivers-and-cuda-toolkit-versions.html
+    615: (NFB, None, "13.4", HIGH),  # high: not on /620/ (LTSB/PB only), https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
     620: (LTSB, (2029, 9), "13.5", HIGH),  # high: /620/ page + cuda_compat 13.5, https://docs.nvidia.com/datacenter/tesla/drivers/620/supported-drivers-and-cuda-toolkit-versions.html
 }
 # fmt: on
@@ -58,9 +60,14 @@ OPEN_MODULES_DEFAULT_FROM = 560
 # high: GeForce/workstation support in open modules was alpha-quality up to 535.113.01 (not from 545.23.06),
 # https://github.com/NVIDIA/open-gpu-kernel-modules/blob/545.23.06/README.md
 OPEN_MODULES_PRODUCTION_ALL_FROM = 545
-# medium: R620 guide "Proprietary Kernel Modules Removed" (table of contents only),
-# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/pdf/Driver_Installation_Guide.pdf
-PROPRIETARY_REMOVED_FROM = (620, MEDIUM)
+# First branch without proprietary kernel modules: R620.
+# high: the R620 guide (Nov 2026) has "4.1 Proprietary Kernel Modules Removed"; its Kernel Modules page says
+# only "The kernel modules are open source"; the R615 guide (Sep 2026) has no such section and still has
+# "5.2 Pro(prietary ...)", as the R610 Kernel Modules page lists both flavors,
+# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/pdf/Driver_Installation_Guide.pdf,
+# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/kernel-modules.html,
+# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/615/pdf/Driver_Installation_Guide.pdf
+PROPRIETARY_REMOVED_FROM = (620, HIGH)
 
 # Kernel-module flavor as written in /proc/driver/nvidia/version.
 # high: observed on the H200 host ("NVIDIA UNIX Open Kernel Module for x86_64  580.159.04")

@@ -326,19 +326,20 @@ class _CudaOnDriver:
 
 
 def _unknown_release_minimum(f, c):
-    """CUDA release without a known minimum driver; True when that settles the rule."""
+    """CUDA release without a known minimum driver: "native" (the release's branch or newer), "minor" (runs
+    through minor-version compatibility, warned) or None (below the major's floor: the rule goes on)."""
     hint = kb_cuda.UNKNOWN_MIN_BRANCH_HINT.get(str(c.cuda.truncate(2)))
     if hint and c.branch >= hint[0]:
-        return True
+        return "native"
     if c.below(c.floor):
-        return False
+        return None
     note = f"; R{hint[0]} is its native branch ({hint[1]} confidence)" if hint else ""
     f.warn(
         f"CUDA {c.cuda}: its minimum driver is not known to the knowledge base{note}; {c.drv} runs it "
         f"through minor-version compatibility (CUDA {c.cuda.major} floor {c.floor}) with a limited "
         "feature set"
     )
-    return True
+    return "minor"
 
 
 def _minor_version_compat(f, c):
@@ -353,11 +354,78 @@ def _minor_version_compat(f, c):
     )
 
 
+def _branch_list(branches):
+    names = [f"R{b}" for b in branches]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _forward_compat_base(f, c):
+    """cuda-compat-M-m on the driver's branch as its base (NVIDIA's table); True when that refuses."""
+    cuda, branch, floor = c.cuda, c.branch, c.floor
+    package = f"cuda-compat-{cuda.major}-{cuda.minor}"
+    row = kb_cuda.FORWARD_COMPAT.get(str(cuda.truncate(2)))
+    bases = [b for b in (row[0] if row else kb_cuda.FORWARD_COMPAT_BASE_BRANCHES) if b < floor.major]
+    instead = (f"set driver_branch {_branch_list(bases)}, or " if bases else "set ") + (
+        f"driver_branch >= {floor.major} (CUDA {cuda.major} without forward compatibility)"
+    )
+    info = kb_driver.DRIVER_BRANCHES.get(branch)
+    if branch not in kb_cuda.FORWARD_COMPAT_BASE_BRANCHES:
+        why = (
+            "New Feature Branches are not supported targets for CUDA forward compatibility"
+            if info and info[0] == kb_driver.NFB
+            else "branches not listed in NVIDIA's forward-compatibility table are end of life and not "
+            "supported targets"
+        )
+        f.error(f"{package} does not support driver branch R{branch} as its base ({why}): {instead}")
+        return True
+    if row is None:
+        f.warn(
+            f"NVIDIA's forward-compatibility table does not list {package} yet: whether it supports driver "
+            f"branch R{branch} as its base is not known; verify by hand, or {instead}"
+        )
+        return False
+    if branch not in row[0]:
+        f.add(
+            row[1],
+            f"{package} is not compatible with driver branch R{branch} (NVIDIA's forward-compatibility "
+            f"table): {instead}",
+        )
+        return True
+    return False
+
+
+def _forward_compat_within_major(f, c):
+    """cuda_forward_compat for a CUDA of the driver's own major: what NVIDIA's table says.
+
+    Warnings only: minor-version compatibility applies anyway."""
+    package = f"cuda-compat-{c.cuda.major}-{c.cuda.minor}"
+    row = kb_cuda.FORWARD_COMPAT.get(str(c.cuda.truncate(2)))
+    info = kb_driver.DRIVER_BRANCHES.get(c.branch)
+    if row is None:
+        f.warn(
+            f"NVIDIA's forward-compatibility table does not list {package} yet: verify it supports "
+            f"R{c.branch}"
+        )
+    elif c.branch not in row[0]:
+        f.warn(
+            f"NVIDIA provides no {package} for driver branch R{c.branch} as its base (forward-compatibility "
+            "table); CUDA runs there through minor-version compatibility only"
+        )
+    elif info and info[0] == kb_driver.NFB:
+        f.warn(
+            f"NVIDIA's forward-compatibility table marks {package} compatible with R{c.branch}, but says New "
+            "Feature Branches are not supported targets for CUDA forward compatibility: prefer a long-term "
+            "support or production base branch"
+        )
+
+
 def _across_majors(f, c, native, gpus, forward_compat):
     """A driver whose native CUDA major is older than the CUDA asked for (forward compatibility or not)."""
     cuda, drv, floor = c.cuda, c.drv, c.floor
     not_dc = [g for g in gpus if not g.get("data_center")]
     if forward_compat and gpus and not not_dc:
+        if _forward_compat_base(f, c):
+            return
         f.warn(
             f"CUDA {cuda} on {drv} (native CUDA {native}) works only through CUDA forward compatibility: "
             f"install cuda-compat-{cuda.major}-{cuda.minor} (data-center GPUs only); "
@@ -399,12 +467,16 @@ def _rule_cuda_driver(f, cuda, *, dversion, branch, gpus, forward_compat):
         )
         return
     c = _CudaOnDriver(cuda, dversion, branch, floor)
-    if c.rel_min is None and _unknown_release_minimum(f, c):
-        return
-    if c.rel_min is not None and not c.below(c.rel_min):
+    within = forward_compat and gpus and all(g.get("data_center") for g in gpus)
+    how = _unknown_release_minimum(f, c) if c.rel_min is None else None
+    if how == "minor" and within:
+        _forward_compat_within_major(f, c)
+    if how or (c.rel_min is not None and not c.below(c.rel_min)):
         return
     if not c.below(floor):
         _minor_version_compat(f, c)
+        if within:
+            _forward_compat_within_major(f, c)
         return
     native = branch_native_cuda(branch)
     if native is not None and native.major < cuda.major:
@@ -448,8 +520,10 @@ def _rule_cuda_gpu(f, cuda, gpus):
         elif fam < first:
             f.add(
                 conf,
-                f"{gpu_label(gpu)} is not supported by CUDA {cuda}; the first CUDA for compute capability "
-                f"{gpu['compute_capability']} is {first}: set cuda_version >= {first}",
+                f"CUDA {cuda} cannot build for {gpu.get('sm')} ({gpu.get('name')}, "
+                f"{gpu.get('architecture')}): the first CUDA for compute capability "
+                f"{gpu['compute_capability']} is {first}; applications built with an older CUDA still run on "
+                f"it when they carry PTX (JIT-compiled by the driver): set cuda_version >= {first}",
             )
 
 
@@ -568,8 +642,12 @@ def _cudnn_min_cc(cudnn, major):
     return None
 
 
-def _rule_cudnn(f, cudnn, major, *, dversion, branch, gpus):
-    label = f"cuDNN {cudnn} for CUDA {major}"
+def _cudnn_in(cudnn, first, last):
+    """cuDNN ``cudnn`` lies in the rows' [first, last] (last None = open; "9.4.0" also covers 9.4.0.58)."""
+    return cudnn >= _v(first) and (last is None or cudnn <= _v(last) or cudnn.startswith(last))
+
+
+def _cudnn_variants(f, cudnn, major):
     for row_major, first, last, conf in kb_cudnn.VARIANTS:
         if row_major != major:
             continue
@@ -586,17 +664,64 @@ def _rule_cudnn(f, cudnn, major, *, dversion, branch, gpus):
                 f"{last}, "
                 f"or use CUDA {major + 1}",
             )
+
+
+def _below_driver(dversion, branch, need):
+    return (dversion is not None and dversion < need) or (
+        dversion is None and branch is not None and branch < need.major
+    )
+
+
+def _cudnn_driver(f, label, major, dversion, branch):
     for row_major, min_driver, conf in kb_cudnn.MIN_DRIVER:
-        if row_major != major or (dversion is None and branch is None):
-            continue
         need = _v(min_driver)
-        if (dversion is not None and dversion < need) or (dversion is None and branch < need.major):
+        if row_major == major and _below_driver(dversion, branch, need):
             f.add(
                 conf,
                 f"{label} needs driver >= {need}; {_driver_text(dversion, branch)} is older: set "
                 "driver_branch >= "
                 f"{need.major}",
             )
+
+
+def _cudnn_cuda_minor(f, label, cudnn, major, cuda):
+    """The CUDA minors NVIDIA's support matrix lists for this build (kb_cudnn.CUDA_MINORS)."""
+    fam = cuda.truncate(2)
+    rows = [r for r in kb_cudnn.CUDA_MINORS if r[0] == major]
+    for _major, first, last, first_cuda, conf in rows:
+        if _cudnn_in(cudnn, first, last) and fam < _v(first_cuda):
+            older = [r[2] for r in rows if r[2] and fam >= _v(r[3]) and _v(r[2]) < cudnn]
+            advice = f"set cudnn_version <= {older[-1]} or " if older else "set "
+            f.add(
+                conf,
+                f"{label} supports CUDA {first_cuda} and newer only (NVIDIA's cuDNN support matrix), not "
+                f"CUDA {cuda}: {advice}cuda_version >= {first_cuda}",
+            )
+
+
+def _cudnn_arch_cuda(f, label, cudnn, major, *, cuda, dversion, branch, gpus):
+    """GPUs a build supports only from a later CUDA minor and driver (kb_cudnn.ARCH_CUDA_MINORS)."""
+    for row_major, first, last, ccs, first_cuda, min_driver, conf in kb_cudnn.ARCH_CUDA_MINORS:
+        if row_major != major or not _cudnn_in(cudnn, first, last):
+            continue
+        need = _v(min_driver)
+        for gpu in (g for g in gpus if g.get("compute_capability") in ccs):
+            if cuda is not None and cuda.truncate(2) < _v(first_cuda):
+                f.add(
+                    conf,
+                    f"{gpu_label(gpu)} is supported by {label} only with CUDA {first_cuda} or newer "
+                    f"(NVIDIA's cuDNN support matrix), not CUDA {cuda}: set cuda_version >= {first_cuda}",
+                )
+            if _below_driver(dversion, branch, need):
+                f.add(
+                    conf,
+                    f"{gpu_label(gpu)} is supported by {label} only with driver >= {need} (NVIDIA's cuDNN "
+                    f"support matrix); {_driver_text(dversion, branch)} is older: set driver_branch >= "
+                    f"{need.major}",
+                )
+
+
+def _cudnn_gpus(f, label, cudnn, major, gpus):
     min_cc = _cudnn_min_cc(cudnn, major)
     if min_cc is None:
         return
@@ -614,6 +739,16 @@ def _rule_cudnn(f, cudnn, major, *, dversion, branch, gpus):
                 f"{gpu_label(gpu)} is not supported by {label}, which needs compute capability >= {need}"
                 + (f": {advice}" if advice else ""),
             )
+
+
+def _rule_cudnn(f, cudnn, major, *, cuda=None, dversion, branch, gpus):
+    label = f"cuDNN {cudnn} for CUDA {major}"
+    _cudnn_variants(f, cudnn, major)
+    _cudnn_driver(f, label, major, dversion, branch)
+    if cuda is not None:
+        _cudnn_cuda_minor(f, label, cudnn, major, cuda)
+    _cudnn_arch_cuda(f, label, cudnn, major, cuda=cuda, dversion=dversion, branch=branch, gpus=gpus)
+    _cudnn_gpus(f, label, cudnn, major, gpus)
 
 
 def newest_cudnn_for_cc(cc):
@@ -781,7 +916,7 @@ def _apply_rules(
         _rule_driver_gpu(f, branch, resolved)
     _rule_kernel_module(f, kernel_module, branch, resolved)
     if cudnn[0] is not None:
-        _rule_cudnn(f, cudnn[0], cudnn[1], dversion=dversion, branch=branch, gpus=resolved)
+        _rule_cudnn(f, cudnn[0], cudnn[1], cuda=cuda, dversion=dversion, branch=branch, gpus=resolved)
     _rule_os(f, os_norm, cuda, driver_planned=branch is not None or bool(resolved))
     if not resolved and branch is not None:
         f.warn(

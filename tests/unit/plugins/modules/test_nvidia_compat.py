@@ -98,6 +98,26 @@ def test_volta_plan_fails_with_the_sentence(capsys, monkeypatch, h200_root):
     assert result["recommended"]["cuda_max"] == "12.9"
 
 
+@pytest.mark.parametrize(("branch", "failed"), [("570", False), ("575", True)])
+def test_forward_compat_base_from_nvidias_table(capsys, monkeypatch, h200_root, branch, failed):
+    """https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html: cuda-compat-13-0 lists
+    R535 and R570 as bases; R575 is a new feature branch, not a supported target."""
+    result = run(
+        capsys,
+        monkeypatch,
+        h200_root,
+        driver_branch=branch,
+        cuda_version="13.0",
+        cuda_forward_compat=True,
+    )
+    assert result.get("failed", False) is failed
+    if failed:
+        assert result["msg"].startswith("cuda-compat-13-0 does not support driver branch R575 as its base")
+        assert "set driver_branch R535 or R570, or driver_branch >= 580" in result["msg"]
+    else:
+        assert any("install cuda-compat-13-0" in w for w in result["compat_warnings"])
+
+
 def test_several_errors_are_numbered(capsys, monkeypatch, h200_root):
     result = run(
         capsys,

@@ -303,12 +303,21 @@ def test_open_alpha_warning_for_geforce():
     assert any("alpha quality" in w for w in result["warnings"])
 
 
-def test_proprietary_on_r620_warns_medium():
-    result = run(gpus=[H200], kernel_module="proprietary", driver_branch="620")
-    assert result["errors"] == []
-    assert any(
-        "ships only the open kernel modules" in w and "medium-confidence" in w for w in result["warnings"]
-    )
+@pytest.mark.parametrize(
+    ("branch", "refused"), [("580", False), ("615", False), ("620", True), ("700", True)]
+)
+def test_proprietary_removed_from_r620(branch, refused):
+    """R620 guide 4.1 "Proprietary Kernel Modules Removed"; the R615 guide still documents both flavors:
+    https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/pdf/Driver_Installation_Guide.pdf"""
+    result = run(gpus=[H200], kernel_module="proprietary", driver_branch=branch)
+    hits = [e for e in result["errors"] if "ships only the open kernel modules" in e]
+    assert bool(hits) is refused
+    if refused:
+        assert hits == [
+            f"driver branch R{branch} ships only the open kernel modules (NVIDIA removed the proprietary "
+            "ones from R620): set kernel_module: open, or driver_branch < 620"
+        ]
+    assert not [w for w in result["warnings"] if "ships only the open kernel modules" in w]
 
 
 # ---------------------------------------------------------------------------------------------------
