@@ -427,9 +427,11 @@ def build_plan(
     family = plan["family"]
     removed_from = kb_driver.PROPRIETARY_REMOVED_FROM[0]
     if flavor == "proprietary" and b >= removed_from:
-        plan["warnings"].append(
-            f"NVIDIA's R{removed_from} guide lists the proprietary kernel modules as removed "
-            f"(medium confidence): branch {b} may have no proprietary packages; prefer open"
+        # the same rule as plan/compat (which refuses it too): here also when the compat check is skipped
+        raise DriverPlanError(
+            f"nvidia_driver_kernel_module: proprietary is not possible on branch {b}: NVIDIA's "
+            f"R{removed_from} driver guide lists the proprietary kernel modules as removed; use open (or a "
+            f"branch before R{removed_from})"
         )
     if source == "nvidia_repo" and family in ("ubuntu", "debian"):
         _plan_nvidia_apt(plan, b, flavor, version)

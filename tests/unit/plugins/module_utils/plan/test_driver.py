@@ -28,6 +28,8 @@ def all_combinations():
             for flavor in ("open", "proprietary"):
                 if flavor == "open" and branch < kb_driver.OPEN_MODULES_FIRST_BRANCH:
                     continue
+                if flavor == "proprietary" and branch >= kb_driver.PROPRIETARY_REMOVED_FROM[0]:
+                    continue  # refused (test_proprietary_from_r620_is_refused_even_without_the_compat_check)
                 yield os_name, source, branch, flavor
 
 
@@ -274,11 +276,6 @@ def test_dcgm_follows_cuda_major_of_branch():
     assert dp.build_plan("ubuntu2404", "nvidia_repo", 570, "open", dcgm=True)["dcgm_packages"][1].endswith(
         "cuda12"
     )
-
-
-def test_proprietary_on_620_warns_not_refuses():
-    plan = dp.build_plan("ubuntu2404", "nvidia_repo", 620, "proprietary")
-    assert any("R620" in w for w in plan["warnings"])
 
 
 @pytest.mark.parametrize(
@@ -763,3 +760,12 @@ def test_runfile_owns_only_its_own_dkms_tree():
     assert dp.runfile_owns_tree(dict(tree, module="nvidia-open"), runfile) is False
     assert dp.runfile_owns_tree(tree, dict(runfile, uninstaller=None)) is False
     assert dp.runfile_owns_tree(tree, dict(runfile, version=None)) is True  # log gone: the likely owner
+
+
+def test_proprietary_from_r620_is_refused_even_without_the_compat_check():
+    """NVIDIA's R620 guide: "Proprietary Kernel Modules Removed" (kb/driver.PROPRIETARY_REMOVED_FROM)."""
+    with pytest.raises(
+        dp.DriverPlanError, match=r"^nvidia_driver_kernel_module: proprietary is not possible"
+    ):
+        dp.build_plan("ubuntu2404", "nvidia_repo", 620, "proprietary")
+    assert dp.build_plan("ubuntu2404", "nvidia_repo", 615, "proprietary")["flavor"] == "proprietary"
