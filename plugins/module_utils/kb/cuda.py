@@ -161,28 +161,47 @@ CC_CUDA_RANGE = {
 # OS facts per CUDA version: (distribution, version, rule, CUDA bound, confidence)
 #   rule "dropped_from": the CUDA version (and later) no longer supports the OS -> refuse at high confidence
 #   rule "repo_from": NVIDIA's network repository for the OS starts at that CUDA version -> warn below it
+#   rule "supported_from": the first CUDA release whose system requirements list the OS release -> refuse
+#     below it (high) or warn (medium: NVIDIA lists the release but does not say an older CUDA fails on it).
+#     version "10" = every 10.x; "9.6" = 9.6 and later 9.x point releases (an OS version without the point
+#     release, e.g. Debian's os-release VERSION_ID "12", does not match a "12.10" row).
 CUDA_OS_FACTS = (
     ("ubuntu", "20.04", "dropped_from", "13.0", HIGH),  # high: CUDA 13 notes 2.6.3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("ubuntu", "22.04", "repo_from", "11.7", HIGH),  # high: repo Packages index, https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/Packages
     ("debian", "12", "repo_from", "12.3", HIGH),  # high: repo listing, https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/
     ("ubuntu", "24.04", "repo_from", "12.5", MEDIUM),  # medium: key dated 2024-05, https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64
     ("ubuntu", "26.04", "repo_from", "13.3", MEDIUM),  # medium: public scripts (cuda-toolkit-13-3/13-4), https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html
+    # CUDA 13.0 "Added support for the following new operating system distributions: Red Hat Enterprise Linux
+    # 10.0 and 9.6, Debian 12.10, Fedora 42, Rocky Linux 10.0 and 9.6" (CUDA 13.0 Features, General CUDA).
+    # high for a new major (13.0 is the release that added RHEL/Rocky 10.0); medium for a point release of a
+    # major older CUDA supports (NVIDIA does not say it fails) and for RHEL-compatible 10s 13.0 does not name.
+    ("rhel", "10", "supported_from", "13.0", HIGH),  # high: new major, https://docs.nvidia.com/cuda/cuda-features-archive/index.html
+    ("rocky", "10", "supported_from", "13.0", HIGH),  # high: new major, https://docs.nvidia.com/cuda/cuda-features-archive/index.html
+    ("almalinux", "10", "supported_from", "13.0", MEDIUM),  # medium: RHEL-compatible, not named, https://docs.nvidia.com/cuda/cuda-features-archive/index.html
+    ("ol", "10", "supported_from", "13.0", MEDIUM),  # medium: RHEL-compatible, not named, https://docs.nvidia.com/cuda/cuda-features-archive/index.html
+    ("rhel", "9.6", "supported_from", "13.0", MEDIUM),  # medium: 9.x point release, https://docs.nvidia.com/cuda/cuda-features-archive/index.html
+    ("rocky", "9.6", "supported_from", "13.0", MEDIUM),  # medium: 9.x point release, https://docs.nvidia.com/cuda/cuda-features-archive/index.html
+    ("debian", "12.10", "supported_from", "13.0", MEDIUM),  # medium: 12.x point release, https://docs.nvidia.com/cuda/cuda-features-archive/index.html
 )
 
-# Distributions in NVIDIA's R580-era driver installation guide (x86_64) and what R610 added.
-# high: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html
+# Distributions in NVIDIA's driver installation guides (x86_64): (os-release ID, versions, confidence).
+# A distribution may have several rows (one per guide/confidence); the rule takes the union.
+# Oracle Linux 10 and Azure Linux 4: the R620 guide's OS table as issue 14 read it; only that guide's table of
+# contents was readable here (medium until read).
 DRIVER_GUIDE_DISTROS = (
-    ("rhel", ("8", "9", "10")),
-    ("rocky", ("8", "9", "10")),
-    ("almalinux", ("8", "9", "10")),  # high: R610 guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
-    ("ol", ("8", "9")),
-    ("opensuse-leap", ("15", "16")),
-    ("sles", ("15", "16")),
-    ("ubuntu", ("22.04", "24.04", "26.04")),  # 26.04: R610 guide (high)
-    ("debian", ("12", "13")),
-    ("fedora", ("42", "44")),  # 44: R610 guide (high)
-    ("amzn", ("2023",)),
-    ("azurelinux", ("3.0",)),
-    ("kylin", ("10", "11")),
+    ("rhel", ("8", "9", "10"), HIGH),  # high: R580-era "Linux System Requirements", https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html
+    ("rocky", ("8", "9", "10"), HIGH),  # high: same, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html
+    ("almalinux", ("8", "9", "10"), HIGH),  # high: R610 guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
+    ("ol", ("8", "9"), HIGH),  # high: R580-era guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html
+    ("ol", ("10",), MEDIUM),  # medium: R620 OS table (not read here), https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/pdf/Driver_Installation_Guide.pdf
+    ("opensuse-leap", ("15", "16"), HIGH),  # high: 15 SP6 R580-era, 16 R610 guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
+    ("sles", ("15", "16"), HIGH),  # high: 15 SP6+ R580-era, 16 R610 guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
+    ("ubuntu", ("22.04", "24.04", "26.04"), HIGH),  # high: 26.04 R610 guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
+    ("debian", ("12", "13"), HIGH),  # high: R580-era guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html
+    ("fedora", ("42", "44"), HIGH),  # high: 42 R580-era, 44 R610 guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
+    ("amzn", ("2023",), HIGH),  # high: R580-era guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html
+    ("azurelinux", ("3.0",), HIGH),  # high: "Azure Linux 3.0 azl3", https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html
+    ("azurelinux", ("4.0",), MEDIUM),  # medium: R620 OS table (not read here), https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/pdf/Driver_Installation_Guide.pdf
+    ("kylin", ("10", "11"), HIGH),  # high: V10 SP3 R580-era, V11 2503 R610 guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
 )
 # fmt: on

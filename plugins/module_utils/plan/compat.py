@@ -766,41 +766,87 @@ def _os_matches(os_info, dist, version):
     return got == version or got.startswith(version + ".") or version.startswith(got + ".")
 
 
+def _version_tuple(text):
+    parts = str(text or "").split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
+
+
+def _os_at_least(os_info, dist, version):
+    """The OS is ``dist`` at release ``version`` or a later point release of the same major ("10" = any 10.x;
+    "9.6" = 9.6, 9.7, ...). An OS version without the point release ("9") does not match "9.6"."""
+    if os_info["distribution"] != dist:
+        return False
+    got, row = _version_tuple(os_info["version"]), _version_tuple(version)
+    if got is None or row is None or got[0] != row[0] or len(got) < len(row):
+        return False
+    return got[: len(row)] >= row
+
+
+def _os_supported_from(f, shown, cuda, bound, conf):
+    """CUDA older than the first release whose system requirements list the OS (kb_cuda.CUDA_OS_FACTS)."""
+    if conf == HIGH:
+        f.error(
+            f"CUDA {cuda} does not support {shown}: NVIDIA added it in CUDA {bound} (CUDA {bound} release "
+            f"notes, supported distributions): set cuda_version >= {bound}, or run CUDA {cuda} on an OS "
+            "release it supports"
+        )
+        return
+    f.add(
+        conf,
+        f"CUDA {cuda} is not qualified by NVIDIA for {shown}: NVIDIA lists it from CUDA {bound} on (CUDA "
+        f"{bound} release notes, supported distributions); older CUDA may still work: set cuda_version >= "
+        f"{bound} for a supported combination",
+    )
+
+
+def _os_cuda_facts(f, os_info, shown, cuda):
+    fam = cuda.truncate(2)
+    for dist, version, rule, bound, conf in kb_cuda.CUDA_OS_FACTS:
+        limit = _v(bound)
+        if rule == "supported_from":
+            if fam < limit and _os_at_least(os_info, dist, version):
+                _os_supported_from(f, shown, cuda, bound, conf)
+            continue
+        if not _os_matches(os_info, dist, version):
+            continue
+        if rule == "dropped_from" and fam >= limit:
+            f.add(
+                conf,
+                f"CUDA {cuda} does not support {shown} (dropped from CUDA {bound}): set cuda_version < "
+                f"{bound}"
+                " or upgrade the OS",
+            )
+        elif rule == "repo_from" and fam < limit:
+            f.warn(
+                f"NVIDIA's {shown} repository starts at CUDA {bound}; CUDA {cuda} is not packaged there "
+                f"({conf}-confidence fact): set cuda_version >= {bound} or install from the redist "
+                "archives"
+            )
+
+
+def _os_driver_guide(f, os_info, shown):
+    known = [
+        v
+        for d, versions, _conf in kb_cuda.DRIVER_GUIDE_DISTROS
+        if d == os_info["distribution"]
+        for v in versions
+    ]
+    if not any(_os_matches(os_info, os_info["distribution"], v) for v in known):
+        f.warn(
+            f"{shown} is not in NVIDIA's driver installation guide (R580/R610/R620 distributions"
+            + (f" for {os_info['distribution']}: {', '.join(known)}" if known else "")
+            + "): packages may be missing"
+        )
+
+
 def _rule_os(f, os_info, cuda, driver_planned):
     if os_info is None:
         return
     shown = f"{os_info['distribution']} {os_info['version']}".strip()
     if cuda is not None:
-        for dist, version, rule, bound, conf in kb_cuda.CUDA_OS_FACTS:
-            if not _os_matches(os_info, dist, version):
-                continue
-            limit = _v(bound)
-            if rule == "dropped_from" and cuda.truncate(2) >= limit:
-                f.add(
-                    conf,
-                    f"CUDA {cuda} does not support {shown} (dropped from CUDA {bound}): set cuda_version < "
-                    f"{bound}"
-                    " or upgrade the OS",
-                )
-            elif rule == "repo_from" and cuda.truncate(2) < limit:
-                f.warn(
-                    f"NVIDIA's {shown} repository starts at CUDA {bound}; CUDA {cuda} is not packaged there "
-                    f"({conf}-confidence fact): set cuda_version >= {bound} or install from the redist "
-                    "archives"
-                )
+        _os_cuda_facts(f, os_info, shown, cuda)
     if driver_planned:
-        known = [
-            v
-            for d, versions in kb_cuda.DRIVER_GUIDE_DISTROS
-            if d == os_info["distribution"]
-            for v in versions
-        ]
-        if not any(_os_matches(os_info, os_info["distribution"], v) for v in known):
-            f.warn(
-                f"{shown} is not in NVIDIA's driver installation guide (R580/R610 distributions"
-                + (f" for {os_info['distribution']}: {', '.join(known)}" if known else "")
-                + "): packages may be missing"
-            )
+        _os_driver_guide(f, os_info, shown)
 
 
 def _rule_lifecycle(f, branch, today):
