@@ -225,17 +225,40 @@ plan:
     dnf_module: {description: dnf module stream with profile or null, type: str}
     dnf_module_reset: {description: Module reset before a stream change, type: str}
     dnf_module_reset_needed:
-      description: "Reset the stream first (branch change, flavor switch)"
+      description: "Reset the stream first (branch change; a flavor switch is dnf module switch-to)"
       type: bool
     hold_names:
       description: "apt names to hold (empty without nvidia_driver_hold)"
       type: list
       elements: str
     versionlock_names: {description: dnf bare names to versionlock, type: list, elements: str}
+    versionlock_patterns:
+      description:
+        - "NVIDIA's dnf branch lock (C(*nvidia*<branch>*), or C(*nvidia*<version>*)) added before the install:
+          RHEL 10, and RHEL 8/9 userspace only (empty without O(hold))."
+      type: list
+      elements: str
+    versionlock_patterns_needed:
+      description: "Add the branch lock in this run (not when this plan's driver is installed and locked)"
+      type: bool
+    versionlock_delete:
+      description: "dnf: the locked names released before a branch change, flavor switch or source change"
+      type: list
+      elements: str
+    flavor_switch:
+      description:
+        - "NVIDIA's in-place kernel module flavor switch for this plan: C({apt_packages, argv}); apt_packages
+          for C(apt install --autoremove --purge) (Debian/Ubuntu), argv the dnf command (RHEL 8/9
+          C(dnf -y module switch-to nvidia-driver:<stream> --allowerasing), RHEL 10
+          C(dnf -y install --allowerasing nvidia-open|cuda-drivers))."
+      type: dict
     transition:
       description:
-        - C({kind, unhold, remove, from_branches}); kind none, install, branch_change, flavor_switch,
-          source_change (packages of another repository removed first, O(existing=replace)).
+        - C({kind, unhold, remove, from_branches, switch_packages, switch_argv}); kind none, install,
+          branch_change, flavor_switch, source_change (packages of another repository removed first,
+          O(existing=replace)).
+        - A flavor_switch on the same branch carries the plan's C(flavor_switch) (switch_packages for apt,
+          switch_argv for dnf) and removes nothing by name.
       type: dict
     existing:
       description:

@@ -117,10 +117,50 @@ DEBIAN_COMPONENTS = ("main", "contrib", "non-free", "non-free-firmware")
 DEBIAN_CODENAMES = {"debian12": "bookworm", "debian13": "trixie"}
 DEBIAN_DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
-# Ubuntu/Debian NVIDIA repositories switched to a pin package + unversioned metapackages at R590.
-# Source: compat-facts ubuntu_packaging_590_plus (NVIDIA driver guide 'Ubuntu 590 and later packages',
-# medium).
+# NVIDIA Driver Installation Guide, the same section in the R590, R615 and R620 editions: "Recent Updates ->
+# Version locking packages for Ubuntu / Debian -> Ubuntu 590 and later packages": "Driver pinning packages
+# have been introduced for Debian and Ubuntu to track specific driver branches and versions"; "we suggest to
+# install the pinning package prior to installing the driver"; "Starting with branch 590, the Ubuntu packages
+# will be renamed by removing the branch designation from the package name" (Table "Ubuntu 590 package
+# renames": cuda-drivers-580 "will be removed", cuda-drivers "no change", nvidia-dkms-580 -> nvidia-dkms,
+# nvidia-dkms-580-open -> nvidia-dkms-open, libnvidia-nscq "no change") (high),
+# sections 4.1.1 (r590, R615) and 4.2.1 (R620) of
+# https://docs.nvidia.com/datacenter/tesla/pdf/Driver_Installation_Guide.pdf,
+# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/615/pdf/Driver_Installation_Guide.pdf,
+# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/pdf/Driver_Installation_Guide.pdf.
+# The pin package's name nvidia-driver-pinning-<branch> (and =<version> for one version): medium (the guide's
+# APT subsection of version-locking.html was not read in full; public install scripts use that name).
 PINNING_FROM = 590
+PIN_PACKAGE = "nvidia-driver-pinning-{branch}"
+
+# dnf versionlock onto a branch (DNF 4: RHEL 8/9/10, "Make sure the python3-dnf-plugin-versionlock package is
+# installed"; "dnf4 versionlock \*nvidia\*575\*"), and the R620 "Open GPU kernel module installation" table:
+# RHEL/Alma/Rocky/Oracle Linux 10, specific branch: "dnf versionlock \*nvidia\*580\*" then
+# "dnf install nvidia-open" (no module streams); RHEL 8/9 (and Alma/Oracle/Rocky 8/9, Amazon Linux 2023):
+# "dnf module enable nvidia-driver:580-open" then "dnf install nvidia-open" (high),
+# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/version-locking.html,
+# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/kernel-modules.html
+VERSIONLOCK_PATTERN = "*nvidia*{branch}*"
+
+# Switching the kernel module flavor in place ("Switching between Driver Module Flavors", R590 and R595
+# guides, high): RHEL/Rocky/Oracle 8/9: "dnf -y module switch-to nvidia-driver:<stream> --allowerasing";
+# RHEL/Rocky 10: "dnf install --allowerasing nvidia-open" (to open), "dnf install --allowerasing
+# cuda-drivers" (to proprietary); Debian 12/13: "apt install --autoremove --purge nvidia-open" / "...
+# cuda-drivers"; Ubuntu 22.04/24.04: "apt install --autoremove --purge nvidia-open nvidia-driver-open" /
+# "... cuda-drivers nvidia-driver",
+# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/advanced-options.html,
+# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/595/advanced-options.html
+# Before R590 (branch-named metapackages) the same apt command with nvidia-open-<b> / cuda-drivers-<b>:
+# medium (by analogy; the R580 page was not read).
+APT_FLAVOR_SWITCH = {
+    "ubuntu": {
+        "open": ("nvidia-open", "nvidia-driver-open"),
+        "proprietary": ("cuda-drivers", "nvidia-driver"),
+    },
+    "debian": {"open": ("nvidia-open",), "proprietary": ("cuda-drivers",)},
+}
+DNF_MODULE_SWITCH = ["dnf", "-y", "module", "switch-to", "{module}", "--allowerasing"]
+DNF_INSTALL_SWITCH = ["dnf", "-y", "install", "--allowerasing", "{package}"]
 
 # Services the role enables (systemd unit names of NVIDIA's packages, high).
 PERSISTENCED_SERVICE = "nvidia-persistenced"
@@ -393,6 +433,8 @@ def _empty_plan(os_name, source, b, flavor, *, version, build_kernel_module):
         "dcgm_service": DCGM_SERVICE,
         "hold_packages": [],
         "versionlock": False,
+        "versionlock_patterns": [],
+        "flavor_switch": {"apt_packages": [], "argv": []},
         "other_flavor_packages": [],
         "persistenced_packages": [],
         "persistenced_service": PERSISTENCED_SERVICE,
@@ -480,24 +522,29 @@ def _bare_names(names):
 
 def _plan_nvidia_apt(plan, b, flavor, version):
     # NVIDIA repository, Ubuntu and Debian: before R590 branch-named metapackages nvidia-open-<b> (open)
-    # and cuda-drivers-<b> (proprietary); from R590 a pin package nvidia-driver-pinning-<b> installed first,
-    # then unversioned nvidia-open / cuda-drivers. Source: compat-facts ubuntu_packaging_590_plus (medium),
-    # open_kernel_modules 'Packages: nvidia-open vs cuda-drivers' (medium).
-    # The metapackages pull DKMS module packages (nvidia-kernel-open-dkms / nvidia-kernel-dkms).
+    # and cuda-drivers-<b> (proprietary); from R590 the pin package nvidia-driver-pinning-<b> installed first,
+    # then the unversioned nvidia-open / cuda-drivers (PINNING_FROM's sources: the R590/R615/R620 guides'
+    # "Ubuntu 590 and later packages", high). The metapackages pull the DKMS module packages
+    # (nvidia-kernel-open-dkms / nvidia-kernel-dkms: medium, compat-facts open_kernel_modules).
     if b >= PINNING_FROM:
-        plan["pin_packages"] = [_apt_versioned(f"nvidia-driver-pinning-{b}", version)]
+        plan["pin_packages"] = [_apt_versioned(PIN_PACKAGE.format(branch=b), version)]
         open_pkg, prop_pkg = "nvidia-open", "cuda-drivers"
+        switch = APT_FLAVOR_SWITCH[plan["family"]][flavor]  # the guide's command (high)
     else:
         open_pkg, prop_pkg = f"nvidia-open-{b}", f"cuda-drivers-{b}"
+        switch = (open_pkg if flavor == "open" else prop_pkg,)  # same command, branch-named (medium)
     main, other = (open_pkg, prop_pkg) if flavor == "open" else (prop_pkg, open_pkg)
     plan["packages"] = [_apt_versioned(main, version)]
     plan["other_flavor_packages"] = [other]
     plan["kernel_packages"] = ["nvidia-kernel-open-dkms" if flavor == "open" else "nvidia-kernel-dkms"]
     plan["kernel_build"] = "dkms"
     plan["persistenced_packages"] = ["nvidia-persistenced"]
+    # apt install --autoremove --purge <switch> (the guide's flavor switch; see APT_FLAVOR_SWITCH)
+    plan["flavor_switch"] = {"apt_packages": [_apt_versioned(p, version) for p in switch], "argv": []}
     if not plan["build_kernel_module"]:
         # Userspace only (containers): NVIDIA's Debian-style compute packages, no metapackage that pulls DKMS.
         plan["packages"] = ["nvidia-driver-cuda", "nvidia-persistenced"]
+        plan["flavor_switch"] = {"apt_packages": [], "argv": []}
         if b < PINNING_FROM:
             plan["pin_packages"] = []
             plan["warnings"].append(
@@ -507,11 +554,14 @@ def _plan_nvidia_apt(plan, b, flavor, version):
 
 
 def _plan_nvidia_dnf(plan, os_name, b, flavor, version):
+    lock = VERSIONLOCK_PATTERN.format(branch=version or b)
     if os_name in ("rhel8", "rhel9"):
-        # dnf module streams nvidia-driver:<b>-open (open, DKMS), <b>-dkms (proprietary, DKMS),
-        # <b> (precompiled proprietary kmods for the RHEL kernel); profile 'fm' adds fabric manager + NSCQ.
-        # Source: NVIDIA/yum-packaging-fabric-manager README (streams XXX, XXX-dkms, latest, latest-dkms; /fm
-        # profile, high); compat-facts ubuntu_packaging_590_plus second row (<b>-open / <b>-dkms, high).
+        # dnf module streams nvidia-driver:<b>-open (open, DKMS), <b>-dkms (proprietary, DKMS); profile 'fm'
+        # adds fabric manager + NSCQ (_plan_fabricmanager).
+        # Source: R620 guide kernel-modules.html, RHEL 8/9 "dnf module enable nvidia-driver:580-open" (high);
+        # NVIDIA/yum-packaging-dkms-nvidia README ("XXX-dkms" and "XXX-open" streams: the XXX streams lock
+        # driver updates to the branch, high). The stream is installed with its default profile
+        # (@nvidia-driver:<stream>/default = enable + install of the profile's packages).
         stream = f"{b}-open" if flavor == "open" else f"{b}-dkms"
         plan["dnf_module"] = f"@nvidia-driver:{stream}/default"
         plan["dnf_module_reset"] = "nvidia-driver"
@@ -521,20 +571,27 @@ def _plan_nvidia_dnf(plan, os_name, b, flavor, version):
         plan["other_flavor_packages"] = (
             ["kmod-nvidia-latest-dkms"] if flavor == "open" else ["kmod-nvidia-open-dkms"]
         )
+        # "dnf -y module switch-to nvidia-driver:<stream> --allowerasing" (DNF_MODULE_SWITCH, high)
+        argv = [a.format(module=f"nvidia-driver:{stream}") for a in DNF_MODULE_SWITCH]
+        plan["flavor_switch"] = {"apt_packages": [], "argv": argv}
         if version:
             plan["packages"] = [_dnf_versioned("nvidia-driver", version)]
         if not plan["build_kernel_module"]:
             plan["dnf_module"] = None
+            plan["flavor_switch"] = {"apt_packages": [], "argv": []}
             plan["packages"] = [_dnf_versioned("nvidia-driver-cuda", version), "nvidia-persistenced"]
             plan["warnings"].append(
                 "userspace-only install on RHEL 8/9 does not enable the module stream: packages are "
                 "installed by name and locked with versionlock"
             )
             plan["versionlock"] = True
+            plan["versionlock_patterns"] = [lock]  # DNF 4 versionlock (version-locking.html, high)
     else:
-        # RHEL 10 has no modularity: plain nvidia-open / cuda-drivers (open: kmod-nvidia-open-dkms,
-        # proprietary: kmod-nvidia-latest-dkms) locked to the branch with dnf versionlock.
-        # Source: compat-facts ubuntu_packaging_590_plus second row and open_kernel_modules (high/medium).
+        # RHEL 10 has no modularity: "dnf versionlock \*nvidia\*<b>\*" then "dnf install nvidia-open" (R620
+        # kernel-modules.html, high; VERSIONLOCK_PATTERN). The package names keep the branch glob too
+        # (nvidia-open-<b>.*), so that the branch holds even with nvidia_driver_hold: false. Open:
+        # kmod-nvidia-open-dkms, proprietary: kmod-nvidia-latest-dkms (version-locking.html's lock list and
+        # NVIDIA/yum-packaging-dkms-nvidia, high).
         main = "nvidia-open" if flavor == "open" else "cuda-drivers"
         other = "cuda-drivers" if flavor == "open" else "nvidia-open"
         pattern = version if version else f"{b}.*"
@@ -543,8 +600,13 @@ def _plan_nvidia_dnf(plan, os_name, b, flavor, version):
         plan["kernel_packages"] = ["kmod-nvidia-open-dkms" if flavor == "open" else "kmod-nvidia-latest-dkms"]
         plan["kernel_build"] = "dkms"
         plan["versionlock"] = True
+        plan["versionlock_patterns"] = [lock]
+        # "dnf install --allowerasing nvidia-open" / "... cuda-drivers" (DNF_INSTALL_SWITCH, high)
+        argv = [a.format(package=plan["packages"][0]) for a in DNF_INSTALL_SWITCH]
+        plan["flavor_switch"] = {"apt_packages": [], "argv": argv}
         if not plan["build_kernel_module"]:
             plan["packages"] = [f"nvidia-driver-cuda-{pattern}", "nvidia-persistenced"]
+            plan["flavor_switch"] = {"apt_packages": [], "argv": []}
     plan["persistenced_packages"] = ["nvidia-persistenced"]
 
 
@@ -604,10 +666,19 @@ def _plan_debian_archive(plan, flavor):
 
 
 def _plan_fabricmanager(plan, os_name, b):
-    # Fabric manager (NVSwitch systems) must match the driver branch.
-    # Source: NVIDIA/yum-packaging-fabric-manager README (RPM names, /fm profile: high); Ubuntu archive and
-    # NVIDIA apt repos nvidia-fabricmanager-<b> + libnvidia-nscq-<b> before R590 (Azure/azhpc-images
-    # nvidia-fabricmanager-460 deb, high); unversioned names under the R590 pin package (medium).
+    # Fabric manager (NVSwitch systems) must match the driver branch ("the version of fabricmanager must match
+    # the NVIDIA driver installed").
+    # RHEL 8/9: the module's NvSwitch profile: "The NvSwitch modularity profile (fm) installs all of the
+    # NVIDIA driver packages, as well as Fabric Manager and NSCQ: dnf module install
+    # nvidia-driver:${stream}/fm" (RHEL8, RHEL9 streams XXX, XXX-dkms, latest, latest-dkms), high: NVIDIA's
+    # own packaging READMEs, https://github.com/NVIDIA/yum-packaging-fabric-manager,
+    # https://github.com/NVIDIA/yum-packaging-libnvidia-nscq
+    # (decide() asks for it when the facts count NVSwitches and nvidia_driver_fabricmanager is auto).
+    # apt before R590: nvidia-fabricmanager-<b> + libnvidia-nscq-<b> ("apt-get install libnvidia-nscq-XXX",
+    # https://github.com/NVIDIA/apt-packaging-libnvidia-nscq, high); from R590 libnvidia-nscq keeps its name
+    # ("no change" in the guides' Ubuntu 590 renames, high) and nvidia-fabricmanager drops the branch (the
+    # rename rule; its row was not read: medium). RHEL 10 (no modules): the fabric manager RPM by name with
+    # the branch glob, held by the branch's versionlock pattern (medium).
     family = plan["family"]
     if family == "debian" and plan["source"] == "distro":
         plan["warnings"].append(
@@ -935,9 +1006,13 @@ def transition(plan, installed_packages, installed_branches, held_packages, repl
     """What moving from the installed driver to ``plan`` involves.
 
     Returns {'kind': 'none'|'install'|'branch_change'|'flavor_switch'|'source_change', 'unhold': [...],
-    'remove': [...], 'from_branches': [...]}. A branch change or flavor switch releases the holds on the
-    installed driver packages first (held packages block apt), and removes the other flavor's top-level
-    packages. ``replaced``: packages of another repository that nvidia_driver_existing: replace removes
+    'remove': [...], 'from_branches': [...], 'switch_packages': [...], 'switch_argv': [...]}. A branch change
+    or flavor switch releases the holds on the installed driver packages first (held packages block apt and
+    dnf), and a branch change removes the other flavor's top-level packages. A flavor switch on the same
+    branch is NVIDIA's in-place command instead: ``switch_packages`` for ``apt install --autoremove --purge``
+    (Debian/Ubuntu), ``switch_argv`` (``dnf module switch-to ... --allowerasing`` on RHEL 8/9,
+    ``dnf install --allowerasing ...`` on RHEL 10).
+    ``replaced``: packages of another repository that nvidia_driver_existing: replace removes
     first (a source change).
     """
     installed = set(installed_packages or ())
@@ -957,7 +1032,21 @@ def transition(plan, installed_packages, installed_branches, held_packages, repl
     unhold = (
         sorted(held_packages or ()) if kind in ("branch_change", "flavor_switch", "source_change") else []
     )
-    return {"kind": kind, "unhold": unhold, "remove": remove, "from_branches": branches}
+    switch = plan.get("flavor_switch") or {}
+    switch_packages, switch_argv = [], []
+    if kind == "flavor_switch" and (switch.get("apt_packages") or switch.get("argv")):
+        # NVIDIA's in-place switch (APT_FLAVOR_SWITCH, DNF_*_SWITCH) replaces the other flavor itself
+        # (apt --autoremove --purge, dnf --allowerasing): nothing is removed by name first.
+        switch_packages, switch_argv = list(switch.get("apt_packages") or []), list(switch.get("argv") or [])
+        remove = []
+    return {
+        "kind": kind,
+        "unhold": unhold,
+        "remove": remove,
+        "from_branches": branches,
+        "switch_packages": switch_packages,
+        "switch_argv": switch_argv,
+    }
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1106,7 +1195,14 @@ def _add_state(plan, req, state, errors, warnings):
     managed = state["host_managed"]
     if managed:  # the host owns the driver: nothing here is gpufleet's to judge or change
         existing = dict(_NOTHING_EXISTING, policy=req["existing"])
-        plan["transition"] = {"kind": "none", "unhold": [], "remove": [], "from_branches": []}
+        plan["transition"] = {
+            "kind": "none",
+            "unhold": [],
+            "remove": [],
+            "from_branches": [],
+            "switch_packages": [],
+            "switch_argv": [],
+        }
     else:
         warnings += plan["warnings"]
         existing = existing_driver(req, state, plan)
@@ -1192,6 +1288,25 @@ def _debian_source(plan, req, state):
     }
 
 
+def _dnf_locks(plan, req, state, apt):
+    """The dnf branch lock, the locks released first and the module reset of this run's change."""
+    kind = plan["transition"]["kind"]
+    patterns = plan["versionlock_patterns"] if req["hold"] and not state["host_managed"] else []
+    main_names = {_dnf_bare(p) for p in plan["packages"]}
+    return {
+        # NVIDIA's branch lock before the install (RHEL 10; RHEL 8/9 userspace only): needed unless the
+        # installed driver is this plan's and already locked (VERSIONLOCK_PATTERN's sources).
+        "versionlock_patterns": patterns,
+        "versionlock_patterns_needed": bool(patterns)
+        and (kind != "none" or not main_names & set(state["held"])),
+        # dnf: the locks of the installed driver go before a branch change, flavor switch or source change
+        "versionlock_delete": list(plan["transition"]["unhold"]) if not apt else [],
+        # the stream is reset for a branch change; a flavor switch is `dnf module switch-to` (switch_argv)
+        "dnf_module_reset_needed": bool(plan["dnf_module_reset"])
+        and (kind == "branch_change" or (kind == "flavor_switch" and not plan["transition"]["switch_argv"])),
+    }
+
+
 def _add_tasks(plan, req, state):
     """What the tasks loop over or test: names, locks, services, sources, verify, reboot now, summary."""
     apt = plan["pkg_mgr"] == "apt"
@@ -1206,8 +1321,7 @@ def _add_tasks(plan, req, state):
         versionlock_names=_bare_names([_dnf_bare(p) for p in locked])
         if req["hold"] and plan["versionlock"]
         else [],
-        dnf_module_reset_needed=bool(plan["dnf_module_reset"])
-        and plan["transition"]["kind"] in ("branch_change", "flavor_switch"),
+        **_dnf_locks(plan, req, state, apt),
         services=_services(plan, req, state),
         initramfs={"command": plan["initramfs_command"], "run": not state["container"]},
         verify={

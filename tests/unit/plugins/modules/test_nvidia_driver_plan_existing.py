@@ -238,7 +238,14 @@ def test_the_h200_stays_host_managed_with_no_refusal(tmp_path):
         assert plan["errors"] == [], plan["errors"]
         assert plan["warnings"] == []
         assert (plan["host_managed"], plan["install"], plan["touches_host"]) == (True, False, False)
-        assert plan["transition"] == {"kind": "none", "unhold": [], "remove": [], "from_branches": []}
+        assert plan["transition"] == {
+            "kind": "none",
+            "unhold": [],
+            "remove": [],
+            "from_branches": [],
+            "switch_packages": [],
+            "switch_argv": [],
+        }
         assert plan["existing"] == {
             "policy": existing,
             "foreign": [],

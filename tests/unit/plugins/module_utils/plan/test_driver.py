@@ -516,7 +516,14 @@ def test_transition_fresh_install():
 def test_transition_same_driver_is_none():
     plan = dp.build_plan("ubuntu2404", "nvidia_repo", "580", "open")
     t = dp.transition(plan, {"nvidia-open-580": "580.95.05-1"}, ["580"], ["nvidia-open-580"])
-    assert t == {"kind": "none", "unhold": [], "remove": [], "from_branches": ["580"]}
+    assert t == {
+        "kind": "none",
+        "unhold": [],
+        "remove": [],
+        "from_branches": ["580"],
+        "switch_packages": [],
+        "switch_argv": [],
+    }
 
 
 def test_transition_branch_upgrade_570_to_580_releases_holds():
@@ -526,11 +533,12 @@ def test_transition_branch_upgrade_570_to_580_releases_holds():
     assert t["unhold"] == ["nvidia-open-570"]
 
 
-def test_transition_flavor_switch_proprietary_to_open_removes_the_other_flavor():
+def test_transition_flavor_switch_proprietary_to_open_is_the_in_place_switch():
     plan = dp.build_plan("ubuntu2404", "nvidia_repo", "580", "open")
     t = dp.transition(plan, {"cuda-drivers-580": "580.95.05-1"}, ["580"], ["cuda-drivers-580"])
     assert t["kind"] == "flavor_switch"
-    assert t["remove"] == ["cuda-drivers-580"]
+    assert t["remove"] == []  # apt install --autoremove --purge replaces it
+    assert t["switch_packages"] == ["nvidia-open-580"]
     assert t["unhold"] == ["cuda-drivers-580"]
 
 
@@ -610,6 +618,7 @@ def test_rhel_versionlock_names_are_bare_and_module_reset_only_on_change():
     change = dp.decide({"branch": "580"}, facts("rhel9", packages=installed))
     assert change["transition"]["kind"] == "branch_change"
     assert change["dnf_module_reset_needed"] is True
+    assert change["versionlock_delete"] == ["kmod-nvidia-open-dkms", "nvidia-driver"]
 
 
 def test_versionlock_missing_uses_the_held_flags_of_the_facts():
@@ -701,6 +710,8 @@ def test_transition_source_change_removes_the_replaced_packages_and_releases_eve
         "unhold": ["nvidia-driver-580"],
         "remove": installed,
         "from_branches": ["580"],
+        "switch_packages": [],
+        "switch_argv": [],
     }
     assert dp.transition(plan, installed, ["580"], [])["kind"] == "none"
 
@@ -769,3 +780,206 @@ def test_proprietary_from_r620_is_refused_even_without_the_compat_check():
     ):
         dp.build_plan("ubuntu2404", "nvidia_repo", 620, "proprietary")
     assert dp.build_plan("ubuntu2404", "nvidia_repo", 615, "proprietary")["flavor"] == "proprietary"
+
+
+# ------------------------------------------------------------ NVIDIA's install guides per OS x branch
+# R590/R615/R620 Driver Installation Guide, "Version locking packages for Ubuntu / Debian -> Ubuntu 590 and
+# later packages" (https://docs.nvidia.com/datacenter/tesla/pdf/Driver_Installation_Guide.pdf 4.1.1,
+# .../driver-installation-guide/620/pdf/Driver_Installation_Guide.pdf 4.2.1): from 590 the branch leaves the
+# package names and a pinning package, installed first, locks the branch.
+# "Switching between Driver Module Flavors" (.../driver-installation-guide/advanced-options.html, R590):
+# Ubuntu "apt install --autoremove --purge nvidia-open nvidia-driver-open" / "cuda-drivers nvidia-driver",
+# Debian "apt install --autoremove --purge nvidia-open" / "cuda-drivers".
+GUIDE_APT_CASES = [
+    # os, branch, flavor, pin packages, packages, flavor-switch packages
+    ("ubuntu2404", 580, "open", [], ["nvidia-open-580"], ["nvidia-open-580"]),  # last branch-named
+    (
+        "ubuntu2404",
+        590,
+        "open",
+        ["nvidia-driver-pinning-590"],
+        ["nvidia-open"],
+        ["nvidia-open", "nvidia-driver-open"],
+    ),
+    (
+        "ubuntu2204",
+        590,
+        "proprietary",
+        ["nvidia-driver-pinning-590"],
+        ["cuda-drivers"],
+        ["cuda-drivers", "nvidia-driver"],
+    ),
+    ("ubuntu2204", 580, "proprietary", [], ["cuda-drivers-580"], ["cuda-drivers-580"]),
+    ("debian12", 580, "proprietary", [], ["cuda-drivers-580"], ["cuda-drivers-580"]),
+    ("debian12", 590, "open", ["nvidia-driver-pinning-590"], ["nvidia-open"], ["nvidia-open"]),
+    ("debian13", 595, "proprietary", ["nvidia-driver-pinning-595"], ["cuda-drivers"], ["cuda-drivers"]),
+    ("debian13", 620, "open", ["nvidia-driver-pinning-620"], ["nvidia-open"], ["nvidia-open"]),
+]
+
+
+@pytest.mark.parametrize("case", GUIDE_APT_CASES, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+def test_guide_apt_rename_pinning_and_flavor_switch(case):
+    os_name, branch, flavor, pins, packages, switch = case
+    plan = dp.build_plan(os_name, "nvidia_repo", branch, flavor, kernel_release=UBUNTU_KERNEL)
+    assert plan["pin_packages"] == pins
+    assert plan["packages"] == packages
+    assert plan["flavor_switch"] == {"apt_packages": switch, "argv": []}
+    assert plan["versionlock_patterns"] == []
+    other = plan["other_flavor_packages"][0]
+    t = dp.transition(plan, [other], [str(branch)], [other])
+    assert (t["kind"], t["switch_packages"], t["switch_argv"], t["remove"]) == (
+        "flavor_switch",
+        switch,
+        [],
+        [],
+    )
+
+
+def test_guide_apt_pin_package_with_a_version():
+    # the pinning package also locks one version; both names carry the apt wildcard of the version
+    plan = dp.build_plan("ubuntu2404", "nvidia_repo", "590", "open", version="590.48.01")
+    assert plan["pin_packages"] == ["nvidia-driver-pinning-590=590.48.01*"]
+    assert plan["flavor_switch"]["apt_packages"] == [
+        "nvidia-open=590.48.01*",
+        "nvidia-driver-open=590.48.01*",
+    ]
+
+
+# R620 guide, kernel-modules.html Table "Open GPU kernel module installation"
+# (https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/kernel-modules.html): RHEL 8/9
+# "dnf module enable nvidia-driver:580-open"; RHEL 10 "dnf versionlock \*nvidia\*580\*" then "dnf install
+# nvidia-open". Flavor switch (advanced-options.html): RHEL 8/9 "dnf -y module switch-to
+# nvidia-driver:<stream> --allowerasing"; RHEL 10 "dnf install --allowerasing nvidia-open" / "cuda-drivers".
+GUIDE_DNF_CASES = [
+    # os, branch, flavor, version, module, versionlock patterns, flavor-switch argv
+    (
+        "rhel9",
+        580,
+        "open",
+        None,
+        "@nvidia-driver:580-open/default",
+        [],
+        ["dnf", "-y", "module", "switch-to", "nvidia-driver:580-open", "--allowerasing"],
+    ),
+    (
+        "rhel8",
+        595,
+        "proprietary",
+        None,
+        "@nvidia-driver:595-dkms/default",
+        [],
+        ["dnf", "-y", "module", "switch-to", "nvidia-driver:595-dkms", "--allowerasing"],
+    ),
+    (
+        "rhel9",
+        620,
+        "open",
+        None,
+        "@nvidia-driver:620-open/default",
+        [],
+        ["dnf", "-y", "module", "switch-to", "nvidia-driver:620-open", "--allowerasing"],
+    ),
+    (
+        "rhel10",
+        580,
+        "open",
+        None,
+        None,
+        ["*nvidia*580*"],
+        ["dnf", "-y", "install", "--allowerasing", "nvidia-open-580.*"],
+    ),
+    (
+        "rhel10",
+        580,
+        "proprietary",
+        "580.95.05",
+        None,
+        ["*nvidia*580.95.05*"],
+        ["dnf", "-y", "install", "--allowerasing", "cuda-drivers-580.95.05"],
+    ),
+    (
+        "rhel10",
+        620,
+        "open",
+        None,
+        None,
+        ["*nvidia*620*"],
+        ["dnf", "-y", "install", "--allowerasing", "nvidia-open-620.*"],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", GUIDE_DNF_CASES, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}-{c[3]}")
+def test_guide_dnf_streams_versionlock_and_flavor_switch(case):
+    os_name, branch, flavor, version, module, locks, argv = case
+    plan = dp.build_plan(os_name, "nvidia_repo", branch, flavor, version=version)
+    assert plan["dnf_module"] == module
+    assert plan["versionlock_patterns"] == locks
+    assert plan["versionlock"] is (os_name == "rhel10")
+    assert plan["flavor_switch"] == {"apt_packages": [], "argv": argv}
+    other = plan["other_flavor_packages"][0]
+    t = dp.transition(plan, [other], [str(branch)], [])
+    assert (t["kind"], t["switch_argv"], t["switch_packages"], t["remove"]) == ("flavor_switch", argv, [], [])
+
+
+def test_guide_dnf4_versionlock_also_locks_rhel9_userspace_only():
+    # version-locking.html "DNF 4" (RHEL 8/9/10): the same \*nvidia\*<branch>\* lock where no stream is on
+    plan = dp.build_plan("rhel9", "nvidia_repo", "580", "open", build_kernel_module=False)
+    assert (plan["dnf_module"], plan["versionlock_patterns"]) == (None, ["*nvidia*580*"])
+    assert plan["flavor_switch"] == {"apt_packages": [], "argv": []}
+
+
+def test_rhel10_branch_lock_runs_once_and_follows_hold():
+    fresh = dp.decide({"branch": "580"}, facts("rhel10"))
+    assert (fresh["versionlock_patterns"], fresh["versionlock_patterns_needed"]) == (["*nvidia*580*"], True)
+    locked = [
+        {"name": "nvidia-open", "version": "3:580.95.05-1.el10", "held": True},
+        {"name": "kmod-nvidia-open-dkms", "version": "3:580.95.05-1.el10", "held": True},
+    ]
+    again = dp.decide({"branch": "580"}, facts("rhel10", packages=locked))
+    assert again["transition"]["kind"] == "none"
+    assert again["versionlock_patterns_needed"] is False
+    assert again["versionlock_delete"] == []
+    upgrade = dp.decide({"branch": "595"}, facts("rhel10", packages=locked))
+    assert upgrade["transition"]["kind"] == "branch_change"
+    assert upgrade["versionlock_delete"] == ["kmod-nvidia-open-dkms", "nvidia-open"]  # 580's locks go first
+    assert (upgrade["versionlock_patterns"], upgrade["versionlock_patterns_needed"]) == (
+        ["*nvidia*595*"],
+        True,
+    )
+    unlocked = dp.decide({"branch": "580", "hold": False}, facts("rhel10"))
+    assert (unlocked["versionlock_patterns"], unlocked["versionlock_patterns_needed"]) == ([], False)
+    assert dp.decide({"branch": "580"}, facts("ubuntu2404"))["versionlock_delete"] == []  # apt: unhold
+
+
+def test_rhel9_flavor_switch_is_module_switch_to_not_a_reset():
+    installed = [{"name": "kmod-nvidia-latest-dkms", "version": "3:580.95.05-1.el9", "held": False}]
+    installed.append({"name": "nvidia-driver", "version": "3:580.95.05-1.el9", "held": False})
+    plan = dp.decide({"branch": "580", "kernel_module": "open"}, facts("rhel9", packages=installed))
+    assert plan["transition"]["kind"] == "flavor_switch"
+    assert plan["transition"]["switch_argv"][3:5] == ["switch-to", "nvidia-driver:580-open"]
+    assert plan["dnf_module_reset_needed"] is False
+
+
+# NVSwitch systems: RHEL 8/9 "dnf module install nvidia-driver:${stream}/fm" (READMEs of
+# NVIDIA/yum-packaging-fabric-manager and NVIDIA/yum-packaging-libnvidia-nscq); Ubuntu/Debian from 590
+# libnvidia-nscq keeps its name (guides' "Ubuntu 590 package renames": "no change"), before 590
+# libnvidia-nscq-<branch> (NVIDIA/apt-packaging-libnvidia-nscq).
+@pytest.mark.parametrize(
+    ("os_key", "branch", "module", "fm_packages"),
+    [
+        ("rhel9", "580", "@nvidia-driver:580-open/fm", []),
+        ("rhel9", "620", "@nvidia-driver:620-open/fm", []),
+        ("rhel10", "580", None, ["nvidia-fabric-manager-580.*", "libnvidia-nscq-580.*"]),
+        ("ubuntu2404", "580", None, ["nvidia-fabricmanager-580", "libnvidia-nscq-580"]),
+        ("ubuntu2404", "590", None, ["nvidia-fabricmanager", "libnvidia-nscq"]),
+    ],
+)
+def test_nvswitches_in_the_facts_bring_the_fm_profile_or_packages(os_key, branch, module, fm_packages):
+    host = facts(os_key)
+    host["nvswitch_count"] = 4
+    plan = dp.decide({"branch": branch}, host)
+    assert plan["dnf_module"] == module
+    assert plan["fabricmanager_packages"] == fm_packages
+    assert "nvidia-fabricmanager" in [s["name"] for s in plan["services"]]
+    assert dp.decide({"branch": branch}, facts(os_key))["services"][-1]["name"] != "nvidia-fabricmanager"
