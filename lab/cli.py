@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from lab import LabError, locked
 
 # commands that change the lab take the lab lock (one at a time per checkout)
-LOCKED = {"images", "mirror", "up", "hosts", "down"}
+LOCKED = {"images", "mirror", "repo", "up", "hosts", "down"}
 
 
 def _client():
@@ -65,6 +65,12 @@ def cmd_mirror_build(args):
     mirror.build(cudnn, cuda, variants)
 
 
+def cmd_repo_build(args):
+    from lab import repo
+
+    repo.build()
+
+
 def cmd_mirror_serve(args):
     from lab import serve
 
@@ -73,15 +79,20 @@ def cmd_mirror_serve(args):
 
 
 def cmd_up(args):
-    from lab import engine, images, mirror, serve
+    from lab import engine, images, mirror, repo, serve
 
     cudnn, cuda, variants = _mirror_args(args)
     engine.ensure()
     engine.ensure_inotify()
     client = engine.client()
+
+    def mirror_and_repo():
+        mirror.build(cudnn, cuda, variants)
+        repo.build()  # NVIDIA's packages from the mirror's archives (only what is missing or changed)
+
     # images (network + dpkg) and the mirror (unzip + hashing) overlap well: build both at once
     with ThreadPoolExecutor(max_workers=2) as pool:
-        built = [pool.submit(images.build, client), pool.submit(mirror.build, cudnn, cuda, variants)]
+        built = [pool.submit(images.build, client), pool.submit(mirror_and_repo)]
         for future in built:
             future.result()
     ip = serve.serve(client)
@@ -150,7 +161,13 @@ def build_parser():
         func=cmd_mirror_serve
     )
 
-    p = sub.add_parser("up", help="docker + images + mirror build + mirror serve")
+    p = sub.add_parser("repo", help="the NVIDIA-layout signed apt repository (built from the mirror)")
+    rsub = p.add_subparsers(dest="repo_command", required=True, metavar="ACTION")
+    rsub.add_parser(
+        "build", help="build NVIDIA's .debs and the signed repositories in .lab/mirror/cuda/repos"
+    ).set_defaults(func=cmd_repo_build)
+
+    p = sub.add_parser("up", help="docker + images + mirror build + repo build + mirror serve")
     _add_mirror_options(p)
     p.set_defaults(func=cmd_up, check=_mirror_args)
 

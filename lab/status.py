@@ -2,7 +2,7 @@
 
 import json
 
-from lab import MIRROR_CONTAINER, NETWORK, LabError
+from lab import MIRROR_CONTAINER, NETWORK, LabError, repo
 from lab.hosts import INVENTORY, lab_hosts
 from lab.images import RECIPES, image_recipe_label
 from lab.mirror import mirror_dir
@@ -34,6 +34,7 @@ def show(out=print):
         out(f"mirror:  {manifest.relative_to(mirror_dir())}  ({', '.join(comps)})")
     if not any(mirror_dir().glob("*/redist/redistrib_*.json")):
         out("mirror:  not built (run `python -m lab mirror build`)")
+    _repo_line(out)
     if client is not None:
         server = find(client, MIRROR_CONTAINER)
         if server is None:
@@ -45,6 +46,15 @@ def show(out=print):
         out(f"hosts:   {len(found)}" + (f" (inventory {INVENTORY})" if INVENTORY.exists() else ""))
         for container in found:
             out(f"         {container.name:24s} {container.status:8s} {container_ip(container)}")
+
+
+def _repo_line(out):
+    count, fingerprint = repo.summary()
+    if not count:
+        out("repo:    not built (run `python -m lab repo build`)")
+        return
+    where = f"{repo.repos_dir()}/{{{','.join(repo.REPO_DIRS)}}}/x86_64"
+    out(f"repo:    {where}: {count} packages, key {fingerprint}")
 
 
 __all__ = ["show", "LabError"]

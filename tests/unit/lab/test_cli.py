@@ -3,7 +3,7 @@
 import pytest
 
 import lab
-from lab import cli, engine
+from lab import cli, engine, images, mirror, repo, serve
 
 
 def _run(capsys, argv):
@@ -113,3 +113,29 @@ def test_missing_tool_not_root_is_advice(monkeypatch):
     assert str(err.value) == (
         "mmdebstrap not found: install mmdebstrap debian-archive-keyring (as root), then rerun"
     )
+
+
+def test_repo_build_without_a_mirror_says_what_to_do(capsys, monkeypatch, tmp_path):
+    for module in (repo, mirror):
+        monkeypatch.setattr(module, "STATE", tmp_path)
+    monkeypatch.setattr(lab, "STATE", tmp_path)
+    code, err = _run(capsys, ["repo", "build"])
+    assert code == 1
+    assert err.count("\n") == 0
+    assert err.endswith("is missing: run `python -m lab mirror build` first")
+
+
+def test_up_builds_the_repository_after_the_mirror(capsys, monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(lab, "STATE", tmp_path)
+    monkeypatch.setattr(engine, "ensure", lambda: None)
+    monkeypatch.setattr(engine, "ensure_inotify", lambda: None)
+    monkeypatch.setattr(engine, "client", lambda: "client")
+    monkeypatch.setattr(images, "build", lambda client: calls.append("images"))
+    monkeypatch.setattr(mirror, "build", lambda *args: calls.append("mirror"))
+    monkeypatch.setattr(repo, "build", lambda: calls.append("repo"))
+    monkeypatch.setattr(serve, "serve", lambda client: calls.append("serve") or "172.18.0.2")
+    code, _ = _run(capsys, ["up"])
+    assert code == 0
+    assert calls.index("mirror") < calls.index("repo") < calls.index("serve")
+    assert "images" in calls

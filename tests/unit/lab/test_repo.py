@@ -1,0 +1,264 @@
+"""The lab's NVIDIA-layout apt repository, built from a synthetic mirror: NVIDIA's names, versions, file
+layout and maintainer scripts; Packages/Release hashes; InRelease and Release.gpg verified by gpgv with the
+lab key; nothing rebuilt or re-signed when nothing changed; a changed recipe rebuilds."""
+
+import gzip
+import hashlib
+import io
+import json
+import lzma
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
+
+from lab import LabError, debs, repo
+from lab import mirror as lab_mirror
+
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("dpkg-deb") and shutil.which("gpg") and shutil.which("gpgv")),
+    reason="needs dpkg-deb, gpg and gpgv (apt-get install dpkg gnupg gpgv)",
+)
+H200 = Path(__file__).resolve().parents[2] / "data" / "h200-ubuntu2404" / "dpkg-L-libcudnn9-cuda-13.txt"
+MTIME = 1759881600  # 2025-10-08
+
+
+def _tar_xz(path, top, files, links=()):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in {**files, "LICENSE": b"license text\n"}.items():
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size, info.mtime, info.mode = len(data), MTIME, 0o755 if "bin/" in name else 0o644
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in links:
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.type, info.linkname, info.mtime = tarfile.SYMTYPE, target, MTIME
+            tar.addfile(info)
+    path.write_bytes(lzma.compress(buf.getvalue()))
+    return {
+        "relative_path": str(path.relative_to(path.parents[2])),
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+    }
+
+
+CUDA_FILES = {
+    "cuda_nvcc": ({"bin/nvcc": b"nvcc", "bin/nvcc.profile": b"TOP", "include/fatbinary_section.h": b"h",
+                   "include/crt/host_config.h": b"dup", "nvvm/bin/cicc": b"dup"}, ()),
+    "cuda_crt": ({"include/crt/host_config.h": b"crt"}, ()),
+    "libnvvm": ({"nvvm/bin/cicc": b"cicc", "nvvm/lib64/libnvvm.so.4": b"nvvm"},
+                (("nvvm/lib64/libnvvm.so", "libnvvm.so.4"),)),
+    "cuda_cudart": ({"include/cuda_runtime.h": b"rt", "lib/libcudart.so.13.0.96": b"elf",
+                     "lib/libcudart_static.a": b"a"},
+                    (("lib/libcudart.so.13", "libcudart.so.13.0.96"),
+                     ("lib/libcudart.so", "libcudart.so.13"))),
+    "cuda_nvrtc": ({"include/nvrtc.h": b"h", "lib/libnvrtc.so.13.0.88": b"elf"},
+                   (("lib/libnvrtc.so.13", "libnvrtc.so.13.0.88"), ("lib/libnvrtc.so", "libnvrtc.so.13"))),
+    "cuda_cccl": ({"include/cccl/cuda/std/version": b"v", "include/nv/target": b"t"}, ()),
+}  # fmt: skip
+SUBLIBS = (
+    "",
+    "_adv",
+    "_cnn",
+    "_engines_precompiled",
+    "_engines_runtime_compiled",
+    "_graph",
+    "_heuristic",
+    "_ops",
+)
+HEADERS = ("", "_adv", "_backend", "_cnn", "_graph", "_ops", "_version")
+
+
+def _cudnn_archive(root, version, major):
+    short = ".".join(version.split(".")[:3])
+    files, links = {}, []
+    for sub in SUBLIBS:
+        files[f"lib/libcudnn{sub}.so.{short}"] = f"elf {version}".encode()
+        links += [
+            (f"lib/libcudnn{sub}.so.9", f"libcudnn{sub}.so.{short}"),
+            (f"lib/libcudnn{sub}.so", f"libcudnn{sub}.so.9"),
+        ]
+    for h in HEADERS:
+        files[f"include/cudnn{h}.h"] = files[f"include/cudnn{h}_v9.h"] = f"/* {version} */".encode()
+    top = f"cudnn-linux-x86_64-{version}_cuda{major}-archive"
+    return _tar_xz(root / "cudnn" / "linux-x86_64" / f"{top}.tar.xz", top, files, links)
+
+
+@pytest.fixture
+def lab_dir(tmp_path, monkeypatch):
+    """A lab state with a synthetic mirror: CUDA 13.0.2's components, cuDNN 9.14/9.28 for CUDA 12 and 13."""
+    for module in (repo, lab_mirror):
+        monkeypatch.setattr(module, "STATE", tmp_path / "lab")
+    redist = tmp_path / "lab" / "mirror" / "cuda" / "redist"
+    doc = {"release_date": "2025-09-27", "release_label": "13.0.2", "release_product": "cuda"}
+    for comp, (_, version) in lab_mirror.CUDA_RELEASES["13.0.2"].items():
+        files, links = CUDA_FILES[comp]
+        top = f"{comp}-linux-x86_64-{version}-archive"
+        entry = _tar_xz(redist / comp / "linux-x86_64" / f"{top}.tar.xz", top, files, links)
+        doc[comp] = {"version": version, "linux-x86_64": entry}
+    (redist / "redistrib_13.0.2.json").write_text(json.dumps(doc))
+    cudnn = tmp_path / "lab" / "mirror" / "cudnn" / "redist"
+    for version in repo.CUDNN_VERSIONS:
+        entries = {f"cuda{m}": _cudnn_archive(cudnn, version, m) for m in repo.CUDNN_MAJORS}
+        manifest = {"release_date": "2025-10-08", "cudnn": {"version": version, "linux-x86_64": entries}}
+        (cudnn / f"redistrib_{lab_mirror.short(version)}.json").write_text(json.dumps(manifest))
+    return tmp_path / "lab"
+
+
+@pytest.fixture
+def built(lab_dir):
+    lines = []
+    fingerprint = repo.build(log=lines.append)
+    return lab_dir, fingerprint, lines
+
+
+def _listing(deb):
+    out = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, check=True).stdout
+    return {
+        line.split(None, 5)[5].split(" -> ")[0].lstrip(".").rstrip("/") or "/." for line in out.splitlines()
+    }
+
+
+def _field(deb, name):
+    return subprocess.run(
+        ["dpkg-deb", "-f", str(deb), name], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_cudnn_files_are_where_nvidias_packages_put_them(built):
+    lab_dir, _, _ = built
+    pool = lab_dir / "repo-build" / "pool"
+    reference = {line for line in H200.read_text().splitlines() if line.startswith("/")}
+    got = set()
+    for name in ("libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13"):
+        got |= _listing(pool / f"{name}_9.14.0.64-1_amd64.deb") | {"/."}
+    # exactly the H200's own list: dpkg -L of NVIDIA's three packages (files, links and directories)
+    assert got == reference
+    lib = pool / "libcudnn9-cuda-13_9.14.0.64-1_amd64.deb"
+    for field, value in (("Depends", "zlib1g"), ("Provides", "libcudnn9"), ("Conflicts", "libcudnn9"),
+                         ("Replaces", "libcudnn9"), ("Section", "multiverse/libs"), ("Source", "cudnn"),
+                         ("Maintainer", "cudatools <cudatools@nvidia.com>")):  # fmt: skip
+        assert _field(lib, field) == value
+    dev = pool / "libcudnn9-dev-cuda-12_9.28.0.42-1_amd64.deb"
+    assert (
+        _field(dev, "Depends")
+        == "libcudnn9-cuda-12 (= 9.28.0.42-1), libcudnn9-headers-cuda-12 (= 9.28.0.42-1)"
+    )
+    meta = pool / "cudnn9-cuda-13_9.28.0.42-1_amd64.deb"
+    assert (
+        _field(meta, "Depends") == "libcudnn9-cuda-13 (= 9.28.0.42-1), libcudnn9-dev-cuda-13 (= 9.28.0.42-1)"
+    )
+
+
+def test_cudnn_headers_alternatives_as_nvidias():
+    postinst = repo.cudnn_header_scripts()["postinst"]
+    assert "update-alternatives --install /usr/include/cudnn.h libcudnn " in postinst
+    assert "/usr/include/x86_64-linux-gnu/cudnn_v9.h 90" in postinst
+    slave = "--slave /usr/include/cudnn_version.h cudnn_version_h /usr/include/x86_64-linux-gnu/"
+    assert slave + "cudnn_version_v9.h" in postinst
+
+
+def test_cuda_packages_have_nvidias_names_versions_and_layout(built):
+    lab_dir, _, _ = built
+    pool = lab_dir / "repo-build" / "pool"
+    names = sorted(p.name for p in pool.glob("*.deb") if "cudnn" not in p.name)
+    assert names == [
+        "cuda-cccl-13-0_13.0.85-1_amd64.deb",
+        "cuda-crt-13-0_13.0.88-1_amd64.deb",
+        "cuda-cudart-13-0_13.0.96-1_amd64.deb",
+        "cuda-cudart-dev-13-0_13.0.96-1_amd64.deb",
+        "cuda-nvcc-13-0_13.0.88-1_amd64.deb",
+        "cuda-nvrtc-13-0_13.0.88-1_amd64.deb",
+        "cuda-nvrtc-dev-13-0_13.0.88-1_amd64.deb",
+        "cuda-toolkit-13-0-config-common_13.0.96-1_all.deb",
+        "cuda-toolkit-13-0_13.0.2-1_amd64.deb",
+        "cuda-toolkit-13-config-common_13.0.96-1_all.deb",
+        "cuda-toolkit-config-common_13.0.96-1_all.deb",
+        "libnvvm-13-0_13.0.88-1_amd64.deb",
+    ]
+    nvcc = _listing(pool / "cuda-nvcc-13-0_13.0.88-1_amd64.deb")
+    assert {
+        "/usr/local/cuda-13.0/bin/nvcc",
+        "/usr/local/cuda-13.0/targets/x86_64-linux/include/fatbinary_section.h",
+    } <= nvcc
+    assert not [p for p in nvcc if "/crt/" in p or "/nvvm/" in p]  # cuda-crt-13-0's and libnvvm-13-0's
+    cudart = _listing(pool / "cuda-cudart-13-0_13.0.96-1_amd64.deb")
+    assert "/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13.0.96" in cudart
+    assert "/usr/local/cuda-13.0/lib64" in cudart
+    assert "/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart.so" not in cudart  # the -dev package's
+    common = pool / "cuda-toolkit-config-common_13.0.96-1_all.deb"
+    assert "/etc/ld.so.conf.d/000_cuda.conf" in _listing(common)
+    assert "/etc/ld.so.conf.d/987_cuda-13.conf" in _listing(
+        pool / "cuda-toolkit-13-config-common_13.0.96-1_all.deb"
+    )
+    control = subprocess.run(
+        ["dpkg-deb", "-I", str(common), "conffiles"], capture_output=True, text=True, check=True
+    )
+    assert control.stdout == "/etc/ld.so.conf.d/000_cuda.conf\n"
+    script = subprocess.run(
+        ["dpkg-deb", "-I", str(pool / "cuda-toolkit-13-0-config-common_13.0.96-1_all.deb"), "postinst"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "update-alternatives --install /usr/local/cuda cuda /usr/local/cuda-13.0 130" in script
+    assert "update-alternatives --install /usr/local/cuda-13 cuda-13 /usr/local/cuda-13.0 130" in script
+    meta = pool / "cuda-toolkit-13-0_13.0.2-1_amd64.deb"
+    assert "lab's subset" in _field(meta, "Description")
+    assert "cuda-nvcc-13-0 (>= 13.0.88-1)" in _field(meta, "Depends")
+
+
+def test_repositories_are_flat_signed_and_in_nvidias_layout(built, tmp_path):
+    lab_dir, fingerprint, _ = built
+    assert (lab_dir / "repo-key" / "fingerprint").read_text().strip() == fingerprint
+    for rdir in repo.REPO_DIRS:
+        target = lab_dir / "mirror" / "cuda" / "repos" / rdir / "x86_64"
+        key = target / repo_plan.KEYS[rdir][0]  # the key file name the roles fetch
+        assert repo_plan.key_fingerprints(key.read_bytes())[0] == fingerprint
+        packages = (target / "Packages").read_bytes()
+        assert gzip.decompress((target / "Packages.gz").read_bytes()) == packages
+        release = (target / "Release").read_text()
+        assert "Label: NVIDIA CUDA\n" in release
+        assert f" {hashlib.sha256(packages).hexdigest()} {len(packages):>16} Packages\n" in release
+        index = repo_plan.parse_index(packages.decode())
+        assert set(index["libcudnn9-cuda-13"]) == {"9.14.0.64-1", "9.28.0.42-1"}
+        for name, versions in index.items():
+            for version, fields in versions.items():
+                deb = target / fields["Filename"]
+                assert fields["Filename"].startswith("./")
+                assert hashlib.sha256(deb.read_bytes()).hexdigest() == fields["SHA256"], (name, version)
+        keyring = tmp_path / f"{rdir}.gpg"
+        subprocess.run(["gpg", "--dearmor", "-o", str(keyring), str(key)], check=True, capture_output=True)
+        for args in ([str(target / "InRelease")], [str(target / "Release.gpg"), str(target / "Release")]):
+            cmd = ["gpgv", "--keyring", str(keyring), *args]
+            res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            assert res.returncode == 0, res.stderr
+
+
+def test_nothing_is_rebuilt_or_resigned_when_nothing_changed(built, monkeypatch):
+    lab_dir, fingerprint, lines = built
+    assert sum(line.startswith("repo: built ") for line in lines) == 28
+    target = lab_dir / "mirror" / "cuda" / "repos" / "debian13" / "x86_64"
+    before = {p.name: p.read_bytes() for p in target.iterdir() if not p.name.endswith(".deb")}
+    again = []
+    assert repo.build(log=again.append) == fingerprint  # the key is made once per lab
+    assert not [line for line in again if line.startswith(("repo: built ", "repo: made "))]
+    assert "up to date" in again[-1]
+    assert {p.name: p.read_bytes() for p in target.iterdir() if not p.name.endswith(".deb")} == before
+    monkeypatch.setattr(debs, "FORMAT", debs.FORMAT + 1)  # a changed recipe: every package again
+    third = []
+    repo.build(log=third.append)
+    assert sum(line.startswith("repo: built ") for line in third) == 28
+
+
+def test_a_missing_mirror_is_one_line_that_says_what_to_do(tmp_path, monkeypatch):
+    for module in (repo, lab_mirror):
+        monkeypatch.setattr(module, "STATE", tmp_path / "empty")
+    with pytest.raises(LabError, match="run `python -m lab mirror build` first"):
+        repo.build(log=lambda _line: None)
+
+
+def test_the_key_file_names_are_the_ones_the_roles_fetch():
+    wanted = {rdir: repo_plan.KEYS[rdir][0] for rdir in repo.REPO_DIRS}
+    assert wanted == repo.KEY_FILES
