@@ -13,13 +13,22 @@ description:
     rhel10; Rocky, AlmaLinux and Oracle Linux map to rhelN), downloads the repository key, checks its OpenPGP
     fingerprint against the pinned one, and writes the key and the repository file atomically.
   - O(state=planned) returns the plan and package specs and changes nothing.
+  - O(state=present) with apt also refreshes apt's index of this repository only (C(apt-get update) of its
+    source file); a Release whose signature does not verify with the pinned key, an index whose hash differs
+    from the signed Release, or an unreachable repository fails with the reason, before anything is installed.
+  - O(state=pinned) (apt) reads apt's verified index of the repository, resolves the whole package set (the
+    requested packages and, within the repository, their dependencies at the versions the set requires),
+    writes apt preferences that pin every package of the set to its version, and reports which are missing,
+    which holds a move needs released and which to hold.
   - Used by the internal role C(gpufleet.nvidia.internal) (entry point repository.yml). The key goes into a
     keyring file that only this source's Signed-By names (no global trust, no cuda-keyring package).
 options:
   state:
-    description: V(present) writes the key and repository file; V(planned) only reports.
+    description:
+      - V(present) writes the key and repository file (and refreshes apt's index of it); V(planned) only
+        reports; V(pinned) resolves the package set from the repository's index and writes its apt pins.
     type: str
-    choices: [present, planned]
+    choices: [present, planned, pinned]
     default: present
   distribution:
     description: C(ansible_facts['distribution']), e.g. Ubuntu, Debian, RedHat, Rocky, AlmaLinux.
@@ -70,6 +79,16 @@ options:
     description: cudnn - also the development packages.
     type: bool
     default: true
+  refresh:
+    description: With O(state=present) and apt, run C(apt-get update) for this repository's source only.
+    type: bool
+    default: true
+  caller:
+    description:
+      - The role this runs for (C(ansible_parent_role_names | first)); names its variables in errors
+        (e.g. C(cudnn_repo_key_fingerprint)). Empty - taken from O(packages_for).
+    type: str
+    default: ""
 author: gpufleet contributors
 notes:
   - Check mode is supported; the key is fetched and checked, nothing is written.
@@ -104,12 +123,20 @@ packages:
   description:
     - specs (pinned package specs), names (bare names), hold (names to hold), installed (name -> version on
       the target), missing (specs not installed at the requested version).
+    - With O(state=pinned) the specs are the whole set (name=version), plus unhold (held packages whose
+      version the plan changes) and index (whether apt's index of the repository was read).
   returned: when packages_for is not none
+  type: dict
+pin:
+  description: The apt preferences written with O(state=pinned) (path, content).
+  returned: when state=pinned and the index was read
   type: dict
 """
 
 import os
 import re
+import shutil
+import tempfile
 from urllib.error import URLError
 from urllib.request import Request, urlopen
 
@@ -139,8 +166,8 @@ def _write(module, path, data, mode):
     module.atomic_move(tmp, path)
 
 
-def installed_versions(names):
-    """name -> installed version (deb: Version; rpm: version-release) of the names that are installed.
+def installed_state(names):
+    """name -> {version, held} of the names that are installed (deb: Version; rpm: version-release).
 
     Read through the one package-database reader (probe/packages.py), under HOST_ROOT.
     """
@@ -149,8 +176,23 @@ def installed_versions(names):
     for name in names:
         package = packages.get(name)
         if package:
-            found[name] = re.sub(r"^[0-9]+:", "", package["version"])
+            found[name] = {
+                "version": re.sub(r"^[0-9]+:", "", package["version"]),
+                "held": bool(package.get("held")),
+            }
     return found
+
+
+def installed_versions(names):
+    return {name: state["version"] for name, state in installed_state(names).items()}
+
+
+def var_prefix(params):
+    """The role whose variables the errors name: the caller's (cudnn, cuda_toolkit) or packages_for's."""
+    caller = str(params.get("caller") or "").rsplit(".", 1)[-1]
+    if caller in ("cudnn", "cuda_toolkit", "nvidia_driver"):
+        return caller
+    return params["packages_for"] if params["packages_for"] != "none" else "<role>"
 
 
 def package_plan(module, plan):
@@ -163,7 +205,7 @@ def package_plan(module, plan):
             raise repo_plan.RepoPlanError("cudnn_version: exactly one version per package plan")
         specs = repo_plan.cudnn_packages(p["versions"][0], p["cuda_major"], rdir, dev=p["dev"])
         names = repo_plan.package_names(specs, rdir)
-        hold = names[:1]  # the library; -dev/-headers depend on its exact version
+        hold = list(names)  # the library, -dev and -headers: every package of the set (NVIDIA's images do)
     elif p["source"] == "distro":
         distro = repo_plan.distro_cuda_plan(p["distribution"], p["distribution_version"], p["versions"])
         specs = names = hold = distro["packages"]
@@ -171,48 +213,164 @@ def package_plan(module, plan):
         specs = repo_plan.cuda_toolkit_packages(p["versions"], rdir)
         names = repo_plan.package_names(specs, rdir)
         hold = []
-    installed = installed_versions(names)
+    state = installed_state(names)
+    installed = {name: s["version"] for name, s in state.items()}
     missing = []
     for spec, name in zip(specs, names):
         want = spec[len(name) + 1 :].rstrip("*")
         have = installed.get(name)
         if have is None or (want and not have.startswith(want.split("*")[0])):
             missing.append(spec)
-    return {"specs": specs, "names": names, "hold": hold, "installed": installed, "missing": missing}
+    moved = [name for spec, name in zip(specs, names) if spec in missing]
+    unhold = [name for name in moved if state.get(name, {}).get("held")]
+    return {
+        "specs": specs,
+        "names": names,
+        "hold": hold,
+        "installed": installed,
+        "missing": missing,
+        "unhold": unhold,
+    }
 
 
-def run(module):
-    p = module.params
-    plan = repo_plan.repo_config(
-        p["distribution"], p["distribution_version"], p["machine"], p["base_url"], p["key_fingerprint"]
-    )
-    result = {"changed": False, "repo": plan}
-    if p["packages_for"] != "none":
-        result["packages"] = package_plan(module, plan)
-    if p["state"] == "planned":
-        return result
-    url = plan["key_url"]
+def apt_env():
+    return {"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"}
+
+
+def refresh(module, plan, prefix, source):
+    """apt-get update of this repository's source only (other lists kept); refuse what apt refused."""
+    cmd = ["apt-get", "update", "-o", f"Dir::Etc::SourceList={source}"]
+    cmd += ["-o", "Dir::Etc::SourceParts=/nonexistent", "-o", "APT::Get::List-Cleanup=0"]
+    rc, out, err = module.run_command(cmd, environ_update=apt_env())
+    refusal = repo_plan.apt_update_refusal(f"{out}\n{err}", rc, plan["url"], f"{prefix}_repo_key_fingerprint")
+    if refusal:
+        raise repo_plan.RepoPlanError(refusal)
+
+
+def refresh_staged(module, plan, prefix, key):
+    """A new key or source is tried from a staging directory first: apt must accept the repository (signature,
+    index hashes) before anything in /etc/apt changes. apt keeps its lists by URL, so they stay valid."""
+    stage = tempfile.mkdtemp(prefix="gpufleet-repo-")
     try:
-        with urlopen(Request(url, headers={"User-Agent": "gpufleet"}), timeout=p["timeout"]) as resp:
-            key = resp.read()
+        os.chmod(stage, 0o755)  # apt's methods run as _apt and read the keyring
+        keyring = os.path.join(stage, os.path.basename(plan["keyring"]))
+        source = os.path.join(stage, os.path.basename(plan["path"]))
+        for path, data in ((keyring, key), (source, repo_plan.render_deb822(plan["url"], keyring).encode())):
+            with open(path, "wb") as handle:
+                handle.write(data)
+            os.chmod(path, 0o644)
+        refresh(module, plan, prefix, source)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def read_index(module, url):
+    """The text of apt's verified copy of the repository's Packages (None when apt has none)."""
+    fmt = "$(CREATED_BY)\t$(REPO_URI)\t$(FILENAME)"
+    rc, out, _err = module.run_command(["apt-get", "indextargets", "--format", fmt], environ_update=apt_env())
+    if rc != 0:
+        return None
+    for line in out.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[0] == "Packages" and parts[1].rstrip("/") == url.rstrip("/"):
+            if os.path.exists(parts[2]):
+                with open(parts[2], encoding="utf-8", errors="replace") as handle:
+                    return handle.read()
+            rc, text, _err = module.run_command(["/usr/lib/apt/apt-helper", "cat-file", parts[2]])
+            return text if rc == 0 else None
+    return None
+
+
+def pinned(module, plan, prefix, result):
+    """The whole package set from the repository's index, each package pinned to its version."""
+    p = module.params
+    packages = package_plan(module, plan)
+    result["packages"] = packages
+    packages["index"] = False
+    if plan["manager"] != "apt":
+        return result
+    text = read_index(module, plan["url"])
+    if text is None:
+        if module.check_mode:
+            return result  # a first run in check mode: nothing fetched yet, the top-level plan stands
+        raise repo_plan.RepoPlanError(
+            f"apt has no index of {plan['url']}: the repository was not refreshed (see the Sources phase)"
+        )
+    var = "cudnn_version" if p["packages_for"] == "cudnn" else "cuda_toolkit_versions"
+    members = repo_plan.resolve_set(repo_plan.parse_index(text), packages["specs"], plan["url"], var)
+    state = installed_state([name for name, _ in members])
+    packages.update(
+        specs=[f"{name}={version}" for name, version in members],
+        names=[name for name, _ in members],
+        installed={name: s["version"] for name, s in state.items()},
+        missing=[f"{n}={v}" for n, v in members if state.get(n, {}).get("version") != v],
+        unhold=[n for n, v in members if state.get(n, {}).get("held") and state[n]["version"] != v],
+        hold=[name for name, _ in members] if p["packages_for"] == "cudnn" else [],
+        index=True,
+    )
+    pin = repo_plan.pin_file(p["packages_for"], members)
+    result["pin"] = pin
+    if _read(pin["path"]) != pin["content"].encode():
+        result["changed"] = True
+        if not module.check_mode:
+            _write(module, pin["path"], pin["content"].encode(), 0o644)
+    return result
+
+
+def fetch_key(url, timeout):
+    try:
+        with urlopen(Request(url, headers={"User-Agent": "gpufleet"}), timeout=timeout) as resp:
+            return resp.read()
     except (URLError, OSError) as exc:
         raise repo_plan.RepoPlanError(
             f"cannot fetch the repository key {url}: {getattr(exc, 'reason', exc)}"
         ) from None
-    result["fingerprint"] = repo_plan.check_key(key, plan["key_fingerprint"], "<role>_repo_key_fingerprint")
-    content = plan["content"].encode()
-    for path, data in ((plan["keyring"], key), (plan["path"], content)):
-        if _read(path) != data:
-            result["changed"] = True
-            if not module.check_mode:
-                _write(module, path, data, 0o644)
+
+
+def run(module):
+    p = module.params
+    prefix = var_prefix(p)
+    plan = repo_plan.repo_config(
+        p["distribution"],
+        p["distribution_version"],
+        p["machine"],
+        p["base_url"],
+        p["key_fingerprint"],
+        prefix=prefix,
+    )
+    result = {"changed": False, "repo": plan}
+    if p["state"] == "pinned":
+        return pinned(module, plan, prefix, result)
+    if p["packages_for"] != "none":
+        result["packages"] = package_plan(module, plan)
+    if p["state"] == "planned":
+        return result
+    key = fetch_key(plan["key_url"], p["timeout"])
+    result["fingerprint"] = repo_plan.check_key(
+        key, plan["key_fingerprint"], f"{prefix}_repo_key_fingerprint"
+    )
+    changes = [
+        (path, data)
+        for path, data in ((plan["keyring"], key), (plan["path"], plan["content"].encode()))
+        if _read(path) != data
+    ]
+    result["changed"] = bool(changes)
+    if module.check_mode:
+        return result
+    if plan["manager"] == "apt" and p.get("refresh", True):
+        if changes:
+            refresh_staged(module, plan, prefix, key)
+        else:
+            refresh(module, plan, prefix, plan["path"])
+    for path, data in changes:
+        _write(module, path, data, 0o644)
     return result
 
 
 def main():
     module = AnsibleModule(
         argument_spec={
-            "state": {"type": "str", "choices": ["present", "planned"], "default": "present"},
+            "state": {"type": "str", "choices": ["present", "planned", "pinned"], "default": "present"},
             "distribution": {"type": "str", "required": True},
             "distribution_version": {"type": "str", "required": True},
             "machine": {"type": "str", "default": "x86_64"},
@@ -224,6 +382,8 @@ def main():
             "versions": {"type": "list", "elements": "str", "default": []},
             "cuda_major": {"type": "str", "default": ""},
             "dev": {"type": "bool", "default": True},
+            "refresh": {"type": "bool", "default": True},
+            "caller": {"type": "str", "default": ""},
         },
         supports_check_mode=True,
     )

@@ -13,6 +13,7 @@ import hashlib
 import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import bad
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
 
 NVIDIA_REPO_BASE_URL = "https://developer.download.nvidia.com/compute/cuda/repos"
@@ -88,13 +89,34 @@ def repo_arch(machine):
     return kb_hosts.repo_arch(machine)
 
 
-def repo_config(distribution, version, machine="x86_64", base_url="", fingerprint=""):
-    """Everything the nvidia_repo role writes: key URL, pinned fingerprint, keyring and repo file."""
+URL_SCHEMES = ("http://", "https://", "file:/")
+
+
+def check_base_url(base_url, var="<role>_repo_base_url"):
+    """A mirror of NVIDIA's .../compute/cuda/repos: http(s) or file URLs only (apt fetches it)."""
+    url = str(base_url or "")
+    if url and (not url.startswith(URL_SCHEMES) or any(c.isspace() for c in url)):
+        raise RepoPlanError(
+            bad(
+                var,
+                repr(url),
+                "an http://, https:// or file:/ URL of a mirror of NVIDIA's repositories, or empty for "
+                f"{NVIDIA_REPO_BASE_URL}",
+            )
+        )
+    return url
+
+
+def repo_config(distribution, version, machine="x86_64", base_url="", fingerprint="", *, prefix="<role>"):
+    """Everything the nvidia_repo role writes: key URL, pinned fingerprint, keyring and repo file.
+
+    ``prefix`` names the role whose variables these are (cudnn, cuda_toolkit) in the error messages."""
+    check_base_url(base_url, f"{prefix}_repo_base_url")
     rdir = repo_dir(distribution, version)
     arch = repo_arch(machine)
     url = repo_url(rdir, arch, base_url)
     key_name, pinned = KEYS[rdir]
-    fpr = normalize_fingerprint(fingerprint or pinned)
+    fpr = normalize_fingerprint(fingerprint or pinned, f"{prefix}_repo_key_fingerprint")
     if is_deb(rdir):
         keyring = "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc"
         path = "/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources"
@@ -142,10 +164,17 @@ def render_dnf_repo(url, keyring):
 # ---------------------------------------------------------------------------------------------------
 # OpenPGP key fingerprint (v4): SHA-1 over 0x99 | len16 | public-key packet body (RFC 4880 12.2)
 # ---------------------------------------------------------------------------------------------------
-def normalize_fingerprint(text):
+def normalize_fingerprint(text, var="key fingerprint"):
     fpr = re.sub(r"\s+", "", str(text or "")).upper()
     if fpr and not re.match(r"^[0-9A-F]{40}\Z", fpr):
-        raise RepoPlanError(f"key fingerprint {text!r} is not 40 hex digits")
+        raise RepoPlanError(
+            bad(
+                var,
+                repr(text),
+                "40 hex digits (spaces allowed), the key's full OpenPGP fingerprint, or empty",
+            )
+            + ": it is not 40 hex digits"
+        )
     return fpr
 
 
@@ -329,4 +358,221 @@ def distro_cudnn_plan(distribution, version):
         "package, only the "
         "'nvidia-cudnn' downloader (which fetches from NVIDIA unverified); use cudnn_source nvidia_repo or "
         "redist"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# the repository's index (apt's verified copy of Packages): the whole package set, each at one version
+# ---------------------------------------------------------------------------------------------------
+PIN_PRIORITY = 1001  # the planned version is apt's candidate, over newer ones and (re)installs, never moved
+PIN_FILES = {
+    "cudnn": "/etc/apt/preferences.d/gpufleet-cudnn.pref",
+    "cuda_toolkit": "/etc/apt/preferences.d/gpufleet-cuda-toolkit.pref",
+}
+
+
+def _order(char):
+    if char == "~":
+        return -1
+    if char.isalpha():
+        return ord(char)
+    return ord(char) + 256 if char else 0
+
+
+def _compare_part(a, b):
+    """dpkg's verrevcmp: non-digit runs by dpkg's character order (~ first), digit runs numerically."""
+    i = j = 0
+    while i < len(a) or j < len(b):
+        while (i < len(a) and not a[i].isdigit()) or (j < len(b) and not b[j].isdigit()):
+            ac = _order(a[i]) if i < len(a) and not a[i].isdigit() else 0
+            bc = _order(b[j]) if j < len(b) and not b[j].isdigit() else 0
+            if ac != bc:
+                return ac - bc
+            i, j = i + 1, j + 1
+        start_i, start_j = i, j
+        while i < len(a) and a[i].isdigit():
+            i += 1
+        while j < len(b) and b[j].isdigit():
+            j += 1
+        diff = int(a[start_i:i] or 0) - int(b[start_j:j] or 0)
+        if diff:
+            return diff
+    return 0
+
+
+def compare_versions(a, b):
+    """<0, 0, >0 as dpkg --compare-versions orders two Debian versions (epoch:upstream-revision)."""
+
+    def split(v):
+        epoch, _, rest = v.rpartition(":") if ":" in v else ("0", "", v)
+        upstream, _, revision = rest.rpartition("-") if "-" in rest else (rest, "", "0")
+        return int(epoch or 0), upstream, revision
+
+    ea, ua, ra = split(str(a))
+    eb, ub, rb = split(str(b))
+    return (ea - eb) or _compare_part(ua, ub) or _compare_part(ra, rb)
+
+
+RELATIONS = {
+    ">=": lambda c: c >= 0,
+    "<=": lambda c: c <= 0,
+    ">>": lambda c: c > 0,
+    "<<": lambda c: c < 0,
+    "=": lambda c: c == 0,
+    ">": lambda c: c >= 0,  # obsolete forms, as dpkg reads them
+    "<": lambda c: c <= 0,
+}
+
+
+def parse_index(text):
+    """{name: {version: {field: value}}} of a Packages file (what apt verified against the signed Release)."""
+    out = {}
+    for block in re.split(r"\n\s*\n", text or ""):
+        fields = {}
+        for line in block.splitlines():
+            if line[:1] in (" ", "\t") or ":" not in line:
+                continue
+            key, _, value = line.partition(":")
+            fields[key.strip()] = value.strip()
+        if fields.get("Package") and fields.get("Version"):
+            out.setdefault(fields["Package"], {})[fields["Version"]] = fields
+    return out
+
+
+def parse_depends(value):
+    """[[(name, relation, version)], ...]: each list holds the alternatives (a | b) of one dependency."""
+    out = []
+    for group in (value or "").split(","):
+        alternatives = []
+        for item in group.split("|"):
+            match = re.match(
+                r"^\s*([a-z0-9][a-z0-9+.-]*)(?::\S+)?\s*(?:\(\s*([<>=]+)\s*([^)\s]+)\s*\))?", item
+            )
+            if match:
+                alternatives.append((match.group(1), match.group(2) or "", match.group(3) or ""))
+        if alternatives:
+            out.append(alternatives)
+    return out
+
+
+def _newest(versions):
+    best = None
+    for version in versions:
+        if best is None or compare_versions(version, best) > 0:
+            best = version
+    return best
+
+
+def _satisfying(available, constraints):
+    return sorted(
+        (v for v in available if all(RELATIONS[r](compare_versions(v, want)) for r, want in constraints)),
+        key=_SortKey,
+    )
+
+
+class _SortKey:
+    """Sort Debian versions with dpkg's order."""
+
+    def __init__(self, version):
+        self.version = version
+
+    def __lt__(self, other):
+        return compare_versions(self.version, other.version) < 0
+
+
+def top_version(index, spec, url, var):
+    """The version of a requested package (``name``, ``name=ver`` or ``name=prefix*``) that the index has."""
+    name, _, want = spec.partition("=")
+    have = sorted(index.get(name, {}), key=_SortKey)
+    if not have:
+        raise RepoPlanError(
+            f"{var}: the repository {url} has no package {name} (it has {len(index)} packages); is "
+            "the base URL a mirror of NVIDIA's repository for this OS?"
+        )
+    if not want:
+        return name, _newest(have)
+    prefix = want[:-1] if want.endswith("*") else None
+    matches = [v for v in have if v == want or (prefix and v.startswith((prefix + ".", prefix + "-")))]
+    if not matches:
+        raise RepoPlanError(
+            f"{var}: the repository {url} has {name} {', '.join(have)}, not {want.rstrip('*')}; "
+            "choose one of those versions"
+        )
+    return name, _newest(matches)
+
+
+def resolve_set(index, specs, url, var):
+    """Every package of the set: the requested packages at their versions and, within this repository, their
+    dependencies at the lowest version every constraint in the set allows (NVIDIA's metapackages depend on
+    their release's component versions with >=). Packages the repository does not have (zlib1g, the
+    distribution's) are not part of the set. Returns [(name, version)] sorted by name."""
+    chosen = dict(top_version(index, spec, url, var) for spec in specs)
+    constraints = {name: [("=", version)] for name, version in chosen.items()}
+    changed = True
+    while changed:
+        changed = False
+        for name, version in sorted(chosen.items()):
+            for alternatives in parse_depends(index[name][version].get("Depends", "")):
+                dep = next((a for a in alternatives if a[0] in index), None)
+                if dep is None:
+                    continue
+                rules = constraints.setdefault(dep[0], [])
+                if dep[1] and (dep[1], dep[2]) not in rules:
+                    rules.append((dep[1], dep[2]))
+                fits = _satisfying(index[dep[0]], rules)
+                if not fits:
+                    wanted = ", ".join(f"{r} {v}" for r, v in rules)
+                    have = ", ".join(sorted(index[dep[0]], key=_SortKey))
+                    raise RepoPlanError(
+                        f"{var}: the repository {url} has no {dep[0]} that satisfies {wanted} (it has {have})"
+                    )
+                if chosen.get(dep[0]) != fits[0]:
+                    chosen[dep[0]] = fits[0]
+                    changed = True
+    return sorted(chosen.items())
+
+
+def pin_file(what, packages):
+    """apt preferences that make each package's planned version its candidate (the whole set, not only
+    the top-level package): apt-get upgrade / dist-upgrade and installs of other packages keep them."""
+    stanzas = [
+        f"Explanation: Managed by gpufleet ({what}): {name} stays at {version}\n"
+        f"Package: {name}\nPin: version {version}\nPin-Priority: {PIN_PRIORITY}\n"
+        for name, version in packages
+    ]
+    return {"path": PIN_FILES[what], "content": "\n".join(stanzas)}
+
+
+# apt-get update: what its output says about the repository (signature, index hashes, reachability)
+APT_REFUSALS = (
+    (re.compile(r"BADSIG|signatures were invalid|has been manipulated|signature verification failed", re.I),
+     "its Release signature does not verify with the key pinned by {var}"),
+    (re.compile(r"NO_PUBKEY|Missing key|key is not certified", re.I),
+     "its Release is signed by another key than the one {var} pins"),
+    (re.compile(r"Hash Sum mismatch|unexpected size|Hashes of expected file", re.I),
+     "an index file does not match the hashes in its signed Release"),
+    (re.compile(r"is not signed|no longer signed|NOSPLIT|Clearsigned file isn't valid", re.I),
+     "it has no valid signature"),
+    (re.compile(r"Could not connect|Failed to fetch|Temporary failure resolving|404\s+Not Found", re.I),
+     "apt could not fetch it"),
+)  # fmt: skip
+
+
+def apt_update_refusal(output, rc, url, var):
+    """None when apt-get update accepted the repository, else the one-line reason (names the variable)."""
+    lines = [line.strip() for line in (output or "").splitlines()]
+    errors = [
+        line for line in lines if line.startswith(("E:", "W:", "Err:")) and "Some index files" not in line
+    ]
+    if rc == 0 and not errors:
+        return None
+    why = next(
+        (words for rx, words in APT_REFUSALS if rx.search(output or "")), f"apt-get update failed (rc={rc})"
+    )
+    first = next(
+        (line for tag in ("E:", "W:", "Err:") for line in errors if line.startswith(tag)), f"rc={rc}"
+    )
+    return (
+        f"apt refused the repository {url}: {why.format(var=var)} (apt: {' '.join(first.split())[:300]}); "
+        "nothing was installed or changed: the packages installed before are as they were"
     )

@@ -22,11 +22,13 @@ DEFAULTS = {
     "versions": [],
     "cuda_major": "",
     "dev": True,
+    "refresh": True,
+    "caller": "",
 }
 
 
 class FakePackages:
-    """The package database (probe/packages.Packages) holding "name<TAB>version<TAB>installed" lines."""
+    """The package database (probe/packages.Packages) holding "name<TAB>version<TAB>installed|hold" lines."""
 
     out = ""
     queried = []
@@ -35,8 +37,8 @@ class FakePackages:
         self.root = root
         self.installed = {}
         for line in self.out.splitlines():
-            name, version, _state = line.split("\t")
-            self.installed[name] = {"name": name, "version": version}
+            name, version, state = line.split("\t")
+            self.installed[name] = {"name": name, "version": version, "held": state == "hold"}
 
     def get(self, name):
         FakePackages.queried.append(name)
@@ -50,10 +52,18 @@ def _fake_package_database(monkeypatch):
 
 
 class FakeModule:
-    def __init__(self, params, installed_out="", check_mode=False):
+    """AnsibleModule's surface the module uses; run_command answers by the command's first two words."""
+
+    def __init__(self, params, installed_out="", check_mode=False, answers=None):
         self.params = dict(DEFAULTS, **params)
         self.check_mode = check_mode
         FakePackages.out = installed_out
+        self.answers = answers or {}
+        self.commands = []
+
+    def run_command(self, cmd, environ_update=None):
+        self.commands.append(list(cmd))
+        return self.answers.get(" ".join(cmd[:2]), (0, "", ""))
 
     @staticmethod
     def atomic_move(src, dest):
@@ -127,7 +137,7 @@ def test_unreachable_key_is_a_clear_error(tmp_path, monkeypatch):
         nvidia_repo.run(FakeModule(params))
 
 
-def test_cudnn_plan_reports_missing_and_holds_the_library():
+def test_cudnn_plan_reports_missing_and_holds_the_set():
     out = "libcudnn9-cuda-13\t9.14.0.64-1\tinstalled\nlibcudnn9-dev-cuda-13\t9.12.0.46-1\tinstalled\n"
     module = FakeModule(
         {
@@ -142,7 +152,9 @@ def test_cudnn_plan_reports_missing_and_holds_the_library():
     )
     plan = nvidia_repo.run(module)["packages"]
     assert plan["missing"] == ["libcudnn9-dev-cuda-13=9.14.0.64-1", "libcudnn9-headers-cuda-13=9.14.0.64-1"]
-    assert plan["hold"] == ["libcudnn9-cuda-13"]
+    # every package of the set is held (NVIDIA's images hold each one they install)
+    assert plan["hold"] == ["libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13"]
+    assert plan["unhold"] == []
     assert FakePackages.queried[0] == "libcudnn9-cuda-13"  # the one package-database reader
 
 
@@ -208,3 +220,209 @@ def test_installed_versions_come_from_the_one_package_database_reader(tmp_path, 
     assert nvidia_repo.installed_versions(["libcudnn9-cuda-13", "cuda-toolkit-13-0"]) == {
         "libcudnn9-cuda-13": "9.14.0.64-1"
     }
+
+
+# ---------------------------------------------------------------- refresh and the package set (apt)
+
+URL = "http://mirror.example/cuda/repos/debian12/x86_64/"
+INDEX = """Package: libcudnn9-cuda-13
+Version: 9.14.0.64-1
+Depends: zlib1g
+
+Package: libcudnn9-cuda-13
+Version: 9.28.0.42-1
+Depends: zlib1g
+
+Package: libcudnn9-dev-cuda-13
+Version: 9.14.0.64-1
+Depends: libcudnn9-cuda-13 (= 9.14.0.64-1), libcudnn9-headers-cuda-13 (= 9.14.0.64-1)
+
+Package: libcudnn9-dev-cuda-13
+Version: 9.28.0.42-1
+Depends: libcudnn9-cuda-13 (= 9.28.0.42-1), libcudnn9-headers-cuda-13 (= 9.28.0.42-1)
+
+Package: libcudnn9-headers-cuda-13
+Version: 9.14.0.64-1
+
+Package: libcudnn9-headers-cuda-13
+Version: 9.28.0.42-1
+
+Package: cuda-toolkit-13-0
+Version: 13.0.2-1
+Depends: cuda-nvcc-13-0 (>= 13.0.88), cuda-toolkit-config-common (>= 13.0.96)
+
+Package: cuda-nvcc-13-0
+Version: 13.0.88-1
+Depends: libnvvm-13-0 (>= 13.0.88) | libnvvm-virtual, build-essential
+
+Package: cuda-nvcc-13-0
+Version: 13.0.99-1
+
+Package: libnvvm-13-0
+Version: 13.0.88-1
+
+Package: cuda-toolkit-config-common
+Version: 13.0.96-1
+"""
+
+
+@pytest.fixture
+def index_file(tmp_path, monkeypatch):
+    path = tmp_path / "lists" / "mirror.example_cuda_repos_debian12_x86%5f64_Packages"
+    path.parent.mkdir()
+    path.write_text(INDEX)
+    monkeypatch.setitem(repo_plan.PIN_FILES, "cudnn", str(tmp_path / "prefs" / "gpufleet-cudnn.pref"))
+    monkeypatch.setitem(repo_plan.PIN_FILES, "cuda_toolkit", str(tmp_path / "prefs" / "gpufleet-cuda.pref"))
+    return {"apt-get indextargets": (0, f"Packages\t{URL}\t{path}\nTranslations\t{URL}\t/nowhere\n", "")}
+
+
+def _pinned(versions, packages_for="cudnn", **kw):
+    return {
+        "state": "pinned",
+        "distribution": "Debian",
+        "distribution_version": "12",
+        "base_url": "http://mirror.example/cuda/repos",
+        "packages_for": packages_for,
+        "versions": versions,
+        "cuda_major": "13" if packages_for == "cudnn" else "",
+        **kw,
+    }
+
+
+def test_present_refreshes_only_its_own_source(repo_server, tmp_path, monkeypatch):
+    redirect_paths(monkeypatch, tmp_path)
+    params = {"distribution": "Ubuntu", "distribution_version": "24.04", "base_url": repo_server}
+    first = FakeModule({**params, "key_fingerprint": FPR})
+    nvidia_repo.run(first)
+    (update,) = first.commands
+    assert update[:2] == ["apt-get", "update"]
+    assert "APT::Get::List-Cleanup=0" in update  # the other repositories' lists are kept
+    # a new source is tried from a staging copy first, then written
+    assert not [a for a in update if a.startswith("Dir::Etc::SourceList=")][0].startswith(
+        f"Dir::Etc::SourceList={tmp_path}"
+    )
+    again = FakeModule({**params, "key_fingerprint": FPR})
+    nvidia_repo.run(again)
+    assert f"Dir::Etc::SourceList={tmp_path / 'etc' / 'nvidia.sources'}" in again.commands[0]
+    check = FakeModule({**params, "key_fingerprint": FPR}, check_mode=True)
+    nvidia_repo.run(check)
+    assert check.commands == []  # check mode changes no list
+
+
+BADSIG_12 = (
+    "Err:1 http://gpufleet-mirror/cuda/repos/debian12/x86_64  InRelease\n"
+    "  The following signatures were invalid: BADSIG 9E792F5C8530D456 gpufleet lab CUDA repository\n"
+    "W: GPG error: http://gpufleet-mirror/cuda/repos/debian12/x86_64  InRelease: The following signatures "
+    "were invalid: BADSIG 9E792F5C8530D456\n"
+    "E: The repository 'http://gpufleet-mirror/cuda/repos/debian12/x86_64  InRelease' is not signed.\n"
+)
+MANIPULATED_13 = (
+    "Err:1 http://127.0.0.1:8080/bad/sig  InRelease\n"
+    "  Sub-process /usr/bin/sqv returned an error code (1), error message is: Verifying signature:"
+    "            Message has been manipulated\n"
+    "W: OpenPGP signature verification failed: http://127.0.0.1:8080/bad/sig  InRelease: Sub-process "
+    "/usr/bin/sqv returned an error code (1)\n"
+    "E: The repository 'http://127.0.0.1:8080/bad/sig  InRelease' is not signed.\n"
+)
+HASH_SUM = (
+    "Err:2 http://127.0.0.1:8080/bad/hash  Packages\n  Hash Sum mismatch\n"
+    "E: Failed to fetch http://127.0.0.1:8080/bad/hash/Packages.gz  Hash Sum mismatch\n"
+    "E: Some index files failed to download. They have been ignored, or old ones used instead.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("out", "words"),
+    [
+        (
+            BADSIG_12,
+            "its Release signature does not verify with the key pinned by cudnn_repo_key_fingerprint",
+        ),
+        (MANIPULATED_13, "its Release signature does not verify"),
+        (HASH_SUM, "an index file does not match the hashes in its signed Release"),
+    ],
+)
+def test_a_tampered_repository_is_refused_with_the_reason(repo_server, tmp_path, monkeypatch, out, words):
+    redirect_paths(monkeypatch, tmp_path)
+    params = {
+        "distribution": "Ubuntu",
+        "distribution_version": "24.04",
+        "base_url": repo_server,
+        "key_fingerprint": FPR,
+        "caller": "gpufleet.nvidia.cudnn",
+    }
+    with pytest.raises(repo_plan.RepoPlanError) as err:
+        nvidia_repo.run(FakeModule(params, answers={"apt-get update": (100, out, "")}))
+    assert words in str(err.value)
+    assert "nothing was installed or changed" in str(err.value)
+    assert str(err.value).count("\n") == 0
+    assert not (tmp_path / "etc").exists()  # the new key and source were never written
+
+
+def test_pinned_resolves_the_cudnn_set_and_pins_every_package(index_file, tmp_path):
+    held = "".join(
+        f"{n}\t9.14.0.64-1\thold\n"
+        for n in ("libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13")
+    )
+    res = nvidia_repo.run(FakeModule(_pinned(["9.28.0"]), installed_out=held, answers=index_file))
+    pkgs = res["packages"]
+    names = ["libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13"]
+    assert pkgs["specs"] == [f"{n}=9.28.0.42-1" for n in names]
+    assert pkgs["missing"] == pkgs["specs"]
+    assert pkgs["unhold"] == names  # the move releases the holds, the role sets them again
+    assert pkgs["hold"] == names
+    assert res["changed"] is True
+    pin = (tmp_path / "prefs" / "gpufleet-cudnn.pref").read_text()
+    assert pin.count("Pin: version 9.28.0.42-1\nPin-Priority: 1001\n") == 3
+    assert "Package: libcudnn9-headers-cuda-13\n" in pin
+    again = nvidia_repo.run(FakeModule(_pinned(["9.28.0"]), installed_out=held, answers=index_file))
+    assert again["changed"] is False  # the same pins
+
+
+def test_pinned_cuda_toolkit_set_takes_the_release_versions_within_the_repository(index_file):
+    res = nvidia_repo.run(FakeModule(_pinned(["13.0"], "cuda_toolkit"), answers=index_file))
+    assert res["packages"]["specs"] == [
+        "cuda-nvcc-13-0=13.0.88-1",  # the version cuda-toolkit-13-0 asks for, not the newer 13.0.99-1
+        "cuda-toolkit-13-0=13.0.2-1",
+        "cuda-toolkit-config-common=13.0.96-1",
+        "libnvvm-13-0=13.0.88-1",  # build-essential is the distribution's: not part of the set
+    ]
+    assert res["packages"]["hold"] == []
+
+
+def test_pinned_names_the_versions_the_repository_has(index_file):
+    with pytest.raises(repo_plan.RepoPlanError) as err:
+        nvidia_repo.run(FakeModule(_pinned(["9.99.0"]), answers=index_file))
+    assert str(err.value) == (
+        f"cudnn_version: the repository {URL} has libcudnn9-cuda-13 9.14.0.64-1, 9.28.0.42-1, not 9.99.0; "
+        "choose one of those versions"
+    )
+
+
+def test_pinned_without_an_index(tmp_path, index_file):
+    none = {"apt-get indextargets": (0, "", "")}
+    res = nvidia_repo.run(FakeModule(_pinned(["9.14.0"]), check_mode=True, answers=none))
+    assert res["packages"]["index"] is False  # first run in check mode: the top-level plan stands
+    assert res["packages"]["specs"][0] == "libcudnn9-cuda-13=9.14.0*"
+    assert not (tmp_path / "prefs").exists()
+    with pytest.raises(repo_plan.RepoPlanError, match="apt has no index of http://mirror.example"):
+        nvidia_repo.run(FakeModule(_pinned(["9.14.0"]), answers=none))
+
+
+@pytest.mark.parametrize(
+    ("params", "needle"),
+    [
+        ({"key_fingerprint": "D42D0685"}, "cudnn_repo_key_fingerprint='D42D0685' (allowed: 40 hex digits"),
+        (
+            {"base_url": "ftp://mirror/cuda/repos"},
+            "cudnn_repo_base_url='ftp://mirror/cuda/repos' (allowed: an",
+        ),
+        ({"base_url": "mirror.example/repos"}, "cudnn_repo_base_url="),
+    ],
+)
+def test_bad_repository_input_names_the_variable(params, needle):
+    module = FakeModule({**_pinned(["9.14.0"]), "state": "planned", **params})
+    with pytest.raises(repo_plan.RepoPlanError) as err:
+        nvidia_repo.run(module)
+    assert needle in str(err.value)
+    assert module.commands == []

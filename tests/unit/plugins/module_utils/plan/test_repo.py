@@ -1,5 +1,7 @@
 """NVIDIA repository plans and package lists for every supported OS; key fingerprints; distro refusals."""
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -220,3 +222,92 @@ def test_the_repository_directory_is_the_one_os_key():
     with pytest.raises(repo_plan.RepoPlanError, match="Ubuntu 22.10 has no NVIDIA CUDA repository"):
         repo_plan.repo_dir("Ubuntu", "22.10")
     assert repo_plan.repo_arch("aarch64") == "sbsa"
+
+
+# ---------------------------------------------------------------- the repository's index, pins, apt's verdict
+
+VERSION_PAIRS = [
+    ("1.0-1", "1.0-1"),
+    ("1.0~rc1-1", "1.0-1"),
+    ("13.0.88-1", "13.0.9-1"),
+    ("13.0.88-1", "13.0.88-2"),
+    ("1:0.1", "2.0"),
+    ("9.28.0.42-1", "9.14.0.64-1"),
+    ("1.0a", "1.0"),
+    ("1.0", "1.0+b1"),
+    ("2.28.3-1+cuda13.0", "2.28.3-1+cuda12.9"),
+    ("580.95.05-0ubuntu1", "580.95.05-1"),
+    ("1.0~~a", "1.0~"),
+    ("0001.2", "1.02"),
+]
+
+
+def _sign(c):
+    return (c > 0) - (c < 0)
+
+
+@pytest.mark.parametrize(("a", "b"), VERSION_PAIRS)
+def test_debian_version_order_is_dpkgs(a, b):
+    got = repo_plan.compare_versions(a, b)
+    assert _sign(got) == -_sign(repo_plan.compare_versions(b, a))
+    if shutil.which("dpkg"):  # the reference: dpkg itself
+        for op, want in (("lt", got < 0), ("eq", got == 0), ("gt", got > 0)):
+            assert (
+                subprocess.run(["dpkg", "--compare-versions", a, op, b], check=False).returncode == 0
+            ) == want
+
+
+def test_depends_with_alternatives_and_relations():
+    assert repo_plan.parse_depends("a (>= 1.0), b | c (= 2-1), d:any, e (<< 3)") == [
+        [("a", ">=", "1.0")],
+        [("b", "", ""), ("c", "=", "2-1")],
+        [("d", "", "")],
+        [("e", "<<", "3")],
+    ]
+
+
+def test_a_shared_dependency_satisfies_every_toolkit_of_the_set():
+    index = repo_plan.parse_index(
+        "Package: cuda-toolkit-12-9\nVersion: 12.9.1-1\nDepends: cuda-toolkit-config-common (>= 12.9.79)\n\n"
+        "Package: cuda-toolkit-13-0\nVersion: 13.0.2-1\nDepends: cuda-toolkit-config-common (>= 13.0.96)\n\n"
+        "Package: cuda-toolkit-config-common\nVersion: 12.9.79-1\n\n"
+        "Package: cuda-toolkit-config-common\nVersion: 13.0.96-1\n\n"
+        "Package: cuda-toolkit-config-common\nVersion: 13.1.80-1\n"
+    )
+    got = repo_plan.resolve_set(index, ["cuda-toolkit-12-9", "cuda-toolkit-13-0"], "U", "v")
+    assert dict(got)["cuda-toolkit-config-common"] == "13.0.96-1"  # the lowest both allow
+    with pytest.raises(repo_plan.RepoPlanError, match="has no package cuda-toolkit-13-1"):
+        repo_plan.resolve_set(index, ["cuda-toolkit-13-1"], "U", "cuda_toolkit_versions")
+    bad = repo_plan.parse_index("Package: a\nVersion: 1\nDepends: b (>= 2)\n\nPackage: b\nVersion: 1\n")
+    with pytest.raises(repo_plan.RepoPlanError, match="has no b that satisfies >= 2 \\(it has 1\\)"):
+        repo_plan.resolve_set(bad, ["a"], "U", "v")
+
+
+def test_a_version_prefix_matches_whole_components_only():
+    index = repo_plan.parse_index("Package: x\nVersion: 9.14.0.64-1\n\nPackage: x\nVersion: 9.1.0.70-1\n")
+    assert repo_plan.top_version(index, "x=9.1*", "U", "v") == ("x", "9.1.0.70-1")
+    assert repo_plan.top_version(index, "x=9.14.0*", "U", "v") == ("x", "9.14.0.64-1")
+    assert repo_plan.top_version(index, "x", "U", "v") == ("x", "9.14.0.64-1")
+
+
+def test_pin_file_pins_each_package_above_1000():
+    pin = repo_plan.pin_file("cuda_toolkit", [("a", "1-1"), ("b", "2-1")])
+    assert pin["path"] == "/etc/apt/preferences.d/gpufleet-cuda-toolkit.pref"
+    assert pin["content"].count("Pin-Priority: 1001\n") == 2
+    assert "Package: b\nPin: version 2-1\n" in pin["content"]
+
+
+def test_apt_update_accepted():
+    out = "Hit:1 http://gpufleet-mirror/cuda/repos/debian12/x86_64  InRelease\nReading package lists...\n"
+    assert repo_plan.apt_update_refusal(out, 0, "U", "v") is None
+
+
+def test_apt_update_unreachable():
+    out = "Err:1 http://x/ InRelease\n  Could not connect to x:80\nW: Failed to fetch http://x/InRelease\n"
+    msg = repo_plan.apt_update_refusal(out, 0, "http://x/", "cudnn_repo_key_fingerprint")
+    assert msg.startswith("apt refused the repository http://x/: apt could not fetch it (apt: W: Failed")
+
+
+@pytest.mark.parametrize("url", ["", "http://m/cuda/repos", "https://m:8443/x", "file:///srv/repos"])
+def test_base_urls_allowed(url):
+    assert repo_plan.check_base_url(url) == url
