@@ -1,0 +1,121 @@
+"""repo: CUDA 13.0 and cuDNN 9.14 for CUDA 13 from the lab's NVIDIA-layout apt repository (nvidia_repo)."""
+
+import json
+import shlex
+
+import pytest
+
+CUDNN_SET = ["libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13"]
+CUDA_SET = {
+    "cuda-cccl-13-0": "13.0.85-1",
+    "cuda-crt-13-0": "13.0.88-1",
+    "cuda-cudart-13-0": "13.0.96-1",
+    "cuda-cudart-dev-13-0": "13.0.96-1",
+    "cuda-nvcc-13-0": "13.0.88-1",
+    "cuda-nvrtc-13-0": "13.0.88-1",
+    "cuda-nvrtc-dev-13-0": "13.0.88-1",
+    "cuda-toolkit-13-0": "13.0.2-1",
+    "cuda-toolkit-13-0-config-common": "13.0.96-1",
+    "cuda-toolkit-13-config-common": "13.0.96-1",
+    "cuda-toolkit-config-common": "13.0.96-1",
+    "libnvvm-13-0": "13.0.88-1",
+}
+CUDNN_VERSION = """
+import ctypes, json, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.cudnnGetVersion.restype = ctypes.c_size_t
+path = [l.split()[-1] for l in open('/proc/self/maps') if 'libcudnn.so' in l][0]
+print(json.dumps({'version': lib.cudnnGetVersion(), 'path': path}))
+"""
+KERNEL = r"""
+__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }
+int main() { return 0; }
+"""
+
+
+def _installed(host, names):
+    fmt = "${Package}\\t${Version}\\t${Status}\\n"
+    out = host.check_output(f"dpkg-query -W -f '{fmt}' {' '.join(names)}")
+    return {line.split("\t")[0]: line.split("\t")[1:] for line in out.splitlines()}
+
+
+def test_every_package_of_the_sets_at_its_version(host):
+    got = _installed(host, [*CUDA_SET, *CUDNN_SET])
+    for name, version in CUDA_SET.items():
+        assert got[name] == [version, "install ok installed"], name
+    for name in CUDNN_SET:
+        assert got[name] == ["9.14.0.64-1", "hold ok installed"], name
+
+
+def test_apt_mark_showhold_lists_exactly_the_planned_packages(host):
+    assert host.check_output("apt-mark showhold").split() == CUDNN_SET
+
+
+def test_every_package_is_pinned_and_apt_keeps_it(host):
+    pins = host.file("/etc/apt/preferences.d/gpufleet-cudnn.pref").content_string
+    assert pins.count("Pin: version 9.14.0.64-1\nPin-Priority: 1001\n") == 3
+    toolkit = host.file("/etc/apt/preferences.d/gpufleet-cuda-toolkit.pref").content_string
+    for name, version in CUDA_SET.items():
+        assert f"Package: {name}\nPin: version {version}\n" in toolkit
+    policy = host.check_output("apt-cache policy libcudnn9-cuda-13")
+    assert "Candidate: 9.14.0.64-1" in policy  # although the repository has 9.28.0.42-1
+    assert "9.28.0.42-1" in policy
+
+
+def test_the_source_is_nvidias_flat_repository_with_the_pinned_key(host):
+    source = host.file("/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources").content_string
+    assert "/cuda/repos/debian1" in source and "/x86_64/\n" in source
+    assert "Suites: /\nSigned-By: /etc/apt/keyrings/gpufleet-nvidia-cuda.asc\n" in source
+    assert host.file("/etc/apt/keyrings/gpufleet-nvidia-cuda.asc").content_string.startswith(
+        "-----BEGIN PGP PUBLIC KEY BLOCK-----"
+    )
+
+
+def test_the_toolkit_is_the_packages_with_nvidias_alternatives_and_linker_files(host):
+    assert host.check_output("dpkg -S /usr/local/cuda-13.0/bin/nvcc").startswith("cuda-nvcc-13-0:")
+    assert (
+        host.file("/usr/local/cuda-13.0/lib64").linked_to == "/usr/local/cuda-13.0/targets/x86_64-linux/lib"
+    )
+    assert host.file("/usr/local/cuda").linked_to == "/usr/local/cuda-13.0"
+    assert "Value: /usr/local/cuda-13.0" in host.check_output("update-alternatives --query cuda-13")
+    assert host.check_output("dpkg -S /etc/ld.so.conf.d/000_cuda.conf").startswith(
+        "cuda-toolkit-config-common:"
+    )
+    assert host.check_output("dpkg -S /etc/ld.so.conf.d/987_cuda-13.conf").startswith(
+        "cuda-toolkit-13-config-common:"
+    )
+    assert "libcudart.so.13 (libc6,x86-64) => /usr/local/cuda" in host.check_output("ldconfig -p")
+
+
+def test_nvcc_builds_an_sm90_cubin_and_links_cudart(host):
+    host.check_output(f"mkdir -p /tmp/tr && printf '%s' {shlex.quote(KERNEL)} > /tmp/tr/k.cu")
+    nvcc = "/usr/local/cuda-13.0/bin/nvcc"
+    host.check_output(f"{nvcc} -arch=sm_90 -cubin -o /tmp/tr/k.cubin /tmp/tr/k.cu")
+    assert host.check_output("od -An -c -N4 /tmp/tr/k.cubin").replace(" ", "") == "177ELF"
+    flags = int(host.check_output("od -An -tu4 -j48 -N4 /tmp/tr/k.cubin").strip())
+    assert 90 in (flags & 0xFF, (flags >> 8) & 0xFF), hex(flags)
+    host.check_output(f"{nvcc} -arch=sm_90 -cudart shared -o /tmp/tr/k /tmp/tr/k.cu")
+    assert "libcudart.so.13 => /usr/local/cuda" in host.check_output("ldd /tmp/tr/k")
+
+
+def test_cudnn_get_version_is_the_pinned_version(host):
+    out = json.loads(host.check_output(f"python3 -c {shlex.quote(CUDNN_VERSION)} libcudnn.so.9"))
+    assert out["version"] == 91400
+    assert out["path"] in (
+        "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0",
+        "/lib/x86_64-linux-gnu/libcudnn.so.9.14.0",
+    )
+
+
+def test_cudnn_headers_through_nvidias_alternatives(host):
+    assert host.file("/usr/include/cudnn.h").linked_to == "/usr/include/x86_64-linux-gnu/cudnn_v9.h"
+    version = host.file("/usr/include/cudnn_version.h").content_string
+    assert "#define CUDNN_MINOR 14" in version
+
+
+@pytest.mark.parametrize("name", [*CUDA_SET, *CUDNN_SET])
+def test_dpkg_verify_is_clean(host, name):
+    # the lab images' dpkg filter keeps no /usr/share/doc but the copyright files (docs/lab.md): dpkg -V
+    # reports the filtered changelogs as missing
+    out = host.run(f"dpkg -V {name}").stdout.splitlines()
+    assert [line for line in out if not line.endswith(f"/usr/share/doc/{name}/changelog.Debian.gz")] == []
