@@ -12,7 +12,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(abspath .collections)
 export PYTHONDONTWRITEBYTECODE := 1
 
 # molecule scenarios run by `make test`, in this order
-MOLECULE_SCENARIOS ?= smoke default brownfield airgap facts driver audit
+MOLECULE_SCENARIOS ?= smoke default brownfield repo airgap facts driver audit
 
 .PHONY: help venv lint unit integration lab molecule gpu gpu-host test demo audit bench clean
 

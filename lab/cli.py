@@ -68,7 +68,7 @@ def cmd_mirror_build(args):
 def cmd_repo_build(args):
     from lab import repo
 
-    repo.build()
+    repo.build(cudnn_versions=args.cudnn_version, cudnn_majors=args.cuda_major, dists=args.dist)
 
 
 def cmd_mirror_serve(args):
@@ -163,9 +163,14 @@ def build_parser():
 
     p = sub.add_parser("repo", help="the NVIDIA-layout signed apt repository (built from the mirror)")
     rsub = p.add_subparsers(dest="repo_command", required=True, metavar="ACTION")
-    rsub.add_parser(
+    rb = rsub.add_parser(
         "build", help="build NVIDIA's .debs and the signed repositories in .lab/mirror/cuda/repos"
-    ).set_defaults(func=cmd_repo_build)
+    )
+    rb.set_defaults(func=cmd_repo_build)
+    subset = "only this one (repeatable; default: the whole recipe)"
+    rb.add_argument("--cudnn-version", action="append", metavar="X.Y.Z.B", help=f"cuDNN version: {subset}")
+    rb.add_argument("--cuda-major", action="append", metavar="M", help=f"cuDNN's CUDA major: {subset}")
+    rb.add_argument("--dist", action="append", metavar="DIR", help=f"repository (ubuntu2404, ...): {subset}")
 
     p = sub.add_parser("up", help="docker + images + mirror build + repo build + mirror serve")
     _add_mirror_options(p)

@@ -40,8 +40,8 @@ CUDNN_HOME = "https://developer.nvidia.com/cudnn"
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 TARGET_LIB = "targets/x86_64-linux/lib"
 INCDIR = "/usr/include/x86_64-linux-gnu"
-# cuDNN 9 headers: /usr/include/<name>.h through update-alternatives (master libcudnn, priority 90), as
-# NVIDIA's libcudnn packages register them; the package itself ships <name>_v9.h and <name>.h -> <name>_v9.h.
+# cuDNN 9 headers: NVIDIA's libcudnn9-headers-cuda-13 (9.14.0.64-1 on the H200's Ubuntu 24.04) ships
+# <name>_v9.h and <name>.h -> <name>_v9.h in /usr/include/x86_64-linux-gnu; no maintainer scripts.
 CUDNN_HEADERS = (
     "cudnn",
     "cudnn_adv",
@@ -243,25 +243,6 @@ def _virtual(name):
     return {"Conflicts": name, "Provides": name, "Replaces": name}
 
 
-def cudnn_header_scripts():
-    slaves = " ".join(
-        f"--slave /usr/include/{h}.h {h}_h {INCDIR}/{h}_v9.h" for h in CUDNN_HEADERS if h != "cudnn"
-    )
-    postinst = (
-        "#!/bin/sh\nset -e\n"
-        'if [ "$1" = configure ]; then\n'
-        f"    update-alternatives --install /usr/include/cudnn.h libcudnn {INCDIR}/cudnn_v9.h 90 {slaves}\n"
-        "fi\n"
-    )
-    prerm = (
-        "#!/bin/sh\nset -e\n"
-        'if [ "$1" = remove ] || [ "$1" = deconfigure ]; then\n'
-        f"    update-alternatives --remove libcudnn {INCDIR}/cudnn_v9.h\n"
-        "fi\n"
-    )
-    return {"postinst": postinst, "prerm": prerm}
-
-
 def cudnn_debs(version, major):
     """libcudnn9-cuda-<M>, -dev-, -headers- and cudnn9-cuda-<M> at <version>-1, in NVIDIA's layout
     (tests/data/h200-ubuntu2404/dpkg-L-libcudnn9-cuda-13.txt)."""
@@ -303,7 +284,6 @@ def cudnn_debs(version, major):
             fields=_cudnn_fields("cuDNN header files", major, _virtual("libcudnn9-headers")),
             rules=(("include/", INCDIR, "_v9.h"),),
             links=header_links,
-            scripts=cudnn_header_scripts(),
             **common,
         ),
         debs.Deb(
@@ -320,12 +300,23 @@ def cudnn_debs(version, major):
     ]
 
 
-def all_debs():
+def all_debs(cudnn_versions=CUDNN_VERSIONS, cudnn_majors=CUDNN_MAJORS):
     out = cuda_debs()
-    for version in CUDNN_VERSIONS:
-        for major in CUDNN_MAJORS:
+    for version in cudnn_versions:
+        for major in cudnn_majors:
             out += cudnn_debs(version, major)
     return out
+
+
+def check_subset(values, allowed, what):
+    """The part of the lab's recipe a host can build (a GPU host whose mirror holds only its own cuDNN)."""
+    values = tuple(values or allowed)
+    unknown = [v for v in values if v not in allowed]
+    if unknown:
+        raise LabError(
+            f"repo build: {what} {', '.join(unknown)} not in the lab's recipe ({', '.join(allowed)})"
+        )
+    return values
 
 
 # ---------------------------------------------------------------- build
@@ -453,11 +444,15 @@ def publish(rdir, stanzas, fingerprint, pub, date):
     return False
 
 
-def build(log=print):
-    """Every package (only what is missing or changed), then the three signed repositories."""
+def build(log=print, cudnn_versions=None, cudnn_majors=None, dists=None):
+    """Every package (only what is missing or changed), then the signed repositories. The subsets (default:
+    all) serve a host whose mirror holds only part of the recipe (scripts/mirror_from_host.py)."""
     debs.need_tools()
     start = time.monotonic()
-    wanted = all_debs()
+    versions = check_subset(cudnn_versions, CUDNN_VERSIONS, "cuDNN version")
+    majors = check_subset(cudnn_majors, CUDNN_MAJORS, "CUDA major")
+    rdirs = check_subset(dists, REPO_DIRS, "repository")
+    wanted = all_debs(versions, majors)
     stanzas = {deb.filename: build_one(deb, log) for deb in wanted}
     for stale in pool_dir().glob("*.deb"):
         if stale.name not in stanzas:
@@ -465,12 +460,12 @@ def build(log=print):
     fingerprint, pub = ensure_key(log)
     date = max(deb.mtime for deb in wanted)
     try:
-        signed = [rdir for rdir in REPO_DIRS if publish(rdir, stanzas, fingerprint, pub, date)]
+        signed = [rdir for rdir in rdirs if publish(rdir, stanzas, fingerprint, pub, date)]
     finally:
         stop_agent()
     state_words = f"signed {', '.join(signed)}" if signed else "up to date"
     log(
-        f"repo: {len(stanzas)} packages in {repos_dir()}/{{{','.join(REPO_DIRS)}}}/x86_64, {state_words}, "
+        f"repo: {len(stanzas)} packages in {repos_dir()}/{{{','.join(rdirs)}}}/x86_64, {state_words}, "
         f"key {fingerprint} ({time.monotonic() - start:.0f}s)"
     )
     return fingerprint

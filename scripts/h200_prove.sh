@@ -6,7 +6,7 @@
 # Here, once:  the py3.12 wheels of ansible-core, resolvelib, cryptography, cffi, pycparser, pytest-testinfra in .whl
 #               (git-ignored): pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl ...
 # There:       carry [.whl, .collections]; run  scripts/h200_prove.sh STEP...
-# Steps: compat facts driver cudnn audit redesign brownfield owners cudnn-loader gpu-bare (default: all). Outputs: $OUT/<step>.txt (+ audit.json).
+# Steps: compat facts driver cudnn audit redesign brownfield owners cudnn-loader ubuntu-repo gpu-bare (default: all). Outputs: $OUT/<step>.txt (+ audit.json).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -166,6 +166,10 @@ brownfield() {
   echo "### after"; tree_state
 }
 
+ubuntu-repo() {
+  # issue 16: an Ubuntu 24.04 container from this host's root filesystem, the lab repository built here
+  SITE=$SITE bash scripts/h200_ubuntu_repo.sh
+}
 gpu-bare() {
   nvidia-smi -L
   GPUFLEET_EXPECT_CUDNN=${GPUFLEET_EXPECT_CUDNN:-9.14.0.64} GPUFLEET_EXPECT_GPU=H200 \

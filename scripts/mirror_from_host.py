@@ -151,8 +151,11 @@ def cudnn_members(root, packages, version):
             if name.endswith(".h") and name.startswith("cudnn"):
                 canonical = re.sub(r"_v\d+\.h$", ".h", name)
                 real = host_path(root, resolve(root, path))
-                if os.path.isfile(real):
+                if os.path.isfile(
+                    real
+                ):  # NVIDIA's tarball has both names as files: cudnn_adv.h, cudnn_adv_v9.h
                     members.add_file(f"include/{canonical}", real)
+                    members.add_file(f"include/{name}", real)
             match = re.match(r"^(libcudnn\w*\.so)(\.[\d.]+)?$", name)
             if match and os.path.isfile(host_path(root, resolve(root, path))):
                 stem = match.group(1)

@@ -12,14 +12,17 @@ description:
   - Plans the repository for the target's OS (ubuntu2204, ubuntu2404, debian12, debian13, rhel8, rhel9,
     rhel10; Rocky, AlmaLinux and Oracle Linux map to rhelN), downloads the repository key, checks its OpenPGP
     fingerprint against the pinned one, and writes the key and the repository file atomically.
-  - O(state=planned) returns the plan and package specs and changes nothing.
+  - O(state=planned) returns the plan and package specs and changes nothing. With apt and packages to install
+    it refuses when C(ansible.builtin.apt) could not run (python3-apt missing for the module's interpreter and
+    no candidate for it in apt), naming C(<role>_source).
   - O(state=present) with apt also refreshes apt's index of this repository only (C(apt-get update) of its
     source file); a Release whose signature does not verify with the pinned key, an index whose hash differs
     from the signed Release, or an unreachable repository fails with the reason, before anything is installed.
   - O(state=pinned) (apt) reads apt's verified index of the repository, resolves the whole package set (the
     requested packages and, within the repository, their dependencies at the versions the set requires),
-    writes apt preferences that pin every package of the set to its version, and reports which are missing,
-    which holds a move needs released and which to hold.
+    refuses a set that mixes CUDA majors (or, for toolkits, X.Y releases), writes apt preferences that pin
+    every package of the set to its version, and reports which are missing, which holds a move needs released
+    and which to hold.
   - Used by the internal role C(gpufleet.nvidia.internal) (entry point repository.yml). The key goes into a
     keyring file that only this source's Signed-By names (no global trust, no cuda-keyring package).
 options:
@@ -133,9 +136,11 @@ pin:
   type: dict
 """
 
+import importlib.util
 import os
 import re
 import shutil
+import sys
 import tempfile
 from urllib.error import URLError
 from urllib.request import Request, urlopen
@@ -147,6 +152,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.packages imp
 
 # The filesystem root whose package database is read (tests point it at a fake tree).
 HOST_ROOT = "/"
+LIST_EXTENSIONS = (".lz4", ".gz", ".xz", ".zst", ".bz2", ".lzma")
 
 
 def _read(path):
@@ -273,11 +279,17 @@ def read_index(module, url):
     for line in out.splitlines():
         parts = line.split("\t")
         if len(parts) == 3 and parts[0] == "Packages" and parts[1].rstrip("/") == url.rstrip("/"):
-            if os.path.exists(parts[2]):
+            if not parts[2].endswith(LIST_EXTENSIONS) and os.path.exists(parts[2]):
                 with open(parts[2], encoding="utf-8", errors="replace") as handle:
                     return handle.read()
-            rc, text, _err = module.run_command(["/usr/lib/apt/apt-helper", "cat-file", parts[2]])
-            return text if rc == 0 else None
+            # apt keeps the lists compressed where Acquire::GzipIndexes is set (Ubuntu's container images:
+            # indextargets then names <list>.lz4); apt-helper cat-file decompresses by the file's extension
+            candidates = [parts[2]] + [parts[2] + ext for ext in LIST_EXTENSIONS]
+            stored = next((path for path in candidates if os.path.exists(path)), None)
+            if stored is None:
+                return None
+            rc, text, _err = module.run_command(["/usr/lib/apt/apt-helper", "cat-file", stored])
+            return text if rc == 0 and text.strip() else None
     return None
 
 
@@ -298,6 +310,8 @@ def pinned(module, plan, prefix, result):
         )
     var = "cudnn_version" if p["packages_for"] == "cudnn" else "cuda_toolkit_versions"
     members = repo_plan.resolve_set(repo_plan.parse_index(text), packages["specs"], plan["url"], var)
+    wanted = p["cuda_major"] if p["packages_for"] == "cudnn" else p["versions"]
+    repo_plan.check_one_major(members, p["packages_for"], wanted, var, plan["url"])
     state = installed_state([name for name, _ in members])
     packages.update(
         specs=[f"{name}={version}" for name, version in members],
@@ -315,6 +329,27 @@ def pinned(module, plan, prefix, result):
         if not module.check_mode:
             _write(module, pin["path"], pin["content"].encode(), 0o644)
     return result
+
+
+def python_apt_importable():
+    return importlib.util.find_spec("apt_pkg") is not None
+
+
+def python_apt_refusal(module, prefix, plan, packages):
+    """ansible.builtin.apt needs python3-apt in the interpreter that runs it and installs it itself only when
+    the host's apt has a candidate for it (a minimal image on an air-gapped site has neither): refused in the
+    preflight, before any change, instead of failing halfway through the Install phase."""
+    if plan["manager"] != "apt" or not packages["missing"] or python_apt_importable():
+        return None
+    rc, out, _err = module.run_command(["apt-cache", "policy", "python3-apt"], environ_update=apt_env())
+    if rc == 0 and re.search(r"Candidate: (?!\(none\))\S+", out):
+        return None
+    return (
+        f"{prefix}_source='nvidia_repo' installs {' '.join(packages['missing'])} with ansible.builtin.apt, "
+        f"which needs python3-apt for {sys.executable}: it cannot import apt_pkg and apt has no candidate "
+        "for python3-apt; install python3-apt from the distribution's archive (or a site mirror of it), or "
+        f"choose {prefix}_source: redist. Nothing was changed"
+    )
 
 
 def fetch_key(url, timeout):
@@ -344,6 +379,9 @@ def run(module):
     if p["packages_for"] != "none":
         result["packages"] = package_plan(module, plan)
     if p["state"] == "planned":
+        refusal = result.get("packages") and python_apt_refusal(module, prefix, plan, result["packages"])
+        if refusal:
+            raise repo_plan.RepoPlanError(refusal)
         return result
     key = fetch_key(plan["key_url"], p["timeout"])
     result["fingerprint"] = repo_plan.check_key(

@@ -1,6 +1,7 @@
 """repo: CUDA 13.0 and cuDNN 9.14 for CUDA 13 from the lab's NVIDIA-layout apt repository (nvidia_repo)."""
 
 import json
+import re
 import shlex
 
 import pytest
@@ -64,7 +65,7 @@ def test_every_package_is_pinned_and_apt_keeps_it(host):
 
 def test_the_source_is_nvidias_flat_repository_with_the_pinned_key(host):
     source = host.file("/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources").content_string
-    assert "/cuda/repos/debian1" in source and "/x86_64/\n" in source
+    assert re.search(r"/cuda/repos/(debian12|debian13|ubuntu2404)/x86_64/\n", source), source
     assert "Suites: /\nSigned-By: /etc/apt/keyrings/gpufleet-nvidia-cuda.asc\n" in source
     assert host.file("/etc/apt/keyrings/gpufleet-nvidia-cuda.asc").content_string.startswith(
         "-----BEGIN PGP PUBLIC KEY BLOCK-----"
@@ -107,10 +108,18 @@ def test_cudnn_get_version_is_the_pinned_version(host):
     )
 
 
-def test_cudnn_headers_through_nvidias_alternatives(host):
-    assert host.file("/usr/include/cudnn.h").linked_to == "/usr/include/x86_64-linux-gnu/cudnn_v9.h"
-    version = host.file("/usr/include/cudnn_version.h").content_string
-    assert "#define CUDNN_MINOR 14" in version
+def test_cudnn_headers_where_nvidias_package_puts_them(host):
+    # NVIDIA's libcudnn9-headers-cuda-13 registers no alternative (the H200's dpkg database): the headers are
+    # in the multiarch include directory, which g++ searches by default
+    assert (
+        host.file("/usr/include/x86_64-linux-gnu/cudnn.h").linked_to
+        == "/usr/include/x86_64-linux-gnu/cudnn_v9.h"
+    )
+    assert not host.file("/usr/include/cudnn.h").exists
+    out = host.check_output(
+        "printf '#include <cudnn_version.h>\\nCUDNN_MINOR\\n' | g++ -E -P -x c++ - | tail -n 1"
+    )
+    assert out.strip() == "14"
 
 
 @pytest.mark.parametrize("name", [*CUDA_SET, *CUDNN_SET])

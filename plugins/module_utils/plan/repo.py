@@ -532,6 +532,41 @@ def resolve_set(index, specs, url, var):
     return sorted(chosen.items())
 
 
+_CUDNN_MAJOR = re.compile(r"-cuda-([0-9]+)$")
+_CUDA_XY = re.compile(r"-([0-9]+)-([0-9]+)(?:-config-common)?$")
+_CUDA_MAJOR = re.compile(r"^cuda-toolkit-([0-9]+)-config-common$")
+
+
+def check_one_major(members, what, wanted, var, url):
+    """The resolved set must not mix CUDA majors (or, for toolkits, X.Y releases): every package whose name
+    carries a CUDA version carries a planned one. ``wanted``: the cuDNN build's CUDA major (cudnn) or the
+    toolkits' X.Y list (cuda_toolkit). A repository whose metapackage pulls another major's packages (a
+    mis-built mirror, a hand-made set) is refused before anything is pinned or installed."""
+    if what == "cudnn":
+        ok_major, ok_xy = {str(wanted)}, set()
+    else:
+        ok_xy = {tuple(str(v).split(".")[:2]) for v in wanted}
+        ok_major = {xy[0] for xy in ok_xy}
+    strays = []
+    for name, version in members:
+        cudnn, xy, major = _CUDNN_MAJOR.search(name), _CUDA_XY.search(name), _CUDA_MAJOR.match(name)
+        if what == "cudnn":
+            stray = bool(cudnn) and cudnn.group(1) not in ok_major
+        elif major:
+            stray = major.group(1) not in ok_major
+        else:
+            stray = bool(xy) and xy.groups() not in ok_xy
+        if stray:
+            strays.append(f"{name}={version}")
+    if strays:
+        allowed = f"CUDA {wanted}" if what == "cudnn" else "CUDA " + ", ".join(str(v) for v in wanted)
+        raise RepoPlanError(
+            f"{var}: the package set resolved from {url} mixes CUDA majors or releases: {', '.join(strays)} "
+            f"(the plan is for {allowed} only); nothing was pinned or installed. Fix the repository's "
+            "dependencies or choose the version whose packages match"
+        )
+
+
 def pin_file(what, packages):
     """apt preferences that make each package's planned version its candidate (the whole set, not only
     the top-level package): apt-get upgrade / dist-upgrade and installs of other packages keep them."""

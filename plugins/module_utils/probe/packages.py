@@ -14,7 +14,10 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common impor
 
 RELEVANT = re.compile(
     r"^(lib)?(cudnn|nvidia|cuda|nccl|kmod-nvidia|dkms-nvidia|xserver-xorg-video-nvidia|firmware-nvidia|"
-    r"linux-modules-nvidia|datacenter-gpu-manager)",
+    r"linux-modules-nvidia|datacenter-gpu-manager)"
+    # the CUDA component packages without "cuda" in their name (libnvvm-13-0 belongs to cuda-toolkit-13-0)
+    r"|^lib(nvvm|nvjitlink|nvfatbin|nvptxcompiler|nvjpeg|cublas|cufft|cufile|curand|cusolver|cusparse|npp)"
+    r"|^gds-tools",
     re.IGNORECASE,
 )
 # The packages of an NVIDIA driver installation (`driver.packages` of the facts, deb and rpm names).

@@ -153,12 +153,13 @@ def test_cudnn_files_are_where_nvidias_packages_put_them(built):
     )
 
 
-def test_cudnn_headers_alternatives_as_nvidias():
-    postinst = repo.cudnn_header_scripts()["postinst"]
-    assert "update-alternatives --install /usr/include/cudnn.h libcudnn " in postinst
-    assert "/usr/include/x86_64-linux-gnu/cudnn_v9.h 90" in postinst
-    slave = "--slave /usr/include/cudnn_version.h cudnn_version_h /usr/include/x86_64-linux-gnu/"
-    assert slave + "cudnn_version_v9.h" in postinst
+def test_cudnn_headers_package_has_no_maintainer_scripts_as_nvidias(built):
+    # the H200's /var/lib/dpkg/info has only libcudnn9-headers-cuda-13.{list,md5sums}: no postinst, no
+    # /usr/include/cudnn.h alternative (docs/evidence/h200-2026-12-01-repo)
+    lab_dir, _, _ = built
+    deb = lab_dir / "repo-build" / "pool" / "libcudnn9-headers-cuda-13_9.14.0.64-1_amd64.deb"
+    out = subprocess.run(["dpkg-deb", "-I", str(deb)], capture_output=True, text=True, check=True).stdout
+    assert "postinst" not in out and "prerm" not in out
 
 
 def test_cuda_packages_have_nvidias_names_versions_and_layout(built):
@@ -262,3 +263,22 @@ def test_a_missing_mirror_is_one_line_that_says_what_to_do(tmp_path, monkeypatch
 def test_the_key_file_names_are_the_ones_the_roles_fetch():
     wanted = {rdir: repo_plan.KEYS[rdir][0] for rdir in repo.REPO_DIRS}
     assert wanted == repo.KEY_FILES
+
+
+def test_a_subset_builds_only_what_a_gpu_hosts_mirror_holds(lab_dir):
+    # scripts/mirror_from_host.py on the H200 gives CUDA 13.0.2 and only the host's cuDNN for CUDA 13
+    for path in (lab_dir / "mirror" / "cudnn" / "redist").rglob("*cuda12-archive.tar.xz"):
+        path.unlink()
+    lines = []
+    repo.build(log=lines.append, cudnn_versions=["9.14.0.64"], cudnn_majors=["13"], dists=["ubuntu2404"])
+    repos = lab_dir / "mirror" / "cuda" / "repos"
+    assert sorted(p.name for p in repos.iterdir()) == ["ubuntu2404"]
+    packages = (repos / "ubuntu2404" / "x86_64" / "Packages").read_text()
+    assert packages.count("Package: ") == 12 + 4
+    assert "Package: libcudnn9-cuda-13\n" in packages and "-cuda-12\n" not in packages
+    assert "Version: 9.28" not in packages
+
+
+def test_a_subset_outside_the_recipe_is_refused_naming_it(lab_dir):
+    with pytest.raises(LabError, match=r"CUDA major 11 not in the lab's recipe \(12, 13\)"):
+        repo.build(log=lambda _line: None, cudnn_majors=["11"])

@@ -426,3 +426,88 @@ def test_bad_repository_input_names_the_variable(params, needle):
         nvidia_repo.run(module)
     assert needle in str(err.value)
     assert module.commands == []
+
+
+@pytest.fixture(autouse=True)
+def _python_apt(monkeypatch):
+    """The controller's venv has no python3-apt; the hosts in these tests have it unless a test says not."""
+    monkeypatch.setattr(nvidia_repo, "python_apt_importable", lambda: True)
+
+
+MIXED = (
+    INDEX.replace(
+        "Depends: libcudnn9-cuda-13 (= 9.28.0.42-1), libcudnn9-headers-cuda-13 (= 9.28.0.42-1)",
+        "Depends: libcudnn9-cuda-13 (= 9.28.0.42-1), libcudnn9-headers-cuda-12 (= 9.28.0.42-1)",
+    )
+    + "\nPackage: libcudnn9-headers-cuda-12\nVersion: 9.28.0.42-1\n"
+)
+
+
+def test_pinned_refuses_a_set_that_mixes_cuda_majors_before_pinning(index_file, tmp_path):
+    path = index_file["apt-get indextargets"][1].split("\t")[2].split("\n")[0]
+    Path(path).write_text(MIXED)
+    with pytest.raises(repo_plan.RepoPlanError) as err:
+        nvidia_repo.run(FakeModule(_pinned(["9.28.0"]), answers=index_file))
+    assert str(err.value).startswith(f"cudnn_version: the package set resolved from {URL} mixes CUDA majors")
+    assert "libcudnn9-headers-cuda-12=9.28.0.42-1" in str(err.value)
+    assert not (tmp_path / "prefs").exists()  # nothing pinned
+    nvidia_repo.run(FakeModule(_pinned(["9.14.0"]), answers=index_file))  # 9.14's set is of one major
+
+
+@pytest.mark.parametrize(
+    ("policy", "refused"),
+    [
+        ("python3-apt:\n  Installed: (none)\n  Candidate: (none)\n", True),
+        ("", True),  # apt knows no python3-apt at all
+        (
+            "python3-apt:\n  Installed: (none)\n  Candidate: 2.7.7ubuntu5\n",
+            False,
+        ),  # the apt module installs it
+    ],
+)
+def test_planned_refuses_when_the_apt_module_could_not_run(monkeypatch, policy, refused):
+    monkeypatch.setattr(nvidia_repo, "python_apt_importable", lambda: False)
+    module = FakeModule(
+        {**_pinned(["9.14.0"]), "state": "planned", "caller": "cudnn"},
+        answers={"apt-cache policy": (0, policy, "")},
+    )
+    if not refused:
+        assert nvidia_repo.run(module)["packages"]["missing"]
+        return
+    with pytest.raises(repo_plan.RepoPlanError) as err:
+        nvidia_repo.run(module)
+    assert str(err.value).startswith("cudnn_source='nvidia_repo' installs libcudnn9-cuda-13=9.14.0*")
+    assert "needs python3-apt" in str(err.value) and "cudnn_source: redist" in str(err.value)
+
+
+def test_planned_needs_no_python_apt_when_everything_is_installed(monkeypatch):
+    monkeypatch.setattr(nvidia_repo, "python_apt_importable", lambda: False)
+    installed = "".join(
+        f"{n}\t9.14.0.64-1\thold\n"
+        for n in ("libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13")
+    )
+    module = FakeModule({**_pinned(["9.14.0"]), "state": "planned"}, installed_out=installed)
+    assert nvidia_repo.run(module)["packages"]["missing"] == []
+    assert module.commands == []
+
+
+def test_pinned_reads_an_index_apt_keeps_compressed(index_file, tmp_path):
+    # Ubuntu's container images set Acquire::GzipIndexes: apt keeps <list>.lz4 and indextargets names <list>;
+    # read as it was, that index had "0 packages" on the H200's Ubuntu 24.04 container
+    # (indextargets names <list>.lz4 itself: the compressed bytes were read as the index)
+    path = Path(index_file["apt-get indextargets"][1].split("\t")[2].split("\n")[0])
+    path.unlink()
+    path.with_name(path.name + ".lz4").write_bytes(b"\x04\x22\x4d\x18" + bytes(64))  # an lz4 frame, not text
+    named = index_file["apt-get indextargets"][1].replace(str(path), f"{path}.lz4")
+    for listing in (named, index_file["apt-get indextargets"][1]):  # apt names the .lz4, or the plain name
+        answers = {
+            "apt-get indextargets": (0, listing, ""),
+            "/usr/lib/apt/apt-helper cat-file": (0, INDEX, ""),
+        }
+        module = FakeModule(_pinned(["9.14.0"]), answers=answers)
+        res = nvidia_repo.run(module)
+        assert res["packages"]["specs"][0] == "libcudnn9-cuda-13=9.14.0.64-1"
+        assert ["/usr/lib/apt/apt-helper", "cat-file", f"{path}.lz4"] in module.commands
+    path.with_name(path.name + ".lz4").unlink()  # no list at all: apt has no index
+    with pytest.raises(repo_plan.RepoPlanError, match="apt has no index of"):
+        nvidia_repo.run(FakeModule(_pinned(["9.14.0"]), answers=answers))

@@ -311,3 +311,42 @@ def test_apt_update_unreachable():
 @pytest.mark.parametrize("url", ["", "http://m/cuda/repos", "https://m:8443/x", "file:///srv/repos"])
 def test_base_urls_allowed(url):
     assert repo_plan.check_base_url(url) == url
+
+
+H200_CUDA_SET = [
+    ("cuda-cccl-13-0", "13.0.85-1"),
+    ("cuda-nvcc-13-0", "13.0.88-1"),
+    ("cuda-toolkit-13-0", "13.0.2-1"),
+    ("cuda-toolkit-13-0-config-common", "13.0.96-1"),
+    ("cuda-toolkit-13-config-common", "13.0.96-1"),
+    ("cuda-toolkit-config-common", "13.0.96-1"),
+    ("libnvvm-13-0", "13.0.88-1"),
+]
+
+
+def test_a_set_of_one_cuda_release_passes():
+    repo_plan.check_one_major(H200_CUDA_SET, "cuda_toolkit", ["13.0"], "cuda_toolkit_versions", "U")
+    both = [*H200_CUDA_SET, ("cuda-nvcc-12-9", "12.9.86-1"), ("cuda-toolkit-12-config-common", "12.9.79-1")]
+    repo_plan.check_one_major(both, "cuda_toolkit", ["12.9", "13.0.2"], "cuda_toolkit_versions", "U")
+    cudnn = [("libcudnn9-cuda-13", "9.14.0.64-1"), ("libcudnn9-dev-cuda-13", "9.14.0.64-1"), ("zlib", "1")]
+    repo_plan.check_one_major(cudnn, "cudnn", "13", "cudnn_version", "U")
+
+
+@pytest.mark.parametrize(
+    ("members", "what", "wanted", "stray"),
+    [
+        ([("libcudnn9-cuda-13", "9.14.0.64-1"), ("libcudnn9-dev-cuda-12", "9.14.0.64-1")], "cudnn", "13",
+         "libcudnn9-dev-cuda-12=9.14.0.64-1"),
+        ([*H200_CUDA_SET, ("cuda-cudart-12-9", "12.9.79-1")], "cuda_toolkit", ["13.0"], "cuda-cudart-12-9"),
+        ([*H200_CUDA_SET, ("cuda-toolkit-12-config-common", "12.9.79-1")], "cuda_toolkit", ["13.0"],
+         "cuda-toolkit-12-config-common"),
+        ([*H200_CUDA_SET, ("libnvvm-13-1", "13.1.80-1")], "cuda_toolkit", ["13.0"], "libnvvm-13-1"),
+    ],
+)  # fmt: skip
+def test_a_set_that_mixes_cuda_majors_is_refused_naming_the_variable(members, what, wanted, stray):
+    var = "cudnn_version" if what == "cudnn" else "cuda_toolkit_versions"
+    with pytest.raises(repo_plan.RepoPlanError) as err:
+        repo_plan.check_one_major(members, what, wanted, var, "http://m/cuda/repos/debian12/x86_64/")
+    assert str(err.value).startswith(f"{var}: the package set resolved from http://m/cuda/repos/debian12")
+    assert "mixes CUDA majors or releases: " + stray in str(err.value)
+    assert "nothing was pinned or installed" in str(err.value)
