@@ -12,7 +12,7 @@ short_description: Report NVIDIA GPUs, driver, CUDA toolkits and every cuDNN cop
 description:
   - Observes a host (or a filesystem tree such as a golden image or chroot, see O(root)) and returns
     C(ansible_facts.nvidia), whose schema is documented in C(docs/facts.md) of the collection
-    (C(schema_version) 1; later versions only add keys).
+    (C(schema_version) 2; later versions only add keys).
   - GPUs come from sysfs PCI (vendor 0x10de, display and 3D controller classes), so they are listed even with
     no driver installed; they are enriched through NVML loaded with ctypes (C(libnvidia-ml.so.1), no Python
     dependency on the target) or, failing that, C(nvidia-smi --query-gpu).
@@ -28,6 +28,18 @@ description:
     O(root) is C(/)), every installed NVIDIA driver package with its hold state, and the traces of a
     C(.run) installer. The host facts give the OS (C(/etc/os-release), with gpufleet's OS key), the kernel
     release and whether the system booted through EFI.
+  - C(consumers) (part of the V(cudnn) subset) says, per consumer environment (the system linker cache, a
+    login shell's C(LD_LIBRARY_PATH) from C(/etc/environment) and C(/etc/profile.d), each Python venv, each
+    conda env, each CUDA toolkit), which C(libcudnn.so.N) a process started there resolves and why
+    (DT_RPATH/DT_RUNPATH of the framework's libraries, conda's lib, C(LD_LIBRARY_PATH), the loader cache,
+    torch's own preload), the frameworks installed there (torch, TensorFlow, jax CUDA plugins,
+    onnxruntime-gpu, cupy) with the cuDNN and CUDA their metadata says they were built for and whether the
+    installed wheel satisfies their pin, and every directory whose C(libcudnn*.so.N) files come from
+    different releases. All of it is read from files; no framework is imported.
+  - The driver facts also compare the loaded module with the user-space libraries' versions
+    (C(version_mismatch)), list the GSP firmware versions, the installed kernels with their NVIDIA module
+    (DKMS, precompiled package, file) and headers, and the kernel the host boots next (C(next_boot)).
+    Each CUDA toolkit reports its forward-compatibility directory (C(compat)).
   - These probes are the only readers of these facts in the collection; other modules take them as input
     (their C(facts) option) instead of reading the host again.
   - The module never fails the host for what it observes; what it cannot determine is reported as
@@ -143,7 +155,7 @@ ansible_facts:
         schema_version:
           description: Version of this schema; only ever increased when keys are added.
           type: int
-          sample: 1
+          sample: 2
         root:
           description: The tree inspected.
           type: str
@@ -202,7 +214,10 @@ ansible_facts:
         driver:
           description: Driver version, branch, kernel module flavor, loaded state, install method, package,
             CUDA driver API version, Secure Boot state, the loaded module (version, flavor), the module the
-            running kernel would load next, every installed driver package, runfile installer traces.
+            running kernel would load next, every installed driver package, runfile installer traces; the
+            user-space libraries and their version, GSP firmware versions, loaded vs user-space vs package
+            versions and whether they mismatch, the installed kernels with their NVIDIA module and headers,
+            and the kernel the host boots next.
           type: dict
           sample: {"installed": true, "version": "580.159.04", "branch": "580", "kernel_module": "open",
                    "loaded": true, "nouveau_loaded": false, "install_method": "host", "package": null,
@@ -210,9 +225,16 @@ ansible_facts:
                    "loaded_version": "580.159.04", "loaded_kernel_module": "open",
                    "module_for_running_kernel": {"version": "580.159.04", "kernel_module": "open"},
                    "packages": [], "runfile_markers": [],
+                   "userspace": {"libnvidia-ml.so.1": {"path": "/usr/local/nvidia/lib64/libnvidia-ml.so.1",
+                                 "real_path": "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04",
+                                 "version": "580.159.04"}},
+                   "gsp_firmware": [],
+                   "versions": {"loaded": "580.159.04", "userspace": "580.159.04", "package": null},
+                   "version_mismatch": false, "kernels": [], "next_boot": null,
                    "reasons": {"secure_boot": "no EFI variables (legacy BIOS boot or not exposed)"}}
         cuda:
-          description: CUDA toolkits found and the default one (/usr/local/cuda).
+          description: CUDA toolkits found (each with its forward-compatibility directory C(compat) or null)
+            and the default one (/usr/local/cuda).
           type: dict
           sample: {"toolkits": [{"path": "/usr/local/cuda-13.0", "version": "13.0.2", "major_minor": "13.0",
                                  "version_from": "version.json", "source": "deb", "nvcc": true,
@@ -236,6 +258,40 @@ ansible_facts:
           sample: [{"soname": "libcudnn.so.9", "major": 9, "path": "/lib/x86_64-linux-gnu/libcudnn.so.9",
                     "real_path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0", "copy_path": "/usr",
                     "version": "9.14.0"}]
+        consumers:
+          description: Subset V(cudnn) (empty otherwise). C(ld_library_path) as a login shell gets it
+            (C(dirs), C(sources)); C(environments) one per consumer environment (C(kind) system, login,
+            venv, conda, python, cuda_toolkit; C(path); C(python); C(frameworks) with C(requires_cudnn),
+            C(installed_cudnn), C(pin_satisfied), C(cudnn_soname), C(compute_capabilities) and C(loads);
+            C(cudnn) the resolutions with C(soname), C(real_path), C(dir), C(version), C(via), C(why),
+            C(mixed), C(missing_sub_libraries); C(libcuda) for toolkits); C(library_dirs) every cuDNN
+            directory with the release of each file, C(mixed) and C(missing); C(reasons).
+          type: dict
+          sample:
+            ld_library_path: {dirs: [], sources: []}
+            environments:
+              - kind: venv
+                path: /opt/torch/.venv
+                python: {executable: /opt/torch/.venv/bin/python, exists: true,
+                         real_path: /usr/bin/python3.12, version: "3.12"}
+                frameworks:
+                  - name: torch
+                    version: 2.11.0+cu130
+                    cuda_version: "13.0"
+                    requires_cudnn: {package: nvidia-cudnn-cu13, spec: "==9.19.0.56"}
+                    installed_cudnn: {package: nvidia-cudnn-cu13, version: 9.19.0.56}
+                    pin_satisfied: true
+                    cudnn_soname: libcudnn.so.9
+                    loads:
+                      soname: libcudnn.so.9
+                      real_path: /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9
+                      version: 9.19.0
+                      via: runpath
+                cudnn: []
+                libcuda: null
+                reasons: {}
+            library_dirs: []
+            reasons: []
         owners:
           description: Subset V(owners) (empty otherwise). C(paths) maps each path the roles may create, link
             or replace to its type, link target, real path, owner (C(kind) gpufleet, package, runfile, conda,

@@ -68,3 +68,15 @@ NEWEST_FOR_CC = (
     ("3.5", "8.5.0", MEDIUM),  # medium: 8.5.0 is the last read matrix listing SM 3.5, https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-850/pdf/cuDNN-Support-Matrix.pdf
 )
 # fmt: on
+
+# fmt: off
+# The sub-libraries the libcudnn.so.N front end loads from its own directory, per cuDNN major.
+SUB_LIBRARIES = {
+    # high: cuDNN 9 is split into these (the nvidia-cudnn-cu13 9.19.0.56 wheel's lib/ holds exactly them), https://docs.nvidia.com/deeplearning/cudnn/latest/api/overview.html
+    9: ("libcudnn_graph", "libcudnn_engines_precompiled", "libcudnn_engines_runtime_compiled",
+        "libcudnn_heuristic", "libcudnn_ops", "libcudnn_cnn", "libcudnn_adv"),
+    # high: cuDNN 8's six sub-libraries, https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-897/api/index.html
+    8: ("libcudnn_ops_infer", "libcudnn_ops_train", "libcudnn_cnn_infer", "libcudnn_cnn_train",
+        "libcudnn_adv_infer", "libcudnn_adv_train"),
+}
+# fmt: on

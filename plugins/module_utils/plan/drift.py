@@ -12,6 +12,10 @@ A baseline (``gpufleet_baseline`` in group_vars/host_vars) is a mapping with the
 ``cudnn_versions``  cuDNN version per CUDA major: {13: "9.14.0", 12: "9.14"} ("9.14" matches any 9.14.x)
 ``cudnn_scope``     which copies the cudnn_versions apply to: ``system`` (packages and tarball trees, the
                     default: Python environments bring their own cuDNN on purpose) or ``all``
+``consumers_cudnn`` what a consumer environment must load: {"/opt/torch/.venv": "9.19", "/": "9.14"}
+                    (a venv or conda env path: what its framework, torch first, loads; ``/``: the system
+                    linker cache; a CUDA toolkit path: what a program built with it loads); read from the
+                    facts' ``consumers``
 
 Anything else is a clear error naming the key (a typo must not silently disable a check).
 """
@@ -20,7 +24,14 @@ from __future__ import annotations
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
 
-BASELINE_KEYS = ("driver_branch", "cuda_versions", "cuda_default", "cudnn_versions", "cudnn_scope")
+BASELINE_KEYS = (
+    "driver_branch",
+    "cuda_versions",
+    "cuda_default",
+    "cudnn_versions",
+    "cudnn_scope",
+    "consumers_cudnn",
+)
 CUDNN_SCOPES = ("system", "all")
 # cuDNN copies that belong to the system (not to one Python environment)
 SYSTEM_SOURCES = ("deb", "rpm", "tarball", "unknown")
@@ -98,6 +109,25 @@ def _cudnn_scope(name, value):
     return value
 
 
+def _consumers_cudnn(name, value):
+    if not isinstance(value, dict) or not value:
+        raise _err(
+            name,
+            "consumers_cudnn",
+            value,
+            "a mapping of environment path to cuDNN version such as "
+            "{'/opt/torch/.venv': '9.19', '/': '9.14'}",
+        )
+    out = {}
+    for path, version in value.items():
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise _err(
+                name, "consumers_cudnn", path, "keys are absolute environment paths such as /opt/torch/.venv"
+            )
+        out[path.rstrip("/") or "/"] = str(_version(name, f"consumers_cudnn.{path}", version, 1, 4))
+    return out
+
+
 # key -> normalizer(name, value); applied to the keys that are set (not None)
 _NORMALIZERS = {
     "driver_branch": lambda name, value: _version(name, "driver_branch", value, 1, 1).major,
@@ -105,6 +135,7 @@ _NORMALIZERS = {
     "cuda_default": lambda name, value: str(_version(name, "cuda_default", value, 2, 3)),
     "cudnn_versions": _cudnn_versions,
     "cudnn_scope": _cudnn_scope,
+    "consumers_cudnn": _consumers_cudnn,
 }
 
 
@@ -112,7 +143,8 @@ def validate_baseline(baseline, name="gpufleet_baseline"):
     """Check ``baseline`` and return it normalized (or None when it is None/empty).
 
     Normalized form: ``{"driver_branch": int|None, "cuda_versions": [str]|None, "cuda_default": str|None,
-    "cudnn_versions": {int: str}|None, "cudnn_scope": "system"|"all"}`` with versions as dotted strings.
+    "cudnn_versions": {int: str}|None, "cudnn_scope": "system"|"all"}`` with versions as dotted strings,
+    plus ``consumers_cudnn: {path: str}`` only when it is set.
     Raises BaselineError naming the key for anything malformed.
     """
     if baseline is None or baseline in ({}, ""):
@@ -275,6 +307,53 @@ def _cudnn_drift(all_copies, wanted, scope):
     return items
 
 
+def _consumer_loads(env):
+    """(version, what) an environment loads: its first framework's cuDNN (torch first), else the process's."""
+    frameworks = sorted(env.get("frameworks") or [], key=lambda f: f.get("name") != "torch")
+    for fw in frameworks:
+        if fw.get("loads"):
+            return fw["loads"].get("version"), fw.get("name")
+    for item in env.get("cudnn") or []:
+        if item:
+            return item.get("version"), "a process"
+    return None, "nothing"
+
+
+def _consumers_drift(consumers, wanted):
+    envs = {}
+    for env in (consumers or {}).get("environments") or []:
+        if env.get("kind") != "login":
+            envs.setdefault("/" if env.get("kind") == "system" else env.get("path"), env)
+    items = []
+    for path, expected in sorted(wanted.items()):
+        key = f"consumers_cudnn.{path}"
+        env = envs.get(path)
+        version, what = _consumer_loads(env) if env else (None, None)
+        if env is None:
+            items.append(
+                _item(
+                    "cudnn",
+                    key,
+                    expected,
+                    "missing",
+                    f"cuDNN {expected} expected in {path}, no such consumer environment was found",
+                    path=path,
+                )
+            )
+        elif not _matches(expected, version or ""):
+            items.append(
+                _item(
+                    "cudnn",
+                    key,
+                    expected,
+                    version or "none",
+                    f"cuDNN {expected} expected in {path}, {what} there loads {version or 'no cuDNN'}",
+                    path=path,
+                )
+            )
+    return items
+
+
 def compute_drift(entry, baseline):
     """Drift items of one audited host.
 
@@ -294,4 +373,6 @@ def compute_drift(entry, baseline):
         items += _cuda_default_drift(cuda.get("default"), baseline["cuda_default"])
     if baseline["cudnn_versions"] is not None:
         items += _cudnn_drift(entry.get("cudnn") or [], baseline["cudnn_versions"], baseline["cudnn_scope"])
+    if baseline.get("consumers_cudnn"):
+        items += _consumers_drift(entry.get("consumers"), baseline["consumers_cudnn"])
     return items

@@ -20,7 +20,7 @@ import signal
 import subprocess
 import time
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 UNKNOWN = "unknown"
 C_ENV = {"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"}
 MAX_READ = 4 * 1024 * 1024
@@ -144,6 +144,24 @@ class Root:
                 return os.path.join(resolved, rest), f"{candidate} does not exist"
             resolved = candidate
         return resolved, None
+
+
+MAX_ENTRIES = 20000
+
+
+def bounded_names(root, inner, limit=MAX_ENTRIES):
+    """(sorted names, reason) of at most ``limit`` entries of a directory; the reason also says when the
+    directory had more (a million-file site-packages is not read to its end)."""
+    names = []
+    try:
+        with scandir(root.outer(inner)) as entries:
+            for entry in entries:
+                if len(names) >= limit:
+                    return sorted(names), f"{inner} has more than {limit} entries: only {limit} were read"
+                names.append(entry.name)
+    except OSError as exc:
+        return None, f"cannot list {inner}: {exc.strerror or exc}"
+    return sorted(names), None
 
 
 def run_command(argv, timeout=10.0, env=None):

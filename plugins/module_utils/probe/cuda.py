@@ -146,6 +146,30 @@ def find_toolkits(root):
     return sorted(seen)
 
 
+def forward_compat(root, packages, path, major_minor):
+    """The toolkit's CUDA forward-compatibility libraries (NVIDIA's cuda-compat-<M>-<m> package installs
+    <toolkit>/compat/libcuda.so.<driver version>): {path, libcuda, libcuda_version, package} or None."""
+    compat = path + "/compat"
+    names, _ = root.listdir(compat) if root.isdir(compat) else (None, None)
+    versions = sorted(
+        (
+            m.group(1)
+            for m in (re.match(r"^libcuda\.so\.(\d{3}\.\d+(?:\.\d+)?)$", n) for n in names or ())
+            if m
+        ),
+        key=lambda v: tuple(int(p) for p in v.split(".")),
+    )
+    package = packages.get("cuda-compat-" + major_minor.replace(".", "-")) if major_minor != UNKNOWN else None
+    if not versions and not package:
+        return None
+    return {
+        "path": compat,
+        "libcuda": f"{compat}/libcuda.so.{versions[-1]}" if versions else None,
+        "libcuda_version": versions[-1] if versions else None,
+        "package": packages.public(package),
+    }
+
+
 def probe(root, live, packages):
     cuda = {"toolkits": [], "default": None, "reasons": {}}
     for path in find_toolkits(root):
@@ -170,6 +194,7 @@ def probe(root, live, packages):
             "nvcc": root.exists(path + "/bin/nvcc"),
             "gpufleet_marker": owner["kind"] == "gpufleet",
             "owner": owner,
+            "compat": forward_compat(root, packages, path, major_minor),
             "reasons": {},
         }
         if reason:

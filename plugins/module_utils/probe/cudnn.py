@@ -19,6 +19,7 @@ import time
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import owners as probe_owners
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import (
     UNKNOWN,
+    bounded_names,
     run_isolated,
     scandir,
     version_tuple,
@@ -581,7 +582,7 @@ def _pip_copy(root, sp, tree, kind, dists):
 def pip_copies(root, site_packages_dirs, owned):
     copies = []
     for sp in sorted(set(site_packages_dirs)):
-        names, _reason = root.listdir(sp)
+        names, _reason = bounded_names(root, sp)  # a million-entry site-packages is read only so far
         if names is None:
             continue
         dists = _pip_dists(names)
@@ -760,11 +761,25 @@ def resolved(root, copies, ld_entries, machine=None):
     return result
 
 
-def probe(root, live, packages, ld_entries, *, search_paths=None, max_depth=6, deadline=None, timeout=10.0):
-    """(copies, resolved, warnings, truncated)."""
+def probe(
+    root,
+    live,
+    packages,
+    ld_entries,
+    *,
+    search_paths=None,
+    max_depth=6,
+    deadline=None,
+    timeout=10.0,
+    found=None,
+):
+    """(copies, resolved, warnings, truncated); ``found`` (a dict), when given, receives the walk's
+    ``site_packages`` and ``conda_envs`` (the consumers probe describes those environments)."""
     paths = list(DEFAULT_SEARCH_PATHS) + [p for p in (search_paths or ()) if p not in DEFAULT_SEARCH_PATHS]
     copies, owned = package_copies(root, packages)
     scan = walk(root, paths, max_depth=max_depth, deadline=deadline)
+    if found is not None:
+        found.update(site_packages=list(scan.site_packages), conda_envs=list(scan.conda_envs))
     copies += pip_copies(root, scan.site_packages, owned)
     copies += conda_copies(root, scan.conda_envs, owned)
     copies += tarball_copies(root, scan, owned)

@@ -17,6 +17,7 @@ import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.driver import PROC_VERSION_OPEN_MARK
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import boot as probe_boot
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import host as probe_host
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import (
     UNKNOWN,
@@ -549,6 +550,12 @@ def empty_driver():
         "runfile_markers": [],
         "runfile": {"uninstaller": None, "log": None, "version": None, "completed": None},
         "dkms": [],
+        "userspace": {},
+        "gsp_firmware": [],
+        "versions": {"loaded": None, "userspace": None, "package": None},
+        "version_mismatch": None,
+        "kernels": [],
+        "next_boot": None,
         "reasons": {},
     }
 
@@ -680,8 +687,48 @@ def _packages_with_origins(root, packages, host, reasons):
     return listed
 
 
-def probe(root, live, packages, *, nvml, gpu_driver_info, host, timeout=10.0):
-    """The `driver` fact. `nvml` is (cache path, real inner path, owning package) or None."""
+# ------------------------------------------------------------------ loaded, user space, packages, firmware
+# The kernel module and the user-space libraries must be one release: NVML refuses otherwise ("Failed to
+# initialize NVML: Driver/library version mismatch"). The open kernel module loads the GSP firmware of its
+# own version from /lib/firmware/nvidia/<version>/gsp_*.bin (NVIDIA's open-gpu-kernel-modules README).
+FIRMWARE_DIR = "/lib/firmware/nvidia"
+
+
+def gsp_firmware(root):
+    """Driver versions with GSP firmware files (``/lib/firmware/nvidia/<version>/gsp_*.bin``), sorted."""
+    real, reason = root.realpath(FIRMWARE_DIR)
+    names, _ = root.listdir(real) if reason is None else (None, None)
+    found = []
+    for name in names or ():
+        files, _ = root.listdir(f"{real}/{name}") if _VERSION.match(name) else (None, None)
+        if any(f.startswith("gsp_") for f in files or ()):
+            found.append(name)
+    return sorted(found, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+def _versions(root, driver, userspace, package):
+    """userspace, gsp_firmware, versions {loaded, userspace, package} and version_mismatch."""
+    driver["userspace"] = userspace
+    driver["gsp_firmware"] = gsp_firmware(root)
+    libs = [u.get("version") for u in userspace.values() if u.get("version")]
+    user = libs[0] if libs else None
+    upstream = upstream_version(package["version"]) if package else None
+    driver["versions"] = {"loaded": driver.get("loaded_version"), "userspace": user, "package": upstream}
+    if len(set(libs)) > 1:
+        driver["reasons"]["userspace"] = "libnvidia-ml and libcuda are of different versions: " + ", ".join(
+            f"{k} {v.get('version')}" for k, v in sorted(userspace.items())
+        )
+    if driver["loaded_version"] and user:
+        driver["version_mismatch"] = driver["loaded_version"] != user or len(set(libs)) > 1
+    else:
+        driver["reasons"]["version_mismatch"] = (
+            "no loaded module to compare" if user else "no versioned libnvidia-ml/libcuda in the loader cache"
+        )
+
+
+def probe(root, live, packages, *, nvml, gpu_driver_info, host, timeout=10.0, userspace=None):
+    """The `driver` fact. `nvml` is (cache path, real inner path, owning package) or None; `userspace` what
+    ldcache.userspace_driver found (libnvidia-ml.so.1 and libcuda.so.1 with their versions)."""
     driver = empty_driver()
     reasons = driver["reasons"]
     loaded, proc_reason = read_loaded_module(root)
@@ -703,6 +750,13 @@ def probe(root, live, packages, *, nvml, gpu_driver_info, host, timeout=10.0):
         reasons["runfile"] = reason
     driver["dkms"] = dkms_trees(root, packages)
     driver["packages"] = _packages_with_origins(root, packages, host, reasons)
+    _versions(root, driver, userspace or {}, package)
+    boot, reason = probe_boot.probe(
+        root, running=host.get("kernel_release"), dkms=driver["dkms"], packages=driver["packages"]
+    )
+    driver.update(boot)
+    if reason:
+        reasons["next_boot"] = reason
     if driver["installed"] is False:
         for key in ("version", "kernel_module"):
             reasons[key] = NO_DRIVER

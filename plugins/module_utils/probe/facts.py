@@ -8,6 +8,7 @@ import os
 import platform
 import time
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import consumers as probe_consumers
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import cuda as probe_cuda
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import cudnn as probe_cudnn
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import driver as probe_driver
@@ -68,6 +69,7 @@ def empty_facts(root_path, subsets):
         "cuda": {},
         "cudnn": [],
         "cudnn_resolved": [],
+        "consumers": {},
         "owners": {},
     }
 
@@ -135,6 +137,7 @@ class _Gathering:
             gpu_driver_info=self.gpu_driver_info,
             host=self.facts["host"],
             timeout=self.per_call,
+            userspace=probe_ldcache.userspace_driver(self.root, ld),
         )
         problems = [r for r in [self.ld_reason, *packages.reasons] if r]
         if problems:
@@ -148,6 +151,7 @@ class _Gathering:
 
     def cudnn(self, state, search_paths, max_depth):
         packages = self.packages()
+        found = {}
         copies, resolved, warnings, truncated = probe_cudnn.probe(
             self.root,
             self.live,
@@ -157,9 +161,11 @@ class _Gathering:
             max_depth=max_depth,
             deadline=self.started + self.timeout,
             timeout=self.per_call,
+            found=found,
         )
         self.facts["cudnn"] = copies
         self.facts["cudnn_resolved"] = resolved
+        self.consumers(copies, found)
         self.facts["warnings"].extend(w for w in warnings if "deadline" in w)
         problems = [*packages.reasons]
         unlisted = [w for w in warnings if w.startswith("cannot list")]
@@ -172,6 +178,24 @@ class _Gathering:
             problems.append(f"scan deadline of {self.timeout_given}s reached: results are partial")
         if problems:
             state.update(state="partial", reason="; ".join(problems))
+
+    def consumers(self, copies, found):
+        """What each consumer environment loads (part of the cudnn subset; its own errors stay its own)."""
+        toolkits = [t["path"] for t in (self.facts.get("cuda") or {}).get("toolkits") or []]
+        try:
+            self.facts["consumers"] = probe_consumers.probe(
+                self.root,
+                self.ld(),
+                copies,
+                site_packages=found.get("site_packages", ()),
+                conda_envs=found.get("conda_envs", ()),
+                toolkits=toolkits or probe_cuda.find_toolkits(self.root),
+            )
+        except Exception as exc:  # a probe bug must not lose the cuDNN copies: report it
+            reason = f"consumers probe error: {describe_error(exc)}"
+            self.facts["consumers"] = {"ld_library_path": {}, "environments": [], "library_dirs": [],
+                                       "reasons": [reason]}  # fmt: skip
+            self.facts["warnings"].append(reason)
 
     def owners(self, state, extra_paths):
         packages = self.packages()

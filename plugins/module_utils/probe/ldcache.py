@@ -152,3 +152,22 @@ def build_ld_cache(entries):
         for (_, _, flags), (key, value) in zip(entries, offsets)
     )
     return bytes(head + body + strings)
+
+
+USERSPACE_SONAMES = (NVML_SONAME, "libcuda.so.1")
+_LIB_VERSION = re.compile(r"\.so\.(\d{3}\.\d+(?:\.\d+)?)$")
+
+
+def userspace_driver(root, entries):
+    """{soname: {path, real_path, version}} of the driver's user-space libraries (libnvidia-ml.so.1,
+    libcuda.so.1) the loader cache resolves; ``version`` from the real file name (libcuda.so.580.126.09),
+    None when the cache has no such library or the name carries no version."""
+    found = {}
+    for soname in USERSPACE_SONAMES:
+        path = resolve(entries, soname)
+        if path is None:
+            continue
+        real, _ = root.realpath(path)
+        match = _LIB_VERSION.search(real)
+        found[soname] = {"path": path, "real_path": real, "version": match.group(1) if match else None}
+    return found

@@ -31,7 +31,9 @@ falls back to the driver's own CUDA version instead of guessing.
 
 from __future__ import annotations
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cuda as kb_cuda
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat as plan_compat
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import consumers as report_consumers
 
 SYSTEM_SOURCES = ("deb", "rpm", "tarball", "unknown")
 ENV_SOURCES = ("pip", "conda")
@@ -182,6 +184,365 @@ def _owner_findings(entry):
     ]
 
 
+# -- what each consumer loads (entry["consumers"], report/consumers.normalize) ---------------------------
+_MISMATCH_ERRORS = {
+    # torch/backends/cudnn/__init__.py _init()
+    "torch": "RuntimeError: cuDNN version incompatibility: PyTorch was compiled against {built} but found "
+    "runtime version {loaded}",
+    # XLA's cuda_dnn.cc (TensorFlow, jax)
+    "default": "Loaded runtime CuDNN library: {loaded} but source was compiled with: {built}. CuDNN library "
+    "needs to have matching major version and equal or higher minor version.",
+}
+
+
+def _fw_label(fw, env):
+    return f"{fw['name']} {fw.get('version')} in {env['path']}"
+
+
+def _pin_finding(fw, env):
+    requires = fw.get("requires_cudnn") or {}
+    installed = fw.get("installed_cudnn") or {}
+    if fw.get("pin_satisfied") is not False or not requires:
+        return []
+    have = (
+        f"you have {installed['package']} {installed['version']}"
+        if installed
+        else f"{requires['package']} is not installed"
+    )
+    return [
+        finding(
+            "warning",
+            "framework_cudnn_pin_unsatisfied",
+            f"{_fw_label(fw, env)} requires {requires['package']}{requires['spec']}, but {have} "
+            f"(pip check: '{fw['name']} {fw.get('version')} has requirement {requires['package']}"
+            f"{requires['spec']}, but {have}'): pip install '{requires['package']}{requires['spec']}' there",
+        )
+    ]
+
+
+def _as_version(text, name):
+    """How the framework prints a cuDNN version: torch a tuple ``(9, 19, 0)``, XLA ``9.19.0``."""
+    parts = report_consumers._parts(text)[:3]
+    if name == "torch":
+        return "(" + ", ".join(str(p) for p in parts) + ")"
+    return ".".join(str(p) for p in parts)
+
+
+def _load_finding(fw, env):
+    state, loaded, built = report_consumers.framework_verdict(fw)
+    loads = fw.get("loads") or {}
+    if state == "not_found":
+        return finding(
+            "error",
+            "framework_cudnn_not_found",
+            f"{_fw_label(fw, env)} needs {fw['cudnn_soname']} and no directory the loader searches has it "
+            f"({loads.get('why')}): it fails with 'OSError: {fw['cudnn_soname']}: cannot open shared object "
+            "file: No such file or directory'",
+        )
+    if state == "incompatible":
+        quote = _MISMATCH_ERRORS.get(fw["name"], _MISMATCH_ERRORS["default"])
+        return finding(
+            "error",
+            "framework_cudnn_incompatible",
+            f"{_fw_label(fw, env)} was built against cuDNN {built} but loads cuDNN {loaded} from "
+            f"{loads.get('real_path')} ({loads.get('why')}): it fails with '"
+            + quote.format(built=_as_version(built, fw["name"]), loaded=_as_version(loaded, fw["name"]))
+            + "'",
+        )
+    return finding(
+        "info",
+        "consumer_loads",
+        f"{_fw_label(fw, env)} loads {loads.get('soname')} = cuDNN {loaded} from {loads.get('real_path')} "
+        f"({loads.get('why')})",
+    )
+
+
+def _cc_supported(cc, archs):
+    """'sass' (a binary for the GPU), 'ptx' (only JIT from PTX), None (nothing runs) for a GPU's CC."""
+    parts = report_consumers._parts(cc)
+    if len(parts) < 2:
+        return "unknown"
+    sass = [report_consumers._parts(a) for a in archs if a.startswith("sm_")]
+    ptx = [report_consumers._parts(a) for a in archs if a.startswith("compute_")]
+    value = parts[0] * 10 + parts[1]
+    if any(a and a[0] // 10 == parts[0] and a[0] <= value for a in sass):
+        return "sass"
+    return "ptx" if any(a and a[0] <= value for a in ptx) else None
+
+
+def _arch_findings(fw, env, gpus):
+    out = []
+    for gpu in gpus:
+        support = _cc_supported(gpu.get("compute_capability"), fw.get("compute_capabilities") or [])
+        label = f"{_fw_label(fw, env)} was built for {', '.join(fw['compute_capabilities'])}"
+        if support is None:
+            out.append(
+                finding(
+                    "error",
+                    "framework_gpu_arch_unsupported",
+                    f"{label}: nothing runs on the {gpu.get('name')} (compute capability "
+                    f"{gpu.get('compute_capability')}): 'CUDA error: no kernel image is available for "
+                    "execution "
+                    "on the device'",
+                )
+            )
+        elif support == "ptx":
+            out.append(
+                finding(
+                    "warning",
+                    "framework_gpu_arch_ptx_only",
+                    f"{label}: the {gpu.get('name')} (compute capability {gpu.get('compute_capability')}) "
+                    "runs "
+                    "it only through JIT compilation of PTX ('CUDA kernels will be jit-compiled from PTX, "
+                    "which "
+                    "could take 30 minutes or longer')",
+                )
+            )
+    return out
+
+
+def _framework_findings(entry, env):
+    out = []
+    for fw in env.get("frameworks") or []:
+        out += _pin_finding(fw, env)
+        if fw.get("cudnn_soname"):
+            out.append(_load_finding(fw, env))
+        if fw.get("compute_capabilities"):
+            out += _arch_findings(fw, env, entry.get("gpus") or [])
+    return out
+
+
+def _env_findings(env):
+    python = env.get("python") or {}
+    out = []
+    if python and python.get("exists") is False and python.get("executable"):
+        out.append(
+            finding(
+                "warning",
+                "python_env_broken",
+                f"the Python environment {env['path']} has no working python "
+                f"({env['reasons'].get('python')}): "
+                "nothing starts there; recreate it",
+            )
+        )
+    return out
+
+
+def _dir_findings(consumers):
+    used = {
+        r.get("dir"): r
+        for env in consumers.get("environments") or []
+        for r in (env.get("cudnn") or [])
+        if r and r.get("dir")
+    }
+    out = []
+    for d in consumers.get("library_dirs") or []:
+        if d.get("mixed"):
+            files = ", ".join(f"{f['soname']} {f['version']}" for f in d.get("files") or [])
+            record = (
+                f"; {', '.join(d['differs_from_record'])} not the wheel's file (RECORD {d.get('record')})"
+                if d.get("differs_from_record")
+                else ""
+            )
+            out.append(
+                finding(
+                    "error",
+                    "cudnn_mixed_sub_libraries",
+                    f"the cuDNN libraries in {d['dir']} come from different releases ({files}{record}): "
+                    "a call that loads the odd sub-library fails (CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH; "
+                    "torch: 'cuDNN version incompatibility: PyTorch was compiled against ... but found "
+                    "runtime version ...'), calls that do not load it still work; reinstall that copy from "
+                    "one release (its package, or pip install --force-reinstall of its wheel) instead of "
+                    "copying files in",
+                )
+            )
+        if d.get("missing") and d["dir"] in used:
+            first = d["missing"][0]
+            out.append(
+                finding(
+                    "error",
+                    "cudnn_missing_sub_libraries",
+                    f"{d['dir']} (loaded as {used[d['dir']].get('soname')}) lacks {', '.join(d['missing'])}: "
+                    f"'Could not load library {first}. Error: {first}: cannot open shared object file: No "
+                    "such "
+                    "file or directory'",
+                )
+            )
+    return out
+
+
+def consumer_findings(entry):
+    """What each consumer environment loads and whether that works (entry["consumers"])."""
+    consumers = entry.get("consumers") or {}
+    out = []
+    for env in consumers.get("environments") or []:
+        out += _env_findings(env) + _framework_findings(entry, env)
+    return out + _dir_findings(consumers)
+
+
+# -- the driver now and at the next boot (entry["driver_runtime"]) ----------------------------------------
+def _mismatch_findings(runtime, managed):
+    versions = runtime.get("versions") or {}
+    if not runtime.get("version_mismatch"):
+        return []
+    where = "on the host that manages the driver" if managed else "here"
+    return [
+        finding(
+            "error",
+            "driver_version_mismatch",
+            f"NVML mismatch now: the loaded kernel module is {versions.get('loaded')} but the user-space "
+            f"libraries are {versions.get('userspace')}: nvidia-smi and every CUDA program fail with "
+            "'Failed to "
+            "initialize NVML: Driver/library version mismatch'; reboot, or reload the nvidia modules "
+            f"{where} "
+            "(stop what uses the GPU, then rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe "
+            "nvidia)",
+        )
+    ]
+
+
+def _gsp_findings(runtime):
+    versions = runtime.get("versions") or {}
+    wanted = versions.get("package") or versions.get("userspace")
+    if runtime.get("kernel_module") != "open" or not wanted or runtime.get("install_method") == "host":
+        return []
+    if wanted in (runtime.get("gsp_firmware") or []):
+        return []
+    return [
+        finding(
+            "warning",
+            "driver_gsp_firmware_missing",
+            f"no GSP firmware for driver {wanted} under /lib/firmware/nvidia/{wanted}/ (found: "
+            f"{', '.join(runtime.get('gsp_firmware') or []) or 'none'}): the open kernel module of {wanted} "
+            "cannot initialize the GPU ('RmInitAdapter failed'); install the firmware package of that driver",
+        )
+    ]
+
+
+def _boot_findings(runtime):
+    boot = runtime.get("next_boot") or {}
+    dkms = runtime.get("dkms") or []
+    kernels = runtime.get("kernels") or []
+    out = []
+    if boot and boot.get("has_module") is False:
+        kernel = next((k for k in kernels if k.get("release") == boot.get("kernel")), {})
+        todo = (
+            f"dkms autoinstall -k {boot['kernel']}"
+            if dkms and kernel.get("headers")
+            else f"install the headers of {boot['kernel']} (linux-headers-{boot['kernel']} or kernel-devel-"
+            f"{boot['kernel']}), then dkms autoinstall -k {boot['kernel']}"
+            if dkms
+            else f"install the driver's kernel module package for {boot['kernel']}"
+        )
+        out.append(
+            finding(
+                "error",
+                "next_boot_without_driver",
+                f"the next boot has no NVIDIA driver: kernel {boot['kernel']} ({boot.get('why')}) has no "
+                "nvidia "
+                f"module (no DKMS build, no precompiled package, no nvidia.ko); run: {todo}",
+            )
+        )
+    for k in kernels if dkms else []:
+        if not k.get("headers") and (k.get("module") or {}).get("kind") == "none":
+            out.append(
+                finding(
+                    "warning",
+                    "kernel_headers_missing",
+                    f"kernel {k['release']} is installed without its headers: DKMS cannot build the nvidia "
+                    f"module for it (install linux-headers-{k['release']} or kernel-devel-{k['release']})",
+                )
+            )
+    return out
+
+
+def driver_runtime_findings(entry):
+    """The loaded module against the user space and the firmware, and the next boot."""
+    runtime = entry.get("driver_runtime") or {}
+    if not runtime:
+        return []
+    managed, _reason = managed_externally(entry)
+    out = _mismatch_findings(runtime, managed is True)
+    if managed is not True:
+        out += _gsp_findings(runtime) + _boot_findings(runtime)
+    return out
+
+
+# -- CUDA forward compatibility (entry["cuda_compat"], the toolkit environments' libcuda) -----------------
+def _compat_verdict(compat, libcuda, driver):
+    """(severity, code, words) of a toolkit whose programs load a forward-compatibility libcuda."""
+    loaded = report_consumers._parts(libcuda.get("version"))
+    base = report_consumers._parts(driver.get("version"))
+    if not loaded or not base:
+        return "info", "cuda_compat_in_use", "the driver's version is unknown"
+    if loaded < base:
+        return (
+            "error",
+            "cuda_compat_older_than_driver",
+            (
+                f"older than the driver {driver.get('version')}: they fail with "
+                "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH "
+                "(803) 'system has unsupported display driver / cuda driver combination'; take the compat "
+                "directory out of LD_LIBRARY_PATH or remove the package"
+            ),
+        )
+    row = kb_cuda.FORWARD_COMPAT.get(str(compat.get("major_minor")))
+    if loaded[0] != base[0] and row is not None and base[0] not in row[0]:
+        return (
+            "error",
+            "cuda_compat_not_supported",
+            (
+                f"NVIDIA's forward-compatibility table does not allow it on driver branch R{base[0]}: they "
+                "fail with "
+                "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804) 'forward compatibility was attempted on non "
+                "supported HW' (also on GPUs that are not data-center GPUs)"
+            ),
+        )
+    return "info", "cuda_compat_in_use", f"on driver {driver.get('version')} (forward compatibility)"
+
+
+def _compat_what(compat):
+    package = compat.get("package") or {}
+    lib = (
+        f"libcuda {compat['libcuda_version']}" if compat.get("libcuda_version") else "no libcuda.so.<version>"
+    )
+    return f"{package['name']} {package.get('version')}, {lib}" if package.get("name") else lib
+
+
+def cuda_compat_findings(entry):
+    """cuda-compat installed: which libcuda the toolkit's programs get and whether the driver allows it."""
+    toolkits = {
+        e["path"]: e
+        for e in (entry.get("consumers") or {}).get("environments") or []
+        if e.get("kind") == "cuda_toolkit"
+    }
+    out = []
+    for compat in entry.get("cuda_compat") or []:
+        libcuda = (toolkits.get(compat.get("toolkit")) or {}).get("libcuda") or {}
+        if not libcuda.get("compat"):
+            out.append(
+                finding(
+                    "info",
+                    "cuda_compat_unused",
+                    f"{compat.get('path')} ({_compat_what(compat)}) is installed but "
+                    "programs "
+                    f"built with {compat.get('toolkit')} load {libcuda.get('real_path') or 'no libcuda'} "
+                    f"({libcuda.get('why')})",
+                )
+            )
+            continue
+        severity, code, words = _compat_verdict(compat, libcuda, entry.get("driver") or {})
+        out.append(
+            finding(
+                severity,
+                code,
+                f"programs built with {compat.get('toolkit')} load the forward-compatibility libcuda "
+                f"{libcuda.get('version')} ({libcuda.get('why')}), {words}",
+            )
+        )
+    return out
+
+
 def local_findings(entry):
     """Findings decided from the host's own observations."""
     copies = entry.get("cudnn") or []
@@ -193,6 +554,9 @@ def local_findings(entry):
         + _several_copies_findings(system)
         + _resolved_findings(entry)
         + _owner_findings(entry)
+        + consumer_findings(entry)
+        + driver_runtime_findings(entry)
+        + cuda_compat_findings(entry)
     )
 
 

@@ -37,7 +37,7 @@ def test_h200_tree_in_normal_and_check_mode(tmp_path, check_mode):
     assert result.get("failed") is not True
     assert result["changed"] is False
     facts = result["ansible_facts"]["nvidia"]
-    assert facts["schema_version"] == 1
+    assert facts["schema_version"] == 2
     assert [(c["source"], c["version"]) for c in facts["cudnn"]] == [("deb", "9.14.0"), ("pip", "9.19.0")]
     assert facts["gpus"][0]["architecture"] == "Hopper"
     assert facts["driver"]["install_method"] == "host"

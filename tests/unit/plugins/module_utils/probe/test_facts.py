@@ -15,6 +15,7 @@ from tests.unit.plugins.module_utils.probe.test_gpu import nvml_from_csv
 DOC = Path(__file__).resolve().parents[5] / "docs" / "facts.md"
 TOP_KEYS = {
     "schema_version",
+    "consumers",
     "root",
     "gather_subset",
     "probes",
@@ -61,7 +62,7 @@ def modinfo_of_the_open_580(argv, timeout=10.0, env=None):
 def test_h200_everything(h200_live):
     facts = probe_facts.gather(str(h200_live), live=True)
     assert set(facts) == TOP_KEYS
-    assert facts["schema_version"] == 1
+    assert facts["schema_version"] == 2
     assert facts["gather_subset"] == ["cuda", "cudnn", "driver", "gpu", "owners"]
     assert {k: v["state"] for k, v in facts["probes"].items()} == {
         "host": "ok",
@@ -239,15 +240,23 @@ ADDED_SINCE_THE_AUDIT_FIXTURE = {
         "runfile_markers",
         "dkms",
         "runfile",
+        # schema 2
+        "userspace",
+        "gsp_firmware",
+        "versions",
+        "version_mismatch",
+        "kernels",
+        "next_boot",
     },
 }
 # keys of each toolkit (facts.cuda.toolkits[]) added since the fixture
-ADDED_TO_TOOLKITS = {"owner"}
+ADDED_TO_TOOLKITS = {"owner", "compat"}
 ADDED_TO_CUDNN_COPIES = {"owner"}
 
 
 def _without_added(shape):
-    out = {k: v for k, v in shape.items() if k != "owners"}  # the owners subset came after the fixture
+    # the owners subset and the consumers (schema 2) came after the fixture
+    out = {k: v for k, v in shape.items() if k not in ("owners", "consumers")}
     if "probes" in out:
         out["probes"] = {k: v for k, v in out["probes"].items() if k != "owners"}
     if out.get("cudnn"):

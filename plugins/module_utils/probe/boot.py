@@ -1,0 +1,139 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""The kernels installed under a root and the one the host boots next, and whether each has an NVIDIA
+kernel module: DKMS built for it (``/var/lib/dkms/<module>/<version>/<release>``), a precompiled package
+(Ubuntu's ``linux-modules-nvidia-<branch>-<flavour>`` names the kernel's release; RHEL's
+``kmod-nvidia-<release>``), or an ``nvidia.ko`` in its module tree (``modules.dep``, the usual directories).
+
+Read from files only: ``/boot/vmlinuz-*`` and ``/usr/lib/modules/*`` (``/lib/modules`` on an unmerged /usr),
+GRUB's ``grubenv`` (``saved_entry``) and ``/etc/default/grub`` (``GRUB_DEFAULT``). Without a saved entry that
+names a kernel, the next boot is the newest installed kernel (what grub-mkconfig puts first on Debian, Ubuntu
+and what grubby makes the default on RHEL after a kernel install).
+"""
+
+from __future__ import annotations
+
+import re
+
+MODULE_TREES = ("/usr/lib/modules", "/lib/modules")
+BOOT = "/boot"
+GRUBENV = ("/boot/grub/grubenv", "/boot/grub2/grubenv")
+MODULE_PATHS = (
+    "updates/dkms/nvidia.ko",
+    "extra/nvidia.ko",
+    "kernel/drivers/video/nvidia.ko",
+    "updates/nvidia.ko",
+    "video/nvidia.ko",
+)
+COMPRESSED = ("", ".xz", ".zst", ".gz")
+_MODULES_DEP_NVIDIA = re.compile(r"^(\S*/nvidia\.ko(?:\.xz|\.zst|\.gz)?):", re.MULTILINE)
+_PRECOMPILED = (
+    re.compile(r"^linux-(?:modules|objects|signatures)-nvidia-(\d{3})(?:-server)?(?:-open)?-(.+)$"),
+    re.compile(r"^kmod-nvidia(?:-open)?-(\d+\.\d+.*)$"),
+)
+
+
+def release_key(release):
+    """A sort key of a kernel release: its numbers, in order ("6.8.0-51-generic" > "6.8.0-49-generic")."""
+    return tuple(int(n) for n in re.findall(r"\d+", release))
+
+
+def _module_tree(root):
+    for tree in MODULE_TREES:
+        if root.isdir(tree):
+            return root.realpath(tree)[0]
+    return None
+
+
+def installed_kernels(root):
+    """(releases sorted oldest first, module tree or None): kernels with a /boot/vmlinuz-<release>, or, where
+    /boot holds none (an image, a container), the module trees."""
+    tree = _module_tree(root)
+    modules, _ = root.listdir(tree) if tree else ([], None)
+    boot, _ = root.listdir(BOOT) if root.isdir(BOOT) else ([], None)
+    releases = {n[len("vmlinuz-") :] for n in boot or () if n.startswith("vmlinuz-")}
+    if not releases:
+        releases = {
+            m
+            for m in modules or ()
+            if root.isdir(f"{tree}/{m}/kernel") or root.exists(f"{tree}/{m}/modules.dep")
+        }
+    return sorted(releases, key=release_key), tree
+
+
+def default_kernel(root, releases):
+    """(release, why) of the kernel the bootloader starts next."""
+    for path in GRUBENV:
+        text, _ = root.read_text(path, limit=65536) if root.exists(path) else (None, None)
+        saved = re.search(r"^saved_entry=(.*)$", text or "", re.MULTILINE)
+        if saved:
+            named = [r for r in releases if r in saved.group(1)]
+            if named:
+                return max(named, key=len), f"{path} saved_entry"
+    return releases[-1], "the newest installed kernel (the bootloader's default entry)"
+
+
+def _package_module(release, packages):
+    for package in packages:
+        for rx in _PRECOMPILED:
+            match = rx.match(package.get("name", ""))
+            if match and match.group(match.lastindex) in release:
+                return {"kind": "package", "version": package.get("version"), "path": None,
+                        "package": package.get("name")}  # fmt: skip
+    return None
+
+
+def _file_module(root, tree, release):
+    dep, _ = root.read_text(f"{tree}/{release}/modules.dep", limit=8 * 1024 * 1024)
+    found = _MODULES_DEP_NVIDIA.search(dep or "")
+    if found:
+        return f"{tree}/{release}/{found.group(1)}"
+    for rel in MODULE_PATHS:
+        for suffix in COMPRESSED:
+            if root.exists(f"{tree}/{release}/{rel}{suffix}"):
+                return f"{tree}/{release}/{rel}{suffix}"
+    return None
+
+
+def nvidia_module(root, tree, release, *, dkms, packages):
+    """{kind: dkms|package|file|none, version, path, package} of the nvidia module built for a kernel."""
+    for trees in dkms:
+        if trees.get("dkms_dir") and root.isdir(f"{trees['dkms_dir']}/{release}"):
+            return {"kind": "dkms", "version": trees["version"], "path": f"{trees['dkms_dir']}/{release}",
+                    "package": trees.get("owned_by")}  # fmt: skip
+    found = _package_module(release, packages)
+    if found:
+        return found
+    path = _file_module(root, tree, release) if tree else None
+    if path:
+        return {"kind": "file", "version": None, "path": path, "package": None}
+    return {"kind": "none", "version": None, "path": None, "package": None}
+
+
+def headers(root, tree, release):
+    """True when the kernel's build tree (``<modules>/<release>/build``) exists: DKMS can build for it."""
+    if not tree:
+        return False
+    real, reason = root.realpath(f"{tree}/{release}/build")
+    return reason is None and root.isdir(real)
+
+
+def probe(root, *, running, dkms, packages):
+    """({kernels: [{release, running, module, headers}], next_boot: {...} | None}, reason)."""
+    releases, tree = installed_kernels(root)
+    kernels = [
+        {
+            "release": release,
+            "running": release == running,
+            "module": nvidia_module(root, tree, release, dkms=dkms, packages=packages),
+            "headers": headers(root, tree, release),
+        }
+        for release in releases
+    ]
+    if not kernels:
+        return {"kernels": [], "next_boot": None}, "no installed kernel under root (/boot/vmlinuz-*, modules)"
+    release, why = default_kernel(root, releases)
+    kernel = next(k for k in kernels if k["release"] == release)
+    next_boot = {"kernel": release, "why": why, "running": kernel["running"], "module": kernel["module"],
+                 "has_module": kernel["module"]["kind"] != "none"}  # fmt: skip
+    return {"kernels": kernels, "next_boot": next_boot}, None

@@ -1,0 +1,97 @@
+"""probe_boot, the driver's runtime state (loaded vs user space, GSP firmware) and cuda-compat."""
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import boot as probe_boot
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
+
+from tests.data.consumers import roots
+from tests.data.facts import fakeroot
+
+
+def test_release_key_orders_kernels_by_their_numbers():
+    releases = ["6.8.0-100-generic", "6.8.0-51-generic", "6.8.0-9-generic", "6.12.1"]
+    assert sorted(releases, key=probe_boot.release_key) == [
+        "6.8.0-9-generic",
+        "6.8.0-51-generic",
+        "6.8.0-100-generic",
+        "6.12.1",
+    ]
+
+
+def test_the_running_kernel_with_dkms_and_a_newer_one_without(tmp_path):
+    roots.bare_metal(tmp_path, newer="6.8.0-51-generic")
+    driver = gather(str(tmp_path), live=False)["driver"]
+    assert [(k["release"], k["running"], k["module"]["kind"], k["headers"]) for k in driver["kernels"]] == [
+        ("6.8.0-49-generic", True, "dkms", True),
+        ("6.8.0-51-generic", False, "none", False),
+    ]
+    assert driver["next_boot"]["kernel"] == "6.8.0-51-generic"
+    assert driver["next_boot"]["has_module"] is False
+    assert driver["versions"] == {"loaded": "580.95.05", "userspace": "580.126.09", "package": "580.126.09"}
+    assert driver["version_mismatch"] is True
+    assert driver["gsp_firmware"] == ["580.126.09"]
+    assert driver["userspace"]["libnvidia-ml.so.1"]["real_path"] == (
+        "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.126.09"
+    )
+
+
+def test_a_precompiled_package_and_a_module_in_modules_dep(tmp_path):
+    root = Root(str(tmp_path))
+    roots.kernels(tmp_path, ["6.8.0-51-generic", "6.8.0-52-generic"])
+    fakeroot.write(
+        tmp_path, "/usr/lib/modules/6.8.0-52-generic/modules.dep", "kernel/nvidia-580/nvidia.ko: x\n"
+    )
+    packages = [{"name": "linux-modules-nvidia-580-open-6.8.0-51-generic", "version": "6.8.0-51.52+1"}]
+    facts, reason = probe_boot.probe(root, running="6.8.0-51-generic", dkms=[], packages=packages)
+    assert reason is None
+    modules = {k["release"]: k["module"] for k in facts["kernels"]}
+    assert modules["6.8.0-51-generic"]["kind"] == "package"
+    assert modules["6.8.0-51-generic"]["package"] == "linux-modules-nvidia-580-open-6.8.0-51-generic"
+    assert modules["6.8.0-52-generic"] == {
+        "kind": "file",
+        "version": None,
+        "path": "/usr/lib/modules/6.8.0-52-generic/kernel/nvidia-580/nvidia.ko",
+        "package": None,
+    }
+
+
+def test_a_container_has_no_next_boot(tmp_path):
+    fakeroot.h200(tmp_path)
+    driver = gather(str(tmp_path), live=False)["driver"]
+    assert driver["kernels"] == []
+    assert driver["next_boot"] is None
+    assert driver["reasons"]["next_boot"].startswith("no installed kernel under root")
+    assert driver["version_mismatch"] is False  # 580.159.04 loaded, libnvidia-ml.so.580.159.04 mounted
+
+
+def test_driver_without_a_versioned_user_space(tmp_path):
+    roots.bare_metal(tmp_path)
+    for name in ("libnvidia-ml.so", "libcuda.so"):
+        fakeroot.link(tmp_path, f"/usr/lib/x86_64-linux-gnu/{name}.1", "/nowhere")
+    driver = gather(str(tmp_path), live=False)["driver"]
+    assert driver["version_mismatch"] is None
+    assert driver["reasons"]["version_mismatch"] == "no versioned libnvidia-ml/libcuda in the loader cache"
+
+
+def test_cuda_compat_directory_and_package(tmp_path):
+    fakeroot.h200(tmp_path)
+    roots.cuda_compat(tmp_path)
+    (toolkit,) = gather(str(tmp_path), live=False)["cuda"]["toolkits"]
+    assert toolkit["compat"] == {
+        "path": "/usr/local/cuda-13.0/compat",
+        "libcuda": "/usr/local/cuda-13.0/compat/libcuda.so.580.95.05",
+        "libcuda_version": "580.95.05",
+        "package": {
+            "name": "cuda-compat-13-0",
+            "version": "580.95.05-0ubuntu1",
+            "held": False,
+            "manager": "deb",
+        },
+    }
+
+
+def test_no_compat_no_entry(tmp_path):
+    fakeroot.tarball(tmp_path, "/usr/local/cuda-12.8", "9.1.0", lib_dir="lib64")
+    fakeroot.write(tmp_path, "/usr/local/cuda-12.8/version.json", '{"cuda": {"version": "12.8.1"}}')
+    (toolkit,) = gather(str(tmp_path), live=False)["cuda"]["toolkits"]
+    assert toolkit["compat"] is None
