@@ -30,7 +30,8 @@ options:
     type: str
     default: ""
   cudnn_extra_variants:
-    description: Further builds side by side, each C({version, cuda_major}).
+    description: Further builds side by side, each C({version, cuda_major}), as versioned trees from NVIDIA's
+      redist archives (with O(cudnn_source=nvidia_repo) beside the main build's packages).
     type: list
     elements: dict
     default: []
@@ -151,7 +152,13 @@ plan:
         remove (gpufleet's own file, not wanted).
       type: dict
     install:
-      description: The builds gpufleet installs (all but an adopted main build); each has C(replace).
+      description: The builds gpufleet installs (all but an adopted main build); each has C(source).
+      type: list
+      elements: dict
+    redist_install:
+      description: The builds installed as versioned trees from NVIDIA's redist archives - every build with
+        O(cudnn_source=redist), the O(cudnn_extra_variants) beside the packages with V(nvidia_repo) (NVIDIA's
+        packages for different CUDA majors conflict); each has C(replace).
       type: list
       elements: dict
     adopted:

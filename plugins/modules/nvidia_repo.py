@@ -86,6 +86,12 @@ options:
     description: With O(state=present) and apt, run C(apt-get update) for this repository's source only.
     type: bool
     default: true
+  remove_unlisted:
+    description:
+      - With O(state=pinned), packages of the set gpufleet pinned before that the new set lacks are reported
+        in C(packages.remove) for the role to remove; without it they stay installed and pinned.
+    type: bool
+    default: false
   caller:
     description:
       - The role this runs for (C(ansible_parent_role_names | first)); names its variables in errors
@@ -127,7 +133,12 @@ packages:
     - specs (pinned package specs), names (bare names), hold (names to hold), installed (name -> version on
       the target), missing (specs not installed at the requested version).
     - With O(state=pinned) the specs are the whole set (name=version), plus unhold (held packages whose
-      version the plan changes) and index (whether apt's index of the repository was read).
+      version the plan changes, or that it replaces or removes) and index (whether apt's index of the
+      repository was read).
+    - With O(state=pinned), from the set gpufleet pinned before (its pin file) that the new set lacks and the
+      host still has - replaced (cuDNN packages of another CUDA major, which apt replaces with the new set:
+      NVIDIA's packages conflict), remove (with O(remove_unlisted)) and kept (still pinned, and held for
+      cuDNN).
   returned: when packages_for is not none
   type: dict
 pin:
@@ -313,16 +324,30 @@ def pinned(module, plan, prefix, result):
     wanted = p["cuda_major"] if p["packages_for"] == "cudnn" else p["versions"]
     repo_plan.check_one_major(members, p["packages_for"], wanted, var, plan["url"])
     state = installed_state([name for name, _ in members])
+    previous = repo_plan.parse_pin_file((_read(repo_plan.PIN_FILES[p["packages_for"]]) or b"").decode())
+    before = installed_state([name for name, _ in previous])
+    rest = repo_plan.leftovers(
+        previous,
+        members,
+        {name: s["version"] for name, s in before.items()},
+        p["packages_for"],
+        p["remove_unlisted"],
+    )
+    kept = [name for name, _ in rest["kept"]]
     packages.update(
         specs=[f"{name}={version}" for name, version in members],
         names=[name for name, _ in members],
         installed={name: s["version"] for name, s in state.items()},
         missing=[f"{n}={v}" for n, v in members if state.get(n, {}).get("version") != v],
-        unhold=[n for n, v in members if state.get(n, {}).get("held") and state[n]["version"] != v],
-        hold=[name for name, _ in members] if p["packages_for"] == "cudnn" else [],
+        unhold=[n for n, v in members if state.get(n, {}).get("held") and state[n]["version"] != v]
+        + [n for n in rest["replaced"] + rest["remove"] if before[n]["held"]],
+        hold=[name for name, _ in members] + kept if p["packages_for"] == "cudnn" else [],
+        replaced=rest["replaced"],
+        remove=rest["remove"],
+        kept=kept,
         index=True,
     )
-    pin = repo_plan.pin_file(p["packages_for"], members)
+    pin = repo_plan.pin_file(p["packages_for"], members + rest["kept"])
     result["pin"] = pin
     if _read(pin["path"]) != pin["content"].encode():
         result["changed"] = True
@@ -421,6 +446,7 @@ def main():
             "cuda_major": {"type": "str", "default": ""},
             "dev": {"type": "bool", "default": True},
             "refresh": {"type": "bool", "default": True},
+            "remove_unlisted": {"type": "bool", "default": False},
             "caller": {"type": "str", "default": ""},
         },
         supports_check_mode=True,

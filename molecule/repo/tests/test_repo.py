@@ -108,6 +108,18 @@ def test_cudnn_get_version_is_the_pinned_version(host):
     )
 
 
+def test_cudnn_for_cuda12_is_a_tree_beside_the_packages(host):
+    lib = "/opt/nvidia/cudnn/current-cuda12/lib/libcudnn.so.9"
+    out = json.loads(host.check_output(f"python3 -c {shlex.quote(CUDNN_VERSION)} {lib}"))
+    assert out["version"] == 91400
+    assert out["path"].startswith("/opt/nvidia/cudnn/9.14.0.64-cuda12/lib/")
+    assert host.file("/opt/nvidia/cudnn/9.14.0.64-cuda12/.gpufleet-redist.json").exists
+    assert "/opt/nvidia/cudnn" not in host.check_output(
+        "ldconfig -p"
+    )  # the packages' build stays the default
+    assert host.run("dpkg -S /opt/nvidia/cudnn/9.14.0.64-cuda12/lib").rc == 1  # no package owns it
+
+
 def test_cudnn_headers_where_nvidias_package_puts_them(host):
     # NVIDIA's libcudnn9-headers-cuda-13 registers no alternative (the H200's dpkg database): the headers are
     # in the multiarch include directory, which g++ searches by default

@@ -94,22 +94,30 @@ def validate(req, os_info):
     builds = variants(req)
     if int(req.get("keep_versions", 1)) < 0:
         raise PlanError(bad("cudnn_keep_versions", req["keep_versions"], ">= 0"))
-    if req["source"] == "nvidia_repo" and len(builds) > 1:
-        raise PlanError(
-            bad(
-                "cudnn_extra_variants",
-                req.get("extra_variants"),
-                "[] with cudnn_source nvidia_repo",
-                "side-by-side builds (cudnn_extra_variants) need cudnn_source redist "
-                "(NVIDIA's packages of one cuDNN major conflict)",
-            )
-        )
+    for build in builds:
+        build["source"] = tree_source(build, req["source"])
     if req["source"] == "distro":
         try:
             repo_plan.distro_cudnn_plan(os_info.get("distribution", "?"), os_info.get("version", ""))
         except repo_plan.RepoPlanError as exc:
             raise PlanError(str(exc)) from None
     return builds
+
+
+def tree_source(build, source):
+    """Where one build comes from. NVIDIA's packages of one cuDNN major for different CUDA majors conflict
+    (libcudnn9-cuda-12 and -cuda-13 both Provide/Conflict libcudnn9 and hold the same files): with
+    cudnn_source nvidia_repo the main build is the packages and each further build (cudnn_extra_variants) a
+    versioned tree from NVIDIA's redist archives (cudnn_redist_base_url) beside them, outside the linker
+    cache."""
+    if source == "nvidia_repo" and not build["main"]:
+        return "redist"
+    return source
+
+
+def tree_builds(builds):
+    """The builds installed as versioned trees under cudnn_prefix."""
+    return [b for b in builds if b["source"] == "redist"]
 
 
 def pkg_libdir(os_family, machine):
@@ -293,8 +301,8 @@ def brownfield(builds, req, facts):
     owners = plan_owners.section(facts)
     moved = transition(req, owners)
     ld = req["source"] == "redist" and bool(req.get("ldconfig", True))
-    if req["source"] == "redist":
-        check_trees(builds, req, owners)
+    if tree_builds(builds):
+        check_trees(tree_builds(builds), req, owners)
     found = plan_owners.foreign_file(owners, LD_CONF) if ld else None
     if found is not None and req.get("existing", "refuse") != "replace":
         raise _refuse(
@@ -336,7 +344,8 @@ def plan(req, facts=None, overrides=None, os_info=None):
             checks(builds, req.get("cuda_versions"), req.get("cuda_default")), compat_inputs(facts, overrides)
         )
     )
-    cuda_req = {"source": req["source"], "machine": req.get("machine")}
+    trees = tree_builds(builds)
+    cuda_req = {"source": "redist" if trees else req["source"], "machine": req.get("machine")}
     return {
         "variants": builds,
         "main": builds[0],
@@ -349,6 +358,9 @@ def plan(req, facts=None, overrides=None, os_info=None):
             remove=decided["ld_remove"],
         ),
         "install": [b for b in builds if b.get("action") != "adopt"],
+        # the versioned trees to install from NVIDIA's redist archives (every build with cudnn_source redist;
+        # the cudnn_extra_variants beside the packages with nvidia_repo)
+        "redist_install": [b for b in trees if b.get("action") != "adopt"],
         "adopted": [b["verify_lib"] for b in builds if b.get("action") == "adopt"],
         "loader": decided["loader"],
         "transition": decided["transition"],

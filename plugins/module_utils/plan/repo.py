@@ -578,6 +578,39 @@ def pin_file(what, packages):
     return {"path": PIN_FILES[what], "content": "\n".join(stanzas)}
 
 
+def parse_pin_file(text):
+    """[(name, version)] of a pin file gpufleet wrote (its record of the set it installed last); [] for a file
+    without gpufleet's header (someone else's is never read as gpufleet's record)."""
+    if not text or "Managed by gpufleet" not in text.split("\n", 1)[0]:
+        return []
+    found = re.findall(r"^Package: (\S+)\nPin: version (\S+)$", text, re.M)
+    return [(name, version) for name, version in found]
+
+
+_CUDNN_FAMILY = re.compile(r"^libcudnn([0-9]+)(?:-dev|-headers)?-cuda-([0-9]+)$")
+
+
+def leftovers(previous, members, installed, what, remove):
+    """What gpufleet pinned (and installed) before and the new set no longer has, still installed:
+    ``replaced`` (cuDNN packages of another CUDA major: NVIDIA's packages conflict, apt replaces them with the
+    new set), else ``remove`` when asked (<role>_remove_unlisted), else ``kept`` (still pinned, as they were:
+    nothing is upgraded or removed behind the user's back)."""
+    names = {name for name, _ in members}
+    majors = {m.group(1) for m in map(_CUDNN_FAMILY.match, names) if m}
+    out = {"replaced": [], "remove": [], "kept": []}
+    for name, _pinned in previous:
+        if name in names or name not in installed:
+            continue
+        family = _CUDNN_FAMILY.match(name)
+        if what == "cudnn" and family and family.group(1) in majors:
+            out["replaced"].append(name)
+        elif remove:
+            out["remove"].append(name)
+        else:
+            out["kept"].append((name, installed[name]))
+    return out
+
+
 # apt-get update: what its output says about the repository (signature, index hashes, reachability)
 APT_REFUSALS = (
     (re.compile(r"BADSIG|signatures were invalid|has been manipulated|signature verification failed", re.I),

@@ -68,10 +68,11 @@ def run(tmp_path, role, role_vars, tasks_from="main.yml"):
         ),
         (
             {
+                # with packages too, a further build is of another CUDA major (it is a redist tree beside them)
                 "cudnn_source": "nvidia_repo",
-                "cudnn_extra_variants": [{"version": "9.14.0", "cuda_major": "12"}],
+                "cudnn_extra_variants": [{"version": "9.14.0", "cuda_major": "13"}],
             },
-            "side-by-side builds (cudnn_extra_variants) need cudnn_source redist",
+            "cudnn_extra_variants[0].cuda_major=13 (allowed: a CUDA major no other build",
         ),
         (
             {"cudnn_version": "9.12.0", "cudnn_cuda_major": "11"},

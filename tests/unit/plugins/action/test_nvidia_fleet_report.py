@@ -9,6 +9,7 @@ import ast
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -113,7 +114,8 @@ def test_fleet_audit_writes_every_format(collections, tmp_path):
         "old01": "failed",
     }
     gpu99 = [h for h in report["hosts"] if h["name"] == "gpu99"][0]
-    assert "Connection refused" in gpu99["message"]
+    # ssh's own words for the closed port: "Connection refused", or under load "Broken pipe" while sending
+    assert re.search(r"Connection refused|Broken pipe|Connection reset", gpu99["message"]), gpu99["message"]
     old01 = [h for h in report["hosts"] if h["name"] == "old01"][0]
     assert "Python 3.6" in old01["message"]
     gpu01 = [h for h in report["hosts"] if h["name"] == "gpu01"][0]

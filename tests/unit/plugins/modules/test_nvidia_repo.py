@@ -23,6 +23,7 @@ DEFAULTS = {
     "cuda_major": "",
     "dev": True,
     "refresh": True,
+    "remove_unlisted": False,
     "caller": "",
 }
 
@@ -511,3 +512,60 @@ def test_pinned_reads_an_index_apt_keeps_compressed(index_file, tmp_path):
     path.with_name(path.name + ".lz4").unlink()  # no list at all: apt has no index
     with pytest.raises(repo_plan.RepoPlanError, match="apt has no index of"):
         nvidia_repo.run(FakeModule(_pinned(["9.14.0"]), answers=answers))
+
+
+def _held(names, version):
+    return "".join(f"{n}\t{version}\thold\n" for n in names)
+
+
+def test_a_cuda_major_switch_replaces_the_other_majors_cudnn_packages(index_file, tmp_path):
+    # cudnn_cuda_major 13 -> 12: NVIDIA's packages conflict; the old set's holds are released so apt can
+    # replace it, and its pins go
+    c12 = INDEX.replace("-cuda-13", "-cuda-12")
+    path = Path(index_file["apt-get indextargets"][1].split("\t")[2].split("\n")[0])
+    path.write_text(INDEX + "\n" + c12)
+    old = ["libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13"]
+    nvidia_repo.run(FakeModule(_pinned(["9.14.0"]), answers=index_file))  # gpufleet's pins of the 13 set
+    res = nvidia_repo.run(
+        FakeModule(
+            _pinned(["9.14.0"], cuda_major="12"), installed_out=_held(old, "9.14.0.64-1"), answers=index_file
+        )
+    )
+    pkgs = res["packages"]
+    assert pkgs["replaced"] == old and pkgs["unhold"] == old
+    assert pkgs["remove"] == [] and pkgs["kept"] == []
+    assert pkgs["hold"] == [n.replace("-13", "-12") for n in old]
+    assert "-cuda-13" not in (tmp_path / "prefs" / "gpufleet-cudnn.pref").read_text()
+
+
+def test_an_unlisted_toolkit_stays_pinned_unless_its_removal_is_asked(index_file, tmp_path):
+    two = INDEX + "\nPackage: cuda-toolkit-12-9\nVersion: 12.9.1-1\nDepends: cuda-nvcc-12-9 (>= 12.9.86)\n"
+    two += "\nPackage: cuda-nvcc-12-9\nVersion: 12.9.86-1\n"
+    path = Path(index_file["apt-get indextargets"][1].split("\t")[2].split("\n")[0])
+    path.write_text(two)
+    nvidia_repo.run(FakeModule(_pinned(["12.9", "13.0"], "cuda_toolkit"), answers=index_file))
+    installed = "cuda-toolkit-12-9\t12.9.1-1\tinstall\ncuda-nvcc-12-9\t12.9.86-1\tinstall\n"
+    res = nvidia_repo.run(
+        FakeModule(_pinned(["13.0"], "cuda_toolkit"), installed_out=installed, answers=index_file)
+    )
+    assert res["packages"]["kept"] == ["cuda-nvcc-12-9", "cuda-toolkit-12-9"]
+    assert res["packages"]["remove"] == []
+    pins = (tmp_path / "prefs" / "gpufleet-cuda.pref").read_text()
+    assert (
+        "Package: cuda-toolkit-12-9\nPin: version 12.9.1-1\n" in pins
+    )  # nothing moves behind the user's back
+    asked = nvidia_repo.run(
+        FakeModule(
+            _pinned(["13.0"], "cuda_toolkit", remove_unlisted=True),
+            installed_out=installed,
+            answers=index_file,
+        )
+    )
+    assert asked["packages"]["remove"] == ["cuda-nvcc-12-9", "cuda-toolkit-12-9"]
+    assert "12-9" not in (tmp_path / "prefs" / "gpufleet-cuda.pref").read_text()
+
+
+def test_someone_elses_pin_file_is_not_taken_for_gpufleets_record():
+    assert repo_plan.parse_pin_file("Package: x\nPin: version 1\nPin-Priority: 1001\n") == []
+    text = repo_plan.pin_file("cudnn", [("a", "1-1"), ("b", "2-1")])["content"]
+    assert repo_plan.parse_pin_file(text) == [("a", "1-1"), ("b", "2-1")]

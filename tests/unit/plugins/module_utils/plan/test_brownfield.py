@@ -237,3 +237,13 @@ def test_the_default_refusal_says_how_to_keep_a_default_that_is_not_listed(h200)
 def test_an_unknown_policy_names_the_variable_and_what_is_allowed(tmp_path, func, var):
     message = refused(func, tmp_path, existing="overwrite")
     assert message.startswith(f"{var}=overwrite (allowed: refuse (the default), adopt, replace)")
+
+
+def test_a_further_build_beside_packages_refuses_a_foreign_tree_at_its_path(tmp_path):
+    # cudnn_source nvidia_repo: the CUDA 12 build is a redist tree, checked like one
+    fakeroot.tarball(tmp_path, "/opt/nvidia/cudnn/9.14.0.64-cuda12", "9.14.0")
+    extra = [{"version": "9.14.0", "cuda_major": "12"}]
+    message = refused(cudnn_plan, tmp_path, source="nvidia_repo", extra_variants=extra)
+    assert "/opt/nvidia/cudnn/9.14.0.64-cuda12 is already there" in message
+    plan = cudnn_plan(tmp_path, source="nvidia_repo", extra_variants=extra, existing="replace")
+    assert plan["redist_install"][0]["replace"] is True

@@ -83,10 +83,6 @@ def test_an_unknown_major_from_the_default_cuda_says_where_it_came_from():
             {"extra_variants": [{"version": "9.14.0", "cuda_major": "13"}]},
             "cudnn_extra_variants[0].cuda_major=13 (allowed: a CUDA major no other build",
         ),
-        (
-            {"source": "nvidia_repo", "extra_variants": [{"version": "9.14.0", "cuda_major": "12"}]},
-            "side-by-side builds (cudnn_extra_variants) need cudnn_source redist",
-        ),
         ({"source": "distro"}, "cudnn_source: distro is not possible"),
     ],
 )
@@ -110,6 +106,26 @@ def test_trees_links_prune_patterns_ld_conf_and_verify():
     assert plan["ld_conf"]["content"].endswith("/opt/nvidia/cudnn/current-cuda13/lib\n")
     assert plan["ld_conf"]["wanted"] is True
     assert plan["redist"]["platform"] == "linux-x86_64"
+
+
+def test_with_packages_a_further_build_is_a_redist_tree_beside_them():
+    # NVIDIA's libcudnn9-cuda-12 and -cuda-13 conflict: the CUDA 12 build cannot be a second package set
+    plan = cudnn.plan(
+        request(
+            source="nvidia_repo", cuda_major="13", extra_variants=[{"version": "9.14.0", "cuda_major": 12}]
+        ),
+        facts={},
+    )
+    main, extra = plan["variants"]
+    assert (main["source"], extra["source"]) == ("nvidia_repo", "redist")
+    assert plan["redist_install"] == [extra]
+    assert plan["install"] == [main, extra]
+    assert main["verify_lib"] == "libcudnn.so.9"  # the packages' copy, through the linker cache
+    assert extra["verify_lib"] == "/opt/nvidia/cudnn/current-cuda12/lib/libcudnn.so.9"  # by path, outside it
+    assert plan["ld_conf"]["wanted"] is False
+    assert plan["redist"]["platform"] == "linux-x86_64"
+    alone = cudnn.plan(request(source="nvidia_repo", cuda_major="13"), facts={})
+    assert alone["redist_install"] == [] and alone["redist"]["platform"] is None
 
 
 def test_without_the_ld_cache_the_main_build_is_verified_by_path():
