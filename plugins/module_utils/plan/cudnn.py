@@ -136,7 +136,7 @@ def layout(build, req):
         "prune_pattern": f"^[0-9.]+-cuda{major}$",
         "verify_lib": soname if through_ld else f"{link}/lib/{soname}",
         "verify_dir": prefix
-        if req["source"] == "redist"
+        if build.get("source", req["source"]) == "redist"
         else pkg_libdir(req.get("os_family"), req.get("machine")),
     }
 

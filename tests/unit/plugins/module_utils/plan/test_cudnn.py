@@ -122,6 +122,8 @@ def test_with_packages_a_further_build_is_a_redist_tree_beside_them():
     assert plan["install"] == [main, extra]
     assert main["verify_lib"] == "libcudnn.so.9"  # the packages' copy, through the linker cache
     assert extra["verify_lib"] == "/opt/nvidia/cudnn/current-cuda12/lib/libcudnn.so.9"  # by path, outside it
+    assert main["verify_dir"] == "/usr/lib/x86_64-linux-gnu"  # the packages' copy must resolve there
+    assert extra["verify_dir"] == "/opt/nvidia/cudnn"  # the tree's below the prefix (molecule repo caught it)
     assert plan["ld_conf"]["wanted"] is False
     assert plan["redist"]["platform"] == "linux-x86_64"
     alone = cudnn.plan(request(source="nvidia_repo", cuda_major="13"), facts={})
