@@ -596,13 +596,14 @@ def leftovers(previous, members, installed, what, remove):
     new set), else ``remove`` when asked (<role>_remove_unlisted), else ``kept`` (still pinned, as they were:
     nothing is upgraded or removed behind the user's back)."""
     names = {name for name, _ in members}
-    majors = {m.group(1) for m in map(_CUDNN_FAMILY.match, names) if m}
+    family_of = [m.groups() for m in map(_CUDNN_FAMILY.match, names) if m]
+    majors, cuda_majors = {f[0] for f in family_of}, {f[1] for f in family_of}
     out = {"replaced": [], "remove": [], "kept": []}
     for name, _pinned in previous:
         if name in names or name not in installed:
             continue
         family = _CUDNN_FAMILY.match(name)
-        if what == "cudnn" and family and family.group(1) in majors:
+        if what == "cudnn" and family and family.group(1) in majors and family.group(2) not in cuda_majors:
             out["replaced"].append(name)
         elif remove:
             out["remove"].append(name)

@@ -569,3 +569,22 @@ def test_someone_elses_pin_file_is_not_taken_for_gpufleets_record():
     assert repo_plan.parse_pin_file("Package: x\nPin: version 1\nPin-Priority: 1001\n") == []
     text = repo_plan.pin_file("cudnn", [("a", "1-1"), ("b", "2-1")])["content"]
     assert repo_plan.parse_pin_file(text) == [("a", "1-1"), ("b", "2-1")]
+
+
+def test_dropping_the_dev_packages_keeps_them_unless_removal_is_asked(index_file, tmp_path):
+    # cudnn_install_dev false after true: the -dev and -headers gpufleet installed stay installed, pinned and
+    # held (molecule repo once saw them taken for another CUDA major's set and released)
+    names = ["libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13"]
+    nvidia_repo.run(FakeModule(_pinned(["9.14.0"]), answers=index_file))
+    held = _held(names, "9.14.0.64-1")
+    res = nvidia_repo.run(FakeModule(_pinned(["9.14.0"], dev=False), installed_out=held, answers=index_file))
+    pkgs = res["packages"]
+    assert (pkgs["kept"], pkgs["replaced"], pkgs["remove"], pkgs["unhold"]) == (names[1:], [], [], [])
+    assert pkgs["hold"] == names
+    asked = nvidia_repo.run(
+        FakeModule(
+            _pinned(["9.14.0"], dev=False, remove_unlisted=True), installed_out=held, answers=index_file
+        )
+    )
+    assert asked["packages"]["remove"] == names[1:] and asked["packages"]["unhold"] == names[1:]
+    assert asked["packages"]["hold"] == names[:1]
