@@ -178,12 +178,14 @@ def build_parser():
 
     p = sub.add_parser("hosts", help="lab hosts: systemd containers with sshd")
     hsub = p.add_subparsers(dest="hosts_command", required=True, metavar="ACTION")
-    h = hsub.add_parser("up", help="start N hosts and write .lab/inventory.yml")
+    h = hsub.add_parser(
+        "up", help="start N hosts of this checkout's lab (labelled with its directory), write the inventory"
+    )
     h.add_argument("--count", type=int, default=3)
     h.add_argument("--image", default="gpufleet/debian12-systemd")
     h.add_argument("--prefix", default="gpufleet-host")
     h.set_defaults(func=cmd_hosts_up, check=check_hosts_up)
-    h = hsub.add_parser("down", help="remove the lab hosts")
+    h = hsub.add_parser("down", help="remove this checkout's lab hosts (never another checkout's)")
     h.add_argument("--prefix", default=None)
     h.set_defaults(func=cmd_hosts_down)
 

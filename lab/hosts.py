@@ -1,5 +1,6 @@
 """Lab hosts: systemd containers with sshd on the lab network, and an inventory for them."""
 
+import hashlib
 import io
 import os
 import shutil
@@ -19,6 +20,9 @@ INVENTORY = STATE / "inventory.yml"
 DEFAULT_IMAGE = "gpufleet/debian12-systemd"
 DEFAULT_PREFIX = "gpufleet-host"
 MAX_HOSTS = 200
+# every host carries the lab directory that made it: a checkout only sees, reuses and removes its own
+LAB_DIR_LABEL = "gpufleet.lab_dir"
+HOST_LABEL = "gpufleet.host"
 SSH_OPTS = [
     "-o", "StrictHostKeyChecking=no",
     "-o", "UserKnownHostsFile=/dev/null",
@@ -70,11 +74,40 @@ def names(prefix, count):
     return [f"{prefix}-{i:0{width}d}" for i in range(1, count + 1)]
 
 
-def lab_hosts(client, prefix=None):
+def lab_tag(lab_dir=None):
+    """8 hex digits naming one lab directory (docker container names are global to the machine)."""
+    return hashlib.sha256(str(lab_dir or STATE).encode()).hexdigest()[:8]
+
+
+def container_name(name, lab_dir=None):
+    """The container of inventory host ``name`` of this lab: ``<name>.<lab tag>`` (unique per checkout)."""
+    return f"{name}.{lab_tag(lab_dir)}"
+
+
+def host_name(container):
+    """The inventory name of a lab host container (its hostname label; older hosts: the container name)."""
+    return container.labels.get(HOST_LABEL) or container.name
+
+
+def owned(labels, lab_dir=None, prefix=None):
+    """True when a container with these labels is a host of the lab at ``lab_dir`` (and of ``prefix``)."""
+    if labels.get(LABEL) != "host" or labels.get(LAB_DIR_LABEL) != str(lab_dir or STATE):
+        return False
+    return not prefix or labels.get("gpufleet.prefix") == prefix
+
+
+def lab_hosts(client, prefix=None, lab_dir=None):
+    """The host containers of this lab (this checkout's ``.lab``), never those of another checkout."""
+    lab_dir = lab_dir or STATE
+    found = client.containers.list(all=True, filters={"label": f"{LAB_DIR_LABEL}={lab_dir}"})
+    return sorted((c for c in found if owned(c.labels, lab_dir, prefix)), key=host_name)
+
+
+def foreign_hosts(client, lab_dir=None):
+    """Lab host containers that belong to another lab directory (or to none: made before the label)."""
+    mine = str(lab_dir or STATE)
     found = client.containers.list(all=True, filters={"label": f"{LABEL}=host"})
-    if prefix:
-        found = [c for c in found if c.labels.get("gpufleet.prefix") == prefix]
-    return sorted(found, key=lambda c: c.name)
+    return sorted((c for c in found if c.labels.get(LAB_DIR_LABEL) != mine), key=lambda c: c.name)
 
 
 def up(client, count, image=DEFAULT_IMAGE, prefix=DEFAULT_PREFIX, log=print):
@@ -91,7 +124,7 @@ def up(client, count, image=DEFAULT_IMAGE, prefix=DEFAULT_PREFIX, log=print):
     key = ensure_key(log)
     pub = key.with_suffix(".pub").read_bytes()
     wanted = names(prefix, count)
-    existing = {c.name: c for c in lab_hosts(client, prefix)}
+    existing = {host_name(c): c for c in lab_hosts(client, prefix)}
     for name, container in existing.items():
         if name not in wanted or container.labels.get("gpufleet.image") != recipe.tag:
             container.remove(force=True)
@@ -107,7 +140,7 @@ def up(client, count, image=DEFAULT_IMAGE, prefix=DEFAULT_PREFIX, log=print):
         container = client.containers.create(
             recipe.tag,
             SYSTEMD_RUN["command"],
-            name=name,
+            name=container_name(name),
             hostname=name,
             detach=True,
             network=NETWORK,
@@ -115,7 +148,7 @@ def up(client, count, image=DEFAULT_IMAGE, prefix=DEFAULT_PREFIX, log=print):
             volumes=SYSTEMD_RUN["volumes"],
             cgroupns=SYSTEMD_RUN["cgroupns"],
             stop_signal="SIGRTMIN+3",
-            labels={LABEL: "host", "gpufleet.prefix": prefix, "gpufleet.image": recipe.tag},
+            labels=host_labels(name, prefix, recipe.tag),
         )
         container.put_archive("/root", _authorized_keys_tar(pub))
         container.start()
@@ -123,7 +156,7 @@ def up(client, count, image=DEFAULT_IMAGE, prefix=DEFAULT_PREFIX, log=print):
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(start_one, wanted))
-    hosts = {c.name: c for c in lab_hosts(client, prefix)}
+    hosts = {host_name(c): c for c in lab_hosts(client, prefix)}
     ips = {}
     for name in wanted:
         hosts[name].reload()
@@ -138,10 +171,20 @@ def up(client, count, image=DEFAULT_IMAGE, prefix=DEFAULT_PREFIX, log=print):
     if bad:
         raise LabError(
             f"no SSH to {', '.join(bad)} within {budget}s (machine busy?): rerun the same command, "
-            f"or see `docker exec {bad[0]} journalctl -u ssh`"
+            f"or see `docker exec {container_name(bad[0])} journalctl -u ssh`"
         )
     log(f"hosts: {count} up and reachable over SSH in {time.monotonic() - start:.0f}s; inventory {INVENTORY}")
     return ips
+
+
+def host_labels(name, prefix, image, lab_dir=None):
+    return {
+        LABEL: "host",
+        LAB_DIR_LABEL: str(lab_dir or STATE),
+        HOST_LABEL: name,
+        "gpufleet.prefix": prefix,
+        "gpufleet.image": image,
+    }
 
 
 def wait_ssh(ip, key, deadline):
@@ -166,7 +209,7 @@ def group_name(prefix):
 
 
 def inventory_text(groups, key):
-    """The inventory of every lab host: group lab_hosts, one child group per prefix.
+    """The inventory of this lab's hosts: group lab_hosts, one child group per prefix.
 
     groups: {prefix: {name: ip}}.
     """
@@ -195,12 +238,13 @@ def inventory_text(groups, key):
     return "\n".join(lines) + "\n"
 
 
-def refresh_inventory(client, key=KEY):
-    """Rewrite .lab/inventory.yml from the lab hosts that exist now (all prefixes)."""
+def refresh_inventory(client, key=None):
+    """Rewrite .lab/inventory.yml from this lab's hosts that exist now (all prefixes, no other lab's)."""
+    key = key or KEY
     groups = {}
     for container in lab_hosts(client):
         prefix = container.labels.get("gpufleet.prefix", DEFAULT_PREFIX)
-        groups.setdefault(prefix, {})[container.name] = container_ip(container)
+        groups.setdefault(prefix, {})[host_name(container)] = container_ip(container)
     if not groups:
         if INVENTORY.exists():
             INVENTORY.unlink()

@@ -3,7 +3,7 @@
 import json
 
 from lab import MIRROR_CONTAINER, NETWORK, LabError, repo
-from lab.hosts import INVENTORY, lab_hosts
+from lab.hosts import INVENTORY, foreign_hosts, host_name, lab_hosts
 from lab.images import RECIPES, image_recipe_label
 from lab.mirror import mirror_dir
 from lab.serve import MIRROR_URL, container_ip, find
@@ -42,10 +42,25 @@ def show(out=print):
         else:
             ip = container_ip(server)
             out(f"server:  {MIRROR_CONTAINER} {server.status}, {MIRROR_URL} on {NETWORK} ({ip})")
-        found = lab_hosts(client)
-        out(f"hosts:   {len(found)}" + (f" (inventory {INVENTORY})" if INVENTORY.exists() else ""))
-        for container in found:
-            out(f"         {container.name:24s} {container.status:8s} {container_ip(container)}")
+        _hosts_lines(client, out)
+
+
+def _hosts_lines(client, out):
+    """This lab's hosts, then how many belong to other checkouts' labs (never listed in this inventory)."""
+    found = lab_hosts(client)
+    out(f"hosts:   {len(found)}" + (f" (inventory {INVENTORY})" if INVENTORY.exists() else ""))
+    for container in found:
+        out(
+            f"         {host_name(container):24s} {container.status:8s} {container_ip(container):15s} "
+            f"(container {container.name})"
+        )
+    others = foreign_hosts(client)
+    if others:
+        out(
+            f"other:   {len(others)} lab host(s) of other checkouts (not in this inventory, "
+            f"not removed by `hosts down` here): {', '.join(c.name for c in others[:5])}"
+            + (" ..." if len(others) > 5 else "")
+        )
 
 
 def _repo_line(out):

@@ -26,8 +26,19 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.build impor
     check_report_dir,
     drift_lines,
     record_from_result,
+    render_json,
     summary_lines,
+    write_atomic,
     write_reports,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.merge import (
+    MergeError,
+    check_slice,
+    merge_lines,
+    merge_reports,
+    read_slices,
+    slice_file_name,
+    slice_report,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.settings import (
     SettingsError,
@@ -48,6 +59,10 @@ ARGS = {
     "fail_on_unreachable": {"type": "bool", "default": False},
     "print_summary": {"type": "bool", "default": True},
     "generated_at": {"type": "str"},
+    "slice_number": {"type": "raw"},
+    "slice_count": {"type": "raw"},
+    "merge": {"type": "bool", "default": False},
+    "slice_dir": {"type": "path"},
 }
 
 
@@ -121,6 +136,29 @@ def failure_problems(args, report, drift):
     return problems
 
 
+def slice_of(args):
+    """(number, count) when this run is one slice of several (AWX job slicing, --limit shards), else None."""
+    if args["slice_number"] in (None, "") and args["slice_count"] in (None, ""):
+        return None
+    try:
+        return check_slice(args["slice_number"], args["slice_count"])
+    except MergeError as exc:
+        raise AnsibleActionFail(f"gpufleet_audit_slice / gpufleet_audit_slices: {exc}") from None
+
+
+def merged_report(args, expected, baselines_given, report_dir, generated_at):
+    """The fleet report merged from the slice reports in ``slice_dir`` (default: the report directory).
+
+    ``expected``: the hosts the fleet report must cover (None: whatever the slices hold); their baselines
+    as the inventory gives them must be the ones each slice was audited against.
+    """
+    try:
+        slices = read_slices(args["slice_dir"] or report_dir)
+        return merge_reports(slices, expected=expected, baselines=baselines_given, generated_at=generated_at)
+    except (MergeError, BaselineError) as exc:
+        raise AnsibleActionFail(str(exc)) from None
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -146,25 +184,50 @@ class ActionModule(ActionBase):
                 msg=f"report directory {report_dir} is writable; baselines of {len(names)} host(s) valid",
             )
             return result
+        now = time.time()
+        if args["merge"]:
+            expected = names if args["hosts"] is not None else None  # the fleet: the inventory's hosts
+            report = merged_report(args, expected, given, report_dir, _now_text(now, args["generated_at"]))
+            result.update(self._finish(args, report, report_dir, now, merge_lines(report)))
+            return result
+        part = slice_of(args)
         hostvars = task_vars.get("hostvars", {})
         records = [
             record_from_result(name, _plain(hostvars[name].get(args["result_var"])), given[name])
             for name in names
         ]
-        result.update(self._report(args, records, report_dir))
-        return result
-
-    def _report(self, args, records, report_dir):
-        now = time.time()
         try:
             report = build_report(records, generated_at=_now_text(now, args["generated_at"]))
         except BaselineError as exc:
             raise AnsibleActionFail(str(exc)) from None
+        if part:
+            result.update(self._finish_slice(args, slice_report(report, *part), report_dir))
+        else:
+            result.update(self._finish(args, report, report_dir, now))
+        return result
+
+    def _finish_slice(self, args, report, report_dir):
+        """A slice of a sliced run writes its slice report only (the merge writes the fleet's formats)."""
+        part = report["slice"]
+        path = os.path.join(report_dir, slice_file_name(part["number"], part["count"]))
+        if not self._task.check_mode:
+            try:
+                write_atomic(path, render_json(report))
+            except OSError as exc:
+                raise AnsibleActionFail(f"gpufleet_audit_report_dir: cannot write {path}: {exc}") from None
+        lines = [f"slice {part['number']} of {part['count']}: slice report {path}"]
+        return self._outcome(args, report, {"slice": path} if not self._task.check_mode else {}, lines)
+
+    def _finish(self, args, report, report_dir, now, notes=()):
         paths = self._write(report, report_dir, args["formats"], now)
+        html = [f"HTML report: {paths['html']}"] if "html" in paths else []
+        return self._outcome(args, report, paths, [*notes, *html])
+
+    def _outcome(self, args, report, paths, notes):
+        """Print the summary (and ``notes``), then the task result; failed when asked (drift, down hosts)."""
         summary = summary_lines(report)
         if args["print_summary"]:
-            html = [f"HTML report: {paths['html']}"] if "html" in paths else []
-            display.display("\n".join(["", "gpufleet audit", *summary, *html]))
+            display.display("\n".join(["", "gpufleet audit", *summary, *notes]))
         drift = drift_lines(report)
         s = report["summary"]
         out = {
@@ -173,12 +236,15 @@ class ActionModule(ActionBase):
             "summary": summary,
             "drift": drift,
             "totals": _plain({k: v for k, v in s.items() if k != "distributions"}),
+            "notes": list(notes),
         }
         problems = failure_problems(args, report, drift)
         if problems:
             out.update(failed=True, msg=" | ".join(problems))
         elif paths:
-            out["msg"] = f"fleet report for {s['hosts']} host(s) written to {report_dir}"
+            what = f"slice {report['slice']['number']} report" if "slice" in report else "fleet report"
+            written_to = os.path.dirname(next(iter(paths.values())))
+            out["msg"] = f"{what} for {s['hosts']} host(s) written to {written_to}"
         else:
             out["msg"] = "check mode: reports not written"
         return out

@@ -84,6 +84,31 @@ options:
   generated_at:
     description: Timestamp written in the report (default, now in UTC); for reproducible output.
     type: str
+  slice_number:
+    description:
+      - This run is slice O(slice_number) of O(slice_count) (1 to O(slice_count)) of a sliced audit (AWX job
+        slicing, or C(--limit) shards by hand). With O(slice_count) above 1, writes only the slice report
+        C(gpufleet-audit.slice-<number>-of-<count>.json) (the report plus C(slice)) into O(report_dir).
+      - C(playbooks/audit.yml) passes C(gpufleet_audit_slice), else AWX's C(awx_job_slice_number).
+    type: raw
+  slice_count:
+    description:
+      - Number of slices of the sliced audit; 1 or unset, the run writes the fleet report itself.
+      - C(playbooks/audit.yml) passes C(gpufleet_audit_slices), else AWX's C(awx_job_slice_count).
+    type: raw
+  merge:
+    description:
+      - Merge the slice reports found in O(slice_dir) into one fleet report, written in every format of
+        O(formats) into O(report_dir), as a single run over every host would have written it.
+      - The fleet is O(hosts) (give the inventory's hosts); a host in no slice is reported as failed, a host
+        in several slices is kept once (its audited entry) and named.
+      - Refused with one line, no file written, for slices of another schema version or slice count, a slice
+        number twice, or a host whose baseline in its slice differs from the one in the inventory.
+    type: bool
+    default: false
+  slice_dir:
+    description: Where O(merge=true) reads the slice reports; default O(report_dir).
+    type: path
 attributes:
   check_mode:
     support: full

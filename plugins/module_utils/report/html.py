@@ -3,17 +3,22 @@
 """The fleet report as one self-contained HTML page (no external asset: inline CSS, SVG, a little JS).
 
 Stdlib only, Python >= 3.9. Reads only the report dict of report.build.build_report; rows and texts
-come from report.rows.
+come from report.rows. Built to stay usable at 10,000 hosts (a few MB, aggregate views first):
 - a summary; version-distribution charts (GPU models, drivers, CUDA toolkits, cuDNN copies) as inline SVG;
-- the host x component table (id ``components``): click a header to sort, type in the box to filter;
-  rows with drift carry class ``drift`` and are highlighted; unreachable/failed hosts class ``down``;
-- drift and findings lists.
+- drift and findings grouped by message, each with its number of hosts and the first host names;
+- the hosts table (id ``hosts``) and the host x component table (id ``components``), paged
+  (``PAGE_ROWS`` rows a page): the first page is plain HTML, every row is in one JSON block
+  (``gpufleet-data``: each distinct text once, rows as indexes into it) that the script pages, sorts
+  (click a header) and filters (type in the box above the table) over all rows; rows with drift carry
+  class ``drift``, unreachable/failed hosts class ``down``.
 """
 
 from __future__ import annotations
 
+import json
 from html import escape
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import consumers as report_consumers
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import (
     CSV_COLUMNS,
     HOST_COLUMNS,
@@ -22,6 +27,10 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import
     findings_count,
     host_cells,
 )
+
+PAGE_ROWS = 100  # rows a page of each table (static first page and script)
+GROUP_HOSTS = 20  # host names shown after a drift or findings group; the rest are counted
+ROW_CLASSES = ("", "drift", "down")
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:1.5em;color:#1d1d1f}
@@ -35,23 +44,48 @@ tr.down td{background:#eee;color:#777}
 .cards{display:flex;flex-wrap:wrap;gap:1em}.card{border:1px solid #ccc;border-radius:6px;padding:.5em 1em}
 .card b{font-size:1.5em;display:block}.card.bad b{color:#a40000}
 .charts{display:flex;flex-wrap:wrap;gap:1.5em}.chart{border:1px solid #ddd;padding:.5em}
-#filter{width:24em;padding:4px;margin:.5em 0}
-li.error{color:#a40000}li.warning{color:#8a5a00}
+input[type=search]{width:24em;padding:4px;margin:.5em 0}.pager{margin:.4em 0}.pager .info{margin:0 .8em}
+li.error{color:#a40000}li.warning{color:#8a5a00}li small{color:#555}
 """
 
+# Pages, sorts and filters every row of each table in gpufleet-data; the first page's markup is the same
+# as the server's. Sorting ranks the distinct texts once (numeric collation), then sorts rows by rank.
 _JS = """
 (function(){
-  var t=document.getElementById('components'),f=document.getElementById('filter');
-  f.addEventListener('input',function(){var q=f.value.toLowerCase();
-    Array.prototype.forEach.call(t.tBodies[0].rows,function(r){
-      r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?'':'none';});});
-  Array.prototype.forEach.call(t.tHead.rows[0].cells,function(th,i){th.addEventListener('click',function(){
-    var asc=!th.classList.contains('asc'),rows=Array.prototype.slice.call(t.tBodies[0].rows);
-    Array.prototype.forEach.call(t.tHead.rows[0].cells,function(c){c.classList.remove('asc','desc');});
-    th.classList.add(asc?'asc':'desc');
-    rows.sort(function(a,b){var x=a.cells[i].textContent,y=b.cells[i].textContent;
-      return (asc?1:-1)*x.localeCompare(y,undefined,{numeric:true});});
-    rows.forEach(function(r){t.tBodies[0].appendChild(r);});});});
+  var D=JSON.parse(document.getElementById('gpufleet-data').textContent),S=D.strings,P=D.page,rank=null;
+  var CLS=%(classes)s,E={'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#x27;'};
+  function esc(s){return s.replace(/[&<>"']/g,function(c){return E[c];});}
+  function ranks(){if(rank)return rank;var c=window.Intl?new Intl.Collator(undefined,{numeric:true}).compare:
+    function(x,y){return x.localeCompare(y,undefined,{numeric:true});};
+    var ix=S.map(function(_,i){return i;}).sort(function(a,b){return c(S[a],S[b]);});
+    rank=new Array(S.length);ix.forEach(function(s,i){rank[s]=i;});return rank;}
+  function setup(id){
+    var spec=D.tables[id],t=document.getElementById(id),f=document.getElementById(id+'-filter'),
+        pg=document.getElementById(id+'-pager'),all=spec.rows,order=all.slice(),view=order,page=0;
+    function text(r){if(r.t===undefined){var s='';for(var i=1;i<r.length;i++)s+=S[r[i]]+'\\t';
+      r.t=s.toLowerCase();}return r.t;}
+    function row(r){var h='<tr class="'+CLS[r[0]]+'"'+(spec.key?' data-host="'+esc(S[r[1]])+'"':'')+'>';
+      for(var i=1;i<r.length;i++)
+        h+=(spec.cells?'<td class="'+spec.cells[i-1]+'">':'<td>')+esc(S[r[i]])+'</td>';
+      return h+'</tr>';}
+    function draw(){var n=view.length,pages=Math.max(1,Math.ceil(n/P));if(page>=pages)page=pages-1;
+      var a=page*P,b=Math.min(n,a+P),h='';for(var i=a;i<b;i++)h+=row(view[i]);t.tBodies[0].innerHTML=h;
+      pg.querySelector('.info').textContent=(n?(a+1)+'-'+b:'0')+' of '+n+' rows'+
+        (n<all.length?' (filtered from '+all.length+')':'')+', page '+(page+1)+' of '+pages;
+      pg.querySelector('.prev').disabled=page<=0;pg.querySelector('.next').disabled=page>=pages-1;}
+    function filter(){var q=f.value.toLowerCase();
+      view=q?order.filter(function(r){return text(r).indexOf(q)>=0;}):order;page=0;draw();}
+    f.addEventListener('input',filter);
+    pg.querySelector('.prev').addEventListener('click',function(){page--;draw();});
+    pg.querySelector('.next').addEventListener('click',function(){page++;draw();});
+    Array.prototype.forEach.call(t.tHead.rows[0].cells,function(th,i){th.addEventListener('click',function(){
+      var asc=!th.classList.contains('asc'),r=ranks();
+      Array.prototype.forEach.call(t.tHead.rows[0].cells,function(c){c.classList.remove('asc','desc');});
+      th.classList.add(asc?'asc':'desc');
+      order=all.slice().sort(function(a,b){return (asc?1:-1)*(r[a[i+1]]-r[b[i+1]]);});filter();});});
+    draw();}
+  Object.keys(D.tables).forEach(setup);
+  document.body.setAttribute('data-ready-ms',String(Math.round(performance.now())));
 })();
 """
 
@@ -120,56 +154,119 @@ def _charts(dist):
     ]
 
 
-def _hosts_table(report):
-    p = [
-        "<h2>Hosts</h2>",
-        '<table id="hosts"><thead><tr>'
-        + "".join(f"<th>{escape(c)}</th>" for c in HOST_COLUMNS)
-        + "</tr></thead><tbody>",
-    ]
+def _host_table_rows(report):
+    """(row class, cells) of the hosts table: drift, down (unreachable/failed) or plain."""
+    out = []
     for h in report["hosts"]:
         cls = "drift" if h["drift"] else ("down" if h["status"] != "ok" else "")
-        cells = host_cells(h, drift_text(h), findings_count(h))
-        p.append(
-            f'<tr class="{cls}" data-host="{escape(h["name"])}">'
-            + "".join(f"<td>{escape(str(c))}</td>" for c in cells)
-            + "</tr>"
-        )
-    p.append("</tbody></table>")
-    return p
+        out.append((cls, [str(c) for c in host_cells(h, drift_text(h), findings_count(h))]))
+    return out
 
 
-def _components_table(report):
-    p = [
-        "<h2>Components</h2>",
-        '<input id="filter" type="search" placeholder="filter rows (host, version, path...)">',
-        '<table id="components"><thead><tr>'
-        + "".join(f"<th>{escape(c)}</th>" for c in CSV_COLUMNS)
-        + "</tr></thead><tbody>",
-    ]
+def _component_table_rows(report):
+    out = []
     for r in component_rows(report):
         cls = "drift" if r["drift"] else ("down" if r["component"] == "host" else "")
-        p.append(
-            f'<tr class="{cls}">'
-            + "".join(f'<td class="{c}">{escape(str(r[c]))}</td>' for c in CSV_COLUMNS)
-            + "</tr>"
-        )
-    p.append("</tbody></table>")
-    return p
+        out.append((cls, [str(r[c]) for c in CSV_COLUMNS]))
+    return out
+
+
+def _row_html(cls, cells, cell_classes=None, key=False):
+    """One row's markup; the script writes the same for every other page."""
+    host = f' data-host="{escape(cells[0])}"' if key else ""
+    if cell_classes:
+        tds = "".join(f'<td class="{c}">{escape(v)}</td>' for c, v in zip(cell_classes, cells))
+    else:
+        tds = "".join(f"<td>{escape(v)}</td>" for v in cells)
+    return f'<tr class="{cls}"{host}>{tds}</tr>'
+
+
+def _table(table_id, title, columns, rows, cell_classes=None):
+    """A table's heading, filter box, pager and first page (the script holds every row)."""
+    shown = min(len(rows), PAGE_ROWS)
+    pages = max(1, -(-len(rows) // PAGE_ROWS))
+    info = f"{1 if rows else 0}-{shown} of {len(rows)} rows, page 1 of {pages}"
+    key = cell_classes is None
+    return [
+        f"<h2>{escape(title)}</h2>",
+        f'<input id="{table_id}-filter" type="search" placeholder="filter rows (host, version, path...)">',
+        f'<div class="pager" id="{table_id}-pager"><button class="prev" disabled>&lsaquo; previous</button>'
+        f'<span class="info">{info}</span><button class="next"{" disabled" if pages == 1 else ""}>'
+        "next &rsaquo;</button></div>",
+        f'<table id="{table_id}"><thead><tr>'
+        + "".join(f"<th>{escape(c)}</th>" for c in columns)
+        + "</tr></thead><tbody>",
+        *(_row_html(cls, cells, cell_classes, key) for cls, cells in rows[:PAGE_ROWS]),
+        "</tbody></table>",
+    ]
+
+
+def table_data(tables):
+    """The rows of every table as compact JSON: each distinct text once, rows as indexes into it.
+
+    ``tables``: {table id: {"rows": [(class, cells)], "cells": cell classes or None, "key": bool}}.
+    Texts are numbered most frequent first, so the common ones (versions, paths, statuses) take one or
+    two digits; a row is [class index, cell indexes...].
+    """
+    counts = {}
+    for spec in tables.values():
+        for _, cells in spec["rows"]:
+            for c in cells:
+                counts[c] = counts.get(c, 0) + 1
+    strings = sorted(counts, key=lambda c: -counts[c])
+    index = {c: i for i, c in enumerate(strings)}
+    classes = {c: i for i, c in enumerate(ROW_CLASSES)}
+    out = {"strings": strings, "page": PAGE_ROWS, "tables": {}}
+    for table_id, spec in tables.items():
+        out["tables"][table_id] = {
+            "cells": spec["cells"],
+            "key": spec["key"],
+            "rows": [[classes[cls]] + [index[c] for c in cells] for cls, cells in spec["rows"]],
+        }
+    return out
+
+
+def decode_table(data, table_id):
+    """(class, cells) rows of one table back from table_data's JSON (what the script shows)."""
+    strings = data["strings"]
+    return [(ROW_CLASSES[row[0]], [strings[i] for i in row[1:]]) for row in data["tables"][table_id]["rows"]]
+
+
+def _script_json(data):
+    """JSON safe inside <script>: no '</' (closing tag) and no '<!--' can appear in it."""
+    return json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
+
+
+def _groups(items):
+    """{text: [host names]} in the order first seen, largest groups first."""
+    groups = {}
+    for name, text in items:
+        groups.setdefault(text, []).append(name)
+    return sorted(groups.items(), key=lambda kv: -len(kv[1]))
+
+
+def _hosts_note(names):
+    shown = ", ".join(names[:GROUP_HOSTS])
+    more = f" and {len(names) - GROUP_HOSTS} more" if len(names) > GROUP_HOSTS else ""
+    return f"<small>{escape(shown)}{more}</small>"
 
 
 def _lists(report):
-    drift_items = [(h, d) for h in report["hosts"] for d in h["drift"]]
+    """Drift and findings grouped by message: the number of hosts, the message, the first host names."""
+    drift = _groups((h["name"], d["message"]) for h in report["hosts"] for d in h["drift"])
     p = ['<h2>Drift</h2><ul id="drift">']
-    p += [f"<li><b>{escape(h['name'])}</b>: {escape(d['message'])}</li>" for h, d in drift_items] or [
-        "<li>none</li>"
-    ]
-    p.append('</ul><h2>Findings</h2><ul id="findings">')
-    findings = [(h, f) for h in report["hosts"] for f in h["findings"]]
     p += [
-        f'<li class="{f["severity"]}"><b>{escape(h["name"])}</b> {f["severity"]} '
-        f"<code>{escape(f['code'])}</code>: {escape(f['message'])}</li>"
-        for h, f in findings
+        f"<li><b>{len(names)} host(s)</b>: {escape(message)} {_hosts_note(names)}</li>"
+        for message, names in drift
+    ] or ["<li>none</li>"]
+    p.append('</ul><h2>Findings</h2><ul id="findings">')
+    findings = _groups(
+        (h["name"], (f["severity"], f["code"], f["message"])) for h in report["hosts"] for f in h["findings"]
+    )
+    p += [
+        f'<li class="{sev}"><b>{len(names)} host(s)</b> {sev} <code>{escape(code)}</code>: '
+        f"{escape(message)} {_hosts_note(names)}</li>"
+        for (sev, code, message), names in findings
     ] or ["<li>none</li>"]
     p.append("</ul>")
     return p
@@ -177,6 +274,15 @@ def _lists(report):
 
 def render_html(report):
     s = report["summary"]
+    hosts, components = _host_table_rows(report), _component_table_rows(report)
+    envs, env_cells = report_consumers.html_table_rows(report), list(report_consumers.ENV_COLUMNS)
+    data = table_data(
+        {
+            "hosts": {"rows": hosts, "cells": None, "key": True},
+            "components": {"rows": components, "cells": list(CSV_COLUMNS), "key": False},
+            "environments": {"rows": envs, "cells": env_cells, "key": False},
+        }
+    )
     p = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -187,7 +293,13 @@ def render_html(report):
         f"<small>generated {escape(str(report['generated_at']))} by {escape(report['generator'])}, "
         f"schema {escape(report['schema'])} v{report['schema_version']}</small>",
     ]
-    p += _summary_cards(s) + _charts(s["distributions"]) + _hosts_table(report) + _components_table(report)
-    p += _lists(report)
-    p += [f"<script>{_JS}</script>", "</body></html>"]
+    p += _summary_cards(s) + _charts(s["distributions"]) + _lists(report)
+    p += _table("hosts", "Hosts", HOST_COLUMNS, hosts)
+    p += _table("components", "Components", CSV_COLUMNS, components, list(CSV_COLUMNS))
+    p += _table("environments", "Environments: what each program loads", env_cells, envs, env_cells)
+    p += [
+        f'<script type="application/json" id="gpufleet-data">{_script_json(data)}</script>',
+        "<script>" + _JS.replace("%(classes)s", json.dumps(list(ROW_CLASSES))) + "</script>",
+        "</body></html>",
+    ]
     return "\n".join(p) + "\n"

@@ -11,6 +11,8 @@ Stdlib only, Python >= 3.9. Reads only the report dict of report.build.build_rep
 
 from __future__ import annotations
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import consumers as report_consumers
+
 CSV_COLUMNS = (
     "host",
     "status",
@@ -256,7 +258,8 @@ def _expected_rows(h):
 def host_component_rows(h):
     if h["status"] != "ok":
         return [_row(h, component="host", name=h["status"], detail=h["message"] or "")]
-    return _gpu_rows(h) + [_driver_row(h)] + _cuda_rows(h) + _cudnn_rows(h) + _expected_rows(h)
+    rows = _gpu_rows(h) + [_driver_row(h)] + _cuda_rows(h) + _cudnn_rows(h) + _expected_rows(h)
+    return rows + report_consumers.csv_rows(h, CSV_COLUMNS)
 
 
 def component_rows(report):

@@ -14,7 +14,17 @@ from __future__ import annotations
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.build import FORMATS
 
-STRATEGIES = ("linear", "free", "host_pinned", "debug")
+# mitogen's strategies (mitogen_linear, ...) work with the supported ansible-core when the user points
+# strategy_plugins at ansible_mitogen/plugins/strategy (docs/scale.md)
+STRATEGIES = (
+    "linear",
+    "free",
+    "host_pinned",
+    "debug",
+    "mitogen_linear",
+    "mitogen_free",
+    "mitogen_host_pinned",
+)
 _TRUE = ("y", "yes", "on", "1", "true", "t")
 _FALSE = ("n", "no", "off", "0", "false", "f")
 BOOL_ALLOWED = "true or false (also yes/no, on/off, 1/0)"
@@ -104,6 +114,29 @@ def _gather_subset(value, subsets):
     return items
 
 
+def _count(value):
+    """A whole number >= 1 (slice number or number of slices), as -e gives it (a string) or YAML (an int)."""
+    if isinstance(value, bool):
+        raise _Wrong(f"{value!r} is not a whole number; allowed: 1, 2, 3, ...")
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise _Wrong(f"{value!r} is not a whole number; allowed: 1, 2, 3, ...") from None
+    if number < 1:
+        raise _Wrong(f"{value!r} is below 1; allowed: 1, 2, 3, ...")
+    return number
+
+
+def _slices(out, problems):
+    """gpufleet_audit_slice must not exceed gpufleet_audit_slices; one without the other is an error."""
+    number, count = out.get("gpufleet_audit_slice"), out.get("gpufleet_audit_slices")
+    if (number is None) != (count is None):
+        given = "gpufleet_audit_slice" if count is None else "gpufleet_audit_slices"
+        problems.append(f"{given}: set both gpufleet_audit_slice and gpufleet_audit_slices (a sliced run)")
+    elif number is not None and number > count:
+        problems.append(f"gpufleet_audit_slice: {number} is above gpufleet_audit_slices ({count})")
+
+
 def checkers(subsets):
     """{variable: function(value) -> normalized value} for every gpufleet_audit_* variable."""
     return {
@@ -116,6 +149,9 @@ def checkers(subsets):
         "gpufleet_audit_strategy": _strategy,
         "gpufleet_audit_gather_subset": lambda value: _gather_subset(value, subsets),
         "gpufleet_audit_cudnn_search_paths": _search_paths,
+        "gpufleet_audit_slice": _count,
+        "gpufleet_audit_slices": _count,
+        "gpufleet_audit_slice_dir": _report_dir,
     }
 
 
@@ -137,6 +173,8 @@ def validate_settings(values, subsets):
             out[name] = table[name](value)
         except _Wrong as exc:
             problems.append(f"{name}: {exc}")
+    if not problems:
+        _slices(out, problems)
     if problems:
         raise SettingsError("; ".join(problems))
     return out

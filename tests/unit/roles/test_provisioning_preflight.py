@@ -68,7 +68,7 @@ def run(tmp_path, role, role_vars, tasks_from="main.yml"):
         ),
         (
             {
-                # with packages too, a further build is of another CUDA major (it is a redist tree beside them)
+                # with packages too, a further build is of another CUDA major (a redist tree beside them)
                 "cudnn_source": "nvidia_repo",
                 "cudnn_extra_variants": [{"version": "9.14.0", "cuda_major": "13"}],
             },

@@ -71,7 +71,7 @@ FLEET = {
 }
 
 
-def run(collections, tmp_path, hosts, *extra, check=False):
+def run(collections, tmp_path, hosts, *extra, check=False, playbook=PLAYBOOK):
     env = dict(
         os.environ,
         ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
@@ -83,7 +83,7 @@ def run(collections, tmp_path, hosts, *extra, check=False):
         ANSIBLE_NOCOLOR="1",
         ANSIBLE_FORCE_COLOR="0",
     )
-    cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(inventory(tmp_path, hosts)), str(PLAYBOOK)]
+    cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(inventory(tmp_path, hosts)), str(playbook)]
     if "gpufleet_audit_report_dir" not in " ".join(extra):
         cmd += ["-e", f"gpufleet_audit_report_dir={tmp_path / 'reports'}"]
     cmd += list(extra)
@@ -233,3 +233,77 @@ def test_validated_variables_keep_ansible_lists_and_booleans():
     assert validated_variables(
         {"gpufleet_audit_fail_on_drift": "yes", "gpufleet_audit_gather_subset": ["all", "!cudnn"]}
     ) == {"gpufleet_audit_fail_on_drift": True, "gpufleet_audit_gather_subset": ["all", "!cudnn"]}
+
+
+# -- sliced runs: each slice writes its slice report, audit_merge.yml writes the fleet report ---------------
+MERGE_PLAYBOOK = ROOT / "playbooks" / "audit_merge.yml"
+SHARDS = {1: "gpu01,gpu10,localhost", 2: "login01,old01,gpu99,localhost"}
+
+
+def test_sliced_runs_merge_into_the_single_run_report(collections, tmp_path):
+    single = tmp_path / "single"
+    rc, out = run(collections, tmp_path, FLEET, "-e", f"gpufleet_audit_report_dir={single}")
+    assert rc == 0, out
+    for number, limit in SHARDS.items():
+        rc, out = run(
+            collections,
+            tmp_path,
+            FLEET,
+            "--limit",
+            limit,
+            "-e",
+            f"gpufleet_audit_slice={number}",
+            "-e",
+            "gpufleet_audit_slices=2",
+        )
+        assert rc == 0, out
+        assert (
+            f"slice {number} of 2: slice report {tmp_path / 'reports'}/gpufleet-audit.slice-{number}-of-2"
+            in out
+        )
+    assert sorted(os.listdir(tmp_path / "reports")) == [
+        "gpufleet-audit.slice-1-of-2.json",
+        "gpufleet-audit.slice-2-of-2.json",
+    ]
+    rc, out = run(collections, tmp_path, FLEET, playbook=MERGE_PLAYBOOK)
+    assert rc == 0, out
+    assert "5 host(s): 3 audited, 1 unreachable, 1 failed, 1 without GPU" in out
+    merged = json.loads((tmp_path / "reports" / "gpufleet-audit.json").read_text())
+    alone = json.loads((single / "gpufleet-audit.json").read_text())
+    note = merged.pop("merge")
+    assert [s["number"] for s in note["slices"]] == [1, 2] and note["missing"] == []
+    for report in (merged, alone):
+        report.pop("generated_at")
+        for h in report["hosts"]:
+            h.pop("message")  # the unreachable host's ssh message names its own connection
+    assert merged == alone
+    assert (tmp_path / "reports" / "gpufleet-audit.html").exists()
+
+
+def test_merge_names_hosts_in_no_slice_and_refuses_another_baseline(collections, tmp_path):
+    rc, out = run(
+        collections, tmp_path, FLEET, "--limit", SHARDS[1], "-e", "gpufleet_audit_slice=1", "-e",
+        "gpufleet_audit_slices=2",
+    )  # fmt: skip
+    assert rc == 0, out
+    rc, out = run(collections, tmp_path, FLEET, playbook=MERGE_PLAYBOOK)
+    assert rc == 0, out
+    assert "slices missing: 2" in out
+    assert "3 host(s) in no slice (reported as failed): gpu99, login01, old01" in out
+    rc, out = run(
+        collections, tmp_path, FLEET, "-e", "gpufleet_audit_fail_on_unreachable=true", playbook=MERGE_PLAYBOOK
+    )
+    assert rc == 2, out
+    moved = dict(FLEET, gpu10=local("oldtrain.json", gpufleet_baseline={"driver_branch": "575"}))
+    rc, out = run(collections, tmp_path, moved, playbook=MERGE_PLAYBOOK)
+    assert rc == 2, out
+    assert "against another baseline than the inventory's: gpu10 (slice 1:" in out
+
+
+def test_a_wrong_slice_variable_is_named_before_gathering(collections, tmp_path):
+    rc, out = run(
+        collections, tmp_path, FLEET, "-e", "gpufleet_audit_slice=3", "-e", "gpufleet_audit_slices=2"
+    )
+    assert rc == 2, out
+    assert "gpufleet_audit_slice: 3 is above gpufleet_audit_slices (2)" in out
+    assert "Gather ansible_facts.nvidia" not in out

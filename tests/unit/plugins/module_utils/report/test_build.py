@@ -84,6 +84,9 @@ HOST_KEYS = {
     "probes",
     "warnings",
     "facts_schema_version",
+    "consumers",
+    "driver_runtime",
+    "cuda_compat",
     "baseline",
     "findings",
     "drift",
@@ -508,8 +511,8 @@ def test_html_self_contained_with_rows_and_charts(report):
     hosts = p.tables["hosts"][1:]
     assert [r[0] for _, r in hosts] == ["gpu01", "gpu10", "gpu99", "login01", "old01"]
     assert hosts[1][0] == "drift"
-    assert 'id="filter"' in page
-    assert "localeCompare" in page  # sortable
+    assert 'id="components-filter"' in page and 'id="hosts-filter"' in page
+    assert "Intl.Collator" in page  # sortable
 
 
 def test_html_escapes():
