@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # molecule scenarios run by `make test`, in this order
 MOLECULE_SCENARIOS ?= smoke default brownfield repo airgap facts driver audit
 
-.PHONY: help venv lint unit integration lab molecule gpu gpu-host test demo audit bench clean
+.PHONY: help venv lint unit integration lab molecule gpu gpu-host test demo audit bench sanity changelog importer clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -55,8 +55,23 @@ demo: venv  ## the main job: 4 lab hosts with different CUDA/cuDNN stacks, provi
 audit: venv  ## audit this machine (read-only)
 	$(BIN)/ansible-playbook playbooks/audit.yml
 
-bench: venv  ## benchmarks (print ratios against a baseline run in the same process)
+bench: venv  ## benchmarks, each a ratio to a baseline measured in the same run (docs/scale.md); needs the lab
+	$(PY) bench/bench_report.py
 	$(PY) bench/bench_facts.py
+	$(PY) -m lab up
+	$(PY) bench/bench_audit.py --count $(or $(BENCH_HOSTS),20) --down
+	$(PY) bench/bench_install.py
+
+sanity: venv  ## ansible-test sanity on the collection as it ships (offline pip bootstrap; docs/collection.md)
+	scripts/sanity.sh
+
+changelog: venv  ## lint the changelog fragments and regenerate CHANGELOG.md
+	$(BIN)/antsibull-changelog lint
+	$(BIN)/antsibull-changelog generate
+	rm -f changelogs/.plugin-cache.yaml
+
+importer: venv  ## build the tarball and run galaxy-importer on it
+	scripts/galaxy_importer.sh
 
 clean:  ## remove the toolchain and caches of this checkout (not the lab images)
 	rm -rf $(VENV) .collections .cache .pytest_cache .ruff_cache .hypothesis

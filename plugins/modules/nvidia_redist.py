@@ -116,6 +116,15 @@ options:
     description: Network timeout in seconds per request.
     type: int
     default: 60
+  validate_certs:
+    description:
+      - Verify the server's TLS certificate. Requests go through C(ansible.module_utils.urls), so the
+        C(https_proxy), C(http_proxy) and C(no_proxy) environment variables of the task apply.
+    type: bool
+    default: true
+  ca_path:
+    description: A PEM file of CA certificates to verify the server with (a site CA, a TLS-inspecting proxy).
+    type: path
 author: gpufleet contributors
 notes:
   - Check mode is supported; it reads the manifest but changes nothing.
@@ -264,7 +273,7 @@ def _manifest_artifacts(p):
     murl = plan_redist.manifest_url(base, product, release)
     result = {"changed": False, "manifest_url": murl, "pruned": [], "downloaded": [], "artifacts": []}
     try:
-        raw = redist.fetch_bytes(murl, timeout=p["timeout"])
+        raw = redist.fetch_bytes(murl, timeout=p["timeout"], tls=_tls(p))
     except redist.RedistError as exc:
         raise redist.RedistError(f"{label}: {p['release']}: no redist manifest for it ({exc})") from None
     manifest = plan_redist.parse_manifest(raw, murl)
@@ -291,6 +300,11 @@ def _manifest_artifacts(p):
     return result, raw
 
 
+def _tls(p):
+    """validate_certs and ca_path for the fetches (open_url's meaning)."""
+    return {"validate_certs": p.get("validate_certs", True), "ca_path": p.get("ca_path")}
+
+
 def _local(p, art):
     return os.path.join(p["download_dir"], plan_redist.archive_file(p["product"], art["relative_path"]))
 
@@ -306,7 +320,7 @@ def downloaded(module, result, raw):
         return result
     for art in missing:
         redist.fetch_verified(
-            art["url"], _local(p, art), art["sha256"], size=art["size"], timeout=p["timeout"]
+            art["url"], _local(p, art), art["sha256"], size=art["size"], timeout=p["timeout"], tls=_tls(p)
         )
         result["downloaded"].append(art["url"])
     if manifest_stale:
@@ -330,7 +344,10 @@ def _fetch_all(p, arts, result):
             path = redist.verify_local(art["url"], art["sha256"], art["size"])
         else:
             path = _local(p, art)
-            if redist.fetch_verified(art["url"], path, art["sha256"], size=art["size"], timeout=p["timeout"]):
+            fetched = redist.fetch_verified(
+                art["url"], path, art["sha256"], size=art["size"], timeout=p["timeout"], tls=_tls(p)
+            )
+            if fetched:
                 result["downloaded"].append(art["url"])
         paths.append(path)
     return paths
@@ -458,6 +475,8 @@ ARGUMENT_SPEC = {
     "download_dir": {"type": "path", "default": stack.HOST_CACHE},
     "keep_downloads": {"type": "bool", "default": False},
     "timeout": {"type": "int", "default": 60},
+    "validate_certs": {"type": "bool", "default": True},
+    "ca_path": {"type": "path"},
 }
 
 

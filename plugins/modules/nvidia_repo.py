@@ -57,6 +57,16 @@ options:
     description: Network timeout in seconds.
     type: int
     default: 30
+  validate_certs:
+    description:
+      - Verify the server's TLS certificate when fetching the key. The fetch goes through
+        C(ansible.module_utils.urls), so the C(https_proxy), C(http_proxy) and C(no_proxy) environment
+        variables of the task apply.
+    type: bool
+    default: true
+  ca_path:
+    description: A PEM file of CA certificates to verify the key's server with.
+    type: path
   packages_for:
     description:
       - Also plan the packages of V(cudnn) or V(cuda_toolkit) for O(source) and report which are missing on
@@ -136,7 +146,7 @@ packages:
       version the plan changes, or that it replaces or removes) and index (whether apt's index of the
       repository was read).
     - With O(state=pinned), from the set gpufleet pinned before (its pin file) that the new set lacks and the
-      host still has - replaced (cuDNN packages of another CUDA major, which apt replaces with the new set:
+      host still has - replaced (cuDNN packages of another CUDA major, which apt replaces with the new set;
       NVIDIA's packages conflict), remove (with O(remove_unlisted)) and kept (still pinned, and held for
       cuDNN).
   returned: when packages_for is not none
@@ -154,9 +164,10 @@ import shutil
 import sys
 import tempfile
 from urllib.error import URLError
-from urllib.request import Request, urlopen
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import ConnectionError as UrlConnectionError
+from ansible.module_utils.urls import open_url
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.packages import Packages
@@ -377,11 +388,14 @@ def python_apt_refusal(module, prefix, plan, packages):
     )
 
 
-def fetch_key(url, timeout):
+def fetch_key(url, timeout, validate_certs=True, ca_path=None):
+    """The key's bytes through open_url: the environment's proxies (https_proxy, http_proxy, no_proxy)."""
     try:
-        with urlopen(Request(url, headers={"User-Agent": "gpufleet"}), timeout=timeout) as resp:
+        with open_url(
+            url, http_agent="gpufleet", timeout=timeout, validate_certs=validate_certs, ca_path=ca_path
+        ) as resp:
             return resp.read()
-    except (URLError, OSError) as exc:
+    except (URLError, OSError, UrlConnectionError) as exc:
         raise repo_plan.RepoPlanError(
             f"cannot fetch the repository key {url}: {getattr(exc, 'reason', exc)}"
         ) from None
@@ -408,7 +422,7 @@ def run(module):
         if refusal:
             raise repo_plan.RepoPlanError(refusal)
         return result
-    key = fetch_key(plan["key_url"], p["timeout"])
+    key = fetch_key(plan["key_url"], p["timeout"], p.get("validate_certs", True), p.get("ca_path"))
     result["fingerprint"] = repo_plan.check_key(
         key, plan["key_fingerprint"], f"{prefix}_repo_key_fingerprint"
     )
@@ -448,6 +462,8 @@ def main():
             "refresh": {"type": "bool", "default": True},
             "remove_unlisted": {"type": "bool", "default": False},
             "caller": {"type": "str", "default": ""},
+            "validate_certs": {"type": "bool", "default": True},
+            "ca_path": {"type": "path"},
         },
         supports_check_mode=True,
     )

@@ -2,7 +2,8 @@
 # Apache-2.0
 """NVIDIA redist archives: fetch verified, unpack to a staging tree, switch atomically, prune.
 
-Stdlib only, Python >= 3.9 (runs on targets inside the ``nvidia_redist`` module and on the controller).
+Stdlib and ``ansible.module_utils.urls`` (proxies from the environment, CA bundles, validate_certs as in
+every Ansible module), Python >= 3.9; runs on targets inside the ``nvidia_redist`` module.
 What to fetch (manifests, release tables, artifact selection) is decided in ``plan/redist.py``; this file
 executes: every byte is checked against the manifest's sha256, every install is a rename of a complete tree.
 """
@@ -18,12 +19,10 @@ import shutil
 import socket
 import tarfile
 import time
+from urllib.error import HTTPError, URLError
 
-try:  # Python 3
-    from urllib.error import HTTPError, URLError
-    from urllib.request import Request, urlopen
-except ImportError:  # pragma: no cover - Python 2 is not supported
-    raise
+from ansible.module_utils.urls import ConnectionError as UrlConnectionError
+from ansible.module_utils.urls import open_url
 
 MARKER = ".gpufleet-redist.json"
 STAGING_TAG = ".gpufleet-staging-"
@@ -46,7 +45,20 @@ def _local_path(location):
     return location[len("file://") :] if location.startswith("file://") else location
 
 
-def fetch_bytes(url, timeout=30):
+def _open(location, timeout, tls):
+    """A response for ``location`` through open_url: the environment's proxies (http_proxy, https_proxy,
+    no_proxy), ``tls`` = {validate_certs, ca_path}."""
+    tls = tls or {}
+    return open_url(
+        location,
+        http_agent="gpufleet",
+        timeout=timeout,
+        validate_certs=tls.get("validate_certs", True),
+        ca_path=tls.get("ca_path"),
+    )
+
+
+def fetch_bytes(url, timeout=30, tls=None):
     """Small documents (manifests): returns bytes or raises RedistError."""
     if is_local(url):
         try:
@@ -55,11 +67,11 @@ def fetch_bytes(url, timeout=30):
         except OSError as exc:
             raise RedistError(f"cannot read {url}: {exc.strerror or exc}") from None
     try:
-        with urlopen(Request(url, headers={"User-Agent": "gpufleet"}), timeout=timeout) as resp:
+        with _open(url, timeout, tls) as resp:
             return resp.read()
     except HTTPError as exc:
         raise RedistError(f"{url}: HTTP {exc.code} {exc.reason}") from None
-    except (URLError, OSError, socket.timeout) as exc:
+    except (URLError, OSError, socket.timeout, UrlConnectionError) as exc:
         raise RedistError("{}: {}".format(url, getattr(exc, "reason", None) or exc)) from None
 
 
@@ -85,7 +97,7 @@ def verify_local(location, sha256, size=0):
     return path
 
 
-def fetch_verified(url, dest, sha256, *, size=0, timeout=60, retries=1):
+def fetch_verified(url, dest, sha256, *, size=0, timeout=60, retries=1, tls=None):
     """Download ``url`` to ``dest`` (atomically, via ``dest.part``) and check sha256 and size.
 
     An existing ``dest`` with the right sha256 is reused (returns False); a download returns True.
@@ -99,7 +111,7 @@ def fetch_verified(url, dest, sha256, *, size=0, timeout=60, retries=1):
     last = None
     for attempt in range(retries + 1):
         try:
-            _download(url, part, sha256, size=size, timeout=timeout)
+            _download(url, part, sha256, size=size, timeout=timeout, tls=tls)
             os.replace(part, dest)
             return True
         except RedistError as exc:
@@ -112,12 +124,12 @@ def fetch_verified(url, dest, sha256, *, size=0, timeout=60, retries=1):
     raise last
 
 
-def _download(url, part, sha256, *, size, timeout):
+def _download(url, part, sha256, *, size, timeout, tls=None):
     digest = hashlib.sha256()
     got = 0
     try:
         location = "file://" + _local_path(url) if is_local(url) else url
-        src = urlopen(Request(location, headers={"User-Agent": "gpufleet"}), timeout=timeout)
+        src = _open(location, timeout, tls)
         with src, open(part, "wb") as out:
             for block in iter(lambda: src.read(_CHUNK), b""):
                 digest.update(block)
@@ -127,7 +139,7 @@ def _download(url, part, sha256, *, size, timeout):
             os.fsync(out.fileno())
     except HTTPError as exc:
         raise RedistError(f"{url}: HTTP {exc.code} {exc.reason}") from None
-    except (URLError, OSError, socket.timeout, ValueError) as exc:
+    except (URLError, OSError, socket.timeout, ValueError, UrlConnectionError) as exc:
         reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
         raise RedistError(f"download of {url} failed after {got} bytes: {reason}") from None
     except Exception as exc:  # http.client.IncompleteRead and friends
