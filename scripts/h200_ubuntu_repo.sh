@@ -107,7 +107,6 @@ ROOT=$ROOT SITE=$SITE:$W/pydeps DIST=$DIST FPR=$FPR REPO_URL=http://127.0.0.1:$P
   TAMPER_URL=http://127.0.0.1:$PORT/tamper bash $ROOT/scripts/container_repo_check.sh
 EOF
 )
-INNER=${INNER_OVERRIDE:-$INNER}  # a debugging shell command instead of the checks
 export INNER
 unshare --mount --pid --fork --kill-child bash "$W/enter.sh" "$R" "$ROOT" "${SITE%%:*}" "$W"
 echo "rc=$?"; lap

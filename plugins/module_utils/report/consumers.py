@@ -350,16 +350,18 @@ def gpu_stack_series(h):
     return out
 
 
+def _env_labels(h, env):
+    """The labels every per-environment series carries (``Hostname`` joins DCGM exporter's series)."""
+    return {"host": h["name"], "Hostname": h["name"], "environment": env["path"], "kind": env["kind"]}
+
+
 def _consumer_series(h):
     out = []
     for env in _l(_d(h.get("consumers")).get("environments")):
         for fw in env["frameworks"]:
             state, loaded, built = framework_verdict(fw)
             labels = {
-                "host": h["name"],
-                "Hostname": h["name"],
-                "environment": env["path"],
-                "kind": env["kind"],
+                **_env_labels(h, env),
                 "framework": fw["name"],
                 "version": fw.get("version") or "",
                 "cuda_version": fw.get("cuda_version") or "",
@@ -371,10 +373,7 @@ def _consumer_series(h):
             out.append(("gpufleet_framework_info", labels, 1))
         for r in env["cudnn"]:
             labels = {
-                "host": h["name"],
-                "Hostname": h["name"],
-                "environment": env["path"],
-                "kind": env["kind"],
+                **_env_labels(h, env),
                 "consumer": r.get("for") or "process",
                 "soname": r.get("soname") or "",
                 "version": r.get("version") or "none",

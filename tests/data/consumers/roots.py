@@ -11,13 +11,19 @@ cuda-compat.
 from __future__ import annotations
 
 import os
+import shutil
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.cudnn import SUB_LIBRARIES
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.elf import build_elf
 
+from tests.data.facts import fakeroot
 from tests.data.facts.fakeroot import conda_env, cudnn_header, dpkg_db, ld_cache, link, write
 
 MULTIARCH = "/usr/lib/x86_64-linux-gnu"
+# the H200's torch venv (tests/data/h200-ubuntu2404; docs/evidence/h200-2026-12-01-consumers)
+VENV = "/opt/torch/.venv"
+SP = VENV + "/lib/python3.12/site-packages"
+WHEEL_LIB = SP + "/nvidia/cudnn/lib"
 TORCH_RUNPATH = "$ORIGIN/../../nvidia/cudnn/lib:$ORIGIN/../../nvidia/cublas/lib:$ORIGIN"
 
 
@@ -156,3 +162,12 @@ def bare_metal(root, *, package="580.126.09", loaded="580.95.05", running="6.8.0
     gsp_firmware(root, package)
     installed = [running, newer] if newer else [running]
     kernels(root, installed, module_for=[running], headers_for=[running], running=running)
+
+
+def h200_torch(root, **kwargs):
+    """The H200 tree with every 9.14.0 sub-library and a torch venv (pin and wheel 9.19.0.56 by default)."""
+    fakeroot.h200(root)
+    shutil.rmtree(root / SP.lstrip("/") / "nvidia_cudnn_cu13-9.19.0.56.dist-info")
+    system_sub_libraries(root, "9.14.0")
+    torch_venv(root, VENV, **kwargs)
+    return root

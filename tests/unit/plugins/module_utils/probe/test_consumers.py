@@ -1,7 +1,6 @@
 """probe_consumers: what each consumer environment loads, from fixture roots (tests/data/consumers)."""
 
 import io
-import shutil
 
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import common as probe_common
@@ -11,20 +10,8 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common impor
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
 
 from tests.data.consumers import roots
+from tests.data.consumers.roots import SP, VENV, WHEEL_LIB, h200_torch
 from tests.data.facts import fakeroot
-
-VENV = "/opt/torch/.venv"
-SP = VENV + "/lib/python3.12/site-packages"
-WHEEL_LIB = SP + "/nvidia/cudnn/lib"
-
-
-def h200_torch(tmp_path, **kwargs):
-    """The H200 tree with every 9.14.0 sub-library and a torch venv (pin and wheel 9.19.0.56 by default)."""
-    fakeroot.h200(tmp_path)
-    shutil.rmtree(tmp_path / SP.lstrip("/") / "nvidia_cudnn_cu13-9.19.0.56.dist-info")
-    roots.system_sub_libraries(tmp_path, "9.14.0")
-    roots.torch_venv(tmp_path, VENV, **kwargs)
-    return tmp_path
 
 
 def consumers(tmp_path):

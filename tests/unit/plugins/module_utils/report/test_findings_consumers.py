@@ -11,19 +11,8 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import cons
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import CSV_COLUMNS
 
 from tests.data.consumers import roots
+from tests.data.consumers.roots import SP, VENV, WHEEL_LIB, h200_torch
 from tests.data.facts import fakeroot
-
-VENV = "/opt/torch/.venv"
-SP = VENV + "/lib/python3.12/site-packages"
-WHEEL_LIB = SP + "/nvidia/cudnn/lib"
-
-
-def h200_torch(root, **kwargs):
-    fakeroot.h200(root)
-    shutil.rmtree(root / SP.lstrip("/") / "nvidia_cudnn_cu13-9.19.0.56.dist-info")
-    roots.system_sub_libraries(root, "9.14.0")
-    roots.torch_venv(root, VENV, **kwargs)
-    return root
 
 
 def entry_of(root):
