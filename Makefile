@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # molecule scenarios run by `make test`, in this order
 MOLECULE_SCENARIOS ?= smoke default brownfield repo airgap facts driver audit
 
-.PHONY: help venv lint unit integration lab molecule gpu gpu-host test demo audit bench sanity changelog importer clean
+.PHONY: help venv lint unit test-tools integration lab molecule gpu gpu-host test demo audit bench sanity changelog importer clean matrix
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -31,7 +31,10 @@ lint: venv  ## yamllint, ansible-lint (production profile), ruff
 unit: venv  ## unit tests
 	$(BIN)/pytest -q tests/unit
 
-integration: venv  ## playbook tests through ansible-playbook on localhost (no lab)
+test-tools:  ## Prometheus, node exporter and Chromium for the monitoring tests (apt; root or sudo)
+	scripts/install_test_tools.sh
+
+integration: venv test-tools  ## playbook tests on localhost (no lab) and the monitoring path (Prometheus, Chromium)
 	$(BIN)/pytest -q tests/integration
 
 lab: venv  ## docker engine, base images, NVIDIA redist mirror (built only when missing)
@@ -75,3 +78,10 @@ importer: venv  ## build the tarball and run galaxy-importer on it
 
 clean:  ## remove the toolchain and caches of this checkout (not the lab images)
 	rm -rf $(VENV) .collections .cache .pytest_cache .ruff_cache .hypothesis
+
+# ansible-core version matrix (issue 15; tox.ini): the unit tests and molecule smoke on each older minor that
+# meta/runtime.yml admits. `make test` runs the dev pin's minor (pyproject.toml) in .venv already.
+MATRIX_ENVS ?= core216,core217,core218
+
+matrix: lab  ## unit tests + molecule smoke on each older ansible-core minor (tox.ini; MATRIX_ENVS)
+	$(BIN)/tox -e $(MATRIX_ENVS)
