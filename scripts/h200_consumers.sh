@@ -7,9 +7,11 @@
 #   OUT_DIR     where everything goes (default /tmp/gpufleet-consumers-out)
 #   TORCH_VENV  the venv with torch (default /opt/torch/.venv)
 #   AUDIT_ROOT  the root the audit reads (default /; a fixture tree to try the audit part elsewhere)
-#   STEPS       steps to run (default: "audit torch ldconfig compare broken"); "audit" alone needs no GPU
+#   STEPS       steps to run (default: "audit torch ldconfig compare archs broken"); "audit" alone needs no GPU;
+#               "archs" needs "audit" before it
 # Writes under OUT_DIR: facts.json (nvidia_facts), findings.json, torch.json (the torch process), ldconfig.txt,
-# compare.txt (PASS/FAIL lines), broken-facts.json, broken-findings.json, broken-torch.txt, summary.txt.
+# compare.txt (PASS/FAIL lines), archs.txt (the archs step's lines), broken-facts.json, broken-findings.json,
+# broken-torch.txt, summary.txt. Exits 1 when a PASS/FAIL line of this run says FAIL.
 # Changes nothing outside /tmp: the broken venv is a copy under $WORK (hard links where /tmp and the venv share
 # a filesystem, else links to every entry and a real copy of nvidia/cudnn/lib only), removed at the end.
 set -uo pipefail
@@ -19,13 +21,14 @@ PY=${PY:-python3}
 OUT_DIR=${OUT_DIR:-/tmp/gpufleet-consumers-out}
 TORCH_VENV=${TORCH_VENV:-/opt/torch/.venv}
 AUDIT_ROOT=${AUDIT_ROOT:-/}
-STEPS=${STEPS:-audit torch ldconfig compare broken}
+STEPS=${STEPS:-audit torch ldconfig compare archs broken}
 WORK=$(mktemp -d /tmp/gpufleet-consumers.XXXXXX)
 AC=$WORK/ac
 mkdir -p "$OUT_DIR" "$AC/ansible_collections/gpufleet"
 ln -sfn "$REPO" "$AC/ansible_collections/gpufleet/nvidia"
 export LC_ALL=C PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 trap 'rm -rf "$WORK"' EXIT
+rm -f "$OUT_DIR/compare.txt" "$OUT_DIR/archs.txt"
 
 # audit ROOT OUTPREFIX [extra search path]: writes OUTPREFIXfacts.json and OUTPREFIXfindings.json;: nvidia_facts' code called directly, then the report's findings
 audit() {
@@ -134,6 +137,66 @@ print("\n".join(lines))
 EOF
 }
 
+# archs: the audit's compiled_for of torch (read from libtorch_cuda.so's .nv_fatbin) == torch.cuda.get_arch_list();
+# the fatbin read timed alone, with the default bounds and without them; nvidia_facts timed 3 times
+archs() {
+  "$TORCH_VENV/bin/python" -c 'import json, torch; print(json.dumps(torch.cuda.get_arch_list()))' \
+    >"$WORK/arch_list.json" 2>"$OUT_DIR/archs.stderr"
+  PYTHONPATH=$AC "$PY" - "$OUT_DIR" "$TORCH_VENV" "$WORK/arch_list.json" "$AUDIT_ROOT" <<'EOF' | tee "$OUT_DIR/archs.txt"
+import glob, json, os, re, sys, time
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import fatbin
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
+out, venv, arch_file, root = sys.argv[1:5]
+facts = json.load(open(out + "/facts.json"))
+fws = [f for e in facts["consumers"]["environments"] if e["path"] == venv for f in e["frameworks"]
+       if f["name"] == "torch"]
+fw = fws[0] if fws else {}
+compiled = fw.get("compiled_for") or {}
+try:
+    torch_list = json.load(open(arch_file))
+except (OSError, ValueError):
+    torch_list = None
+
+def cc(number):  # "90" -> "9.0", "100" -> "10.0", "120" -> "12.0"
+    return f"{int(number) // 10}.{int(number) % 10}"
+
+torch_sets = {"sm": set(), "ptx": set()}
+for name in torch_list or []:  # 'sm_90', 'compute_90', 'sm_100a', 'sm_120f': an a/f variant counts as its number
+    m = re.fullmatch(r"(sm|compute)_(\d+)[af]?", name)
+    if m:
+        torch_sets["sm" if m.group(1) == "sm" else "ptx"].add(cc(m.group(2)))
+audit_sets = {"sm": set(compiled.get("sm") or []), "ptx": set(compiled.get("ptx") or [])}
+def shown(values):
+    return sorted(values, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+print(f"audit compiled_for: {compiled or fw.get('reasons', {}).get('compiled_for')}")
+print(f"torch.cuda.get_arch_list(): {torch_list}")
+for kind in ("sm", "ptx"):
+    same = torch_list is not None and bool(compiled) and audit_sets[kind] == torch_sets[kind]
+    print(f"{'PASS' if same else 'FAIL'} audit's compiled_for {kind} == torch.cuda.get_arch_list()'s: "
+          f"audit {shown(audit_sets[kind])}; torch {shown(torch_sets[kind])}"
+          f" (only in audit {shown(audit_sets[kind] - torch_sets[kind])},"
+          f" only in torch {shown(torch_sets[kind] - audit_sets[kind])})")
+inside = os.path.join(root, venv.lstrip("/"))
+for path in sorted(glob.glob(inside + "/lib/python3*/site-packages/torch/lib/libtorch_cuda.so"))[:1]:
+    for label, budget in (("default bounds", None),
+                          ("no bounds", fatbin.Budget(seconds=600, max_reads=10**8, max_blobs=10**8))):
+        started = time.monotonic()
+        result, reason = fatbin.compute_capabilities(path, budget)
+        ms = (time.monotonic() - started) * 1000
+        counts = {k: v for k, v in (result or {}).items() if k not in ("sm", "ptx")}
+        print(f"fatbin read of {path}, {label}: {ms:.1f} ms; {counts or reason}")
+times = []
+for _ in range(3):
+    started = time.monotonic()
+    gather(root)
+    times.append((time.monotonic() - started) * 1000)
+print(f"{'PASS' if max(times) < 500 else 'FAIL'} nvidia_facts under 0.5 s (3 runs): "
+      + ", ".join(f"{t:.0f} ms" for t in times))
+EOF
+  grep -E '^(PASS|FAIL)' "$OUT_DIR/archs.txt" >>"$OUT_DIR/compare.txt"
+}
+
 broken() {
   local copy=$WORK/copy/.venv lib sp
   sp=$(cd "$TORCH_VENV" && for d in lib/python3*/site-packages; do echo "$d"; break; done)
@@ -183,7 +246,9 @@ for step in $STEPS; do
     torch) torch_conv "$TORCH_VENV" >"$OUT_DIR/torch.json" 2>"$OUT_DIR/torch.stderr"; cat "$OUT_DIR/torch.json" ;;
     ldconfig) ldconfig -p | grep libcudnn | tee "$OUT_DIR/ldconfig.txt" ;;
     compare) compare ;;
+    archs) archs ;;
     broken) broken ;;
     *) echo "unknown step $step" ;;
   esac
 done 2>&1 | tee "$OUT_DIR/summary.txt"
+! grep -qs '^FAIL' "$OUT_DIR/compare.txt" "$OUT_DIR/archs.txt"

@@ -23,7 +23,7 @@ import os
 import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cudnn as kb_cudnn
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import elf
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import elf, fatbin
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import UNKNOWN
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import (
     bounded_names as common_bounded_names,
@@ -74,6 +74,14 @@ FRAMEWORKS = {
     "cupy_cuda13x": ("cupy", (), False),
     "cupy_cuda11x": ("cupy", (), False),
 }  # fmt: skip
+# The library holding a framework's own CUDA kernels (its ``.nv_fatbin``: probe/fatbin.py), relative to
+# site-packages. torch 2.x wheels: libtorch_cuda.so; onnxruntime-gpu: its CUDA execution provider. Not read:
+# jax (XLA compiles most kernels at run time), cupy (compiles its kernels at run time with NVRTC), TensorFlow
+# (its build_info.py names its compute capabilities: ``compute_capabilities``).
+KERNEL_LIBRARIES = {
+    "torch": "torch/lib/libtorch_cuda.so",
+    "onnxruntime-gpu": "onnxruntime/capi/libonnxruntime_providers_cuda.so",
+}
 
 
 # ---------------------------------------------------------------- bounded reads
@@ -139,7 +147,7 @@ def parse_requires(text):
     for line in (text or "").splitlines():
         if not line.strip():
             break
-        key, _, value = line.partition(":")
+        key, _sep, value = line.partition(":")
         value = value.strip()
         if key == "Name":
             name = value
@@ -255,6 +263,7 @@ def new_framework(name, dist, version):
         "cudnn_soname": None,
         "anchor": None,
         "compute_capabilities": None,
+        "compiled_for": None,
         "loads": None,
         "reasons": {},
     }
@@ -347,8 +356,21 @@ def _anchor(root, sp, fw, anchors):
     return None, None
 
 
-def framework(root, sp, key, installed):
-    """(framework fact, anchor dynamic section or None) of one installed framework."""
+def _compiled_for(root, sp, fw, budget):
+    """The compute capabilities the framework's kernel library was compiled for (probe/fatbin.py)."""
+    rel = KERNEL_LIBRARIES.get(fw["name"])
+    if rel is None or not root.exists(f"{sp}/{rel}"):
+        return
+    compiled, reason = fatbin.read_compiled_for(root, f"{sp}/{rel}", budget)
+    if reason:
+        fw["reasons"]["compiled_for"] = reason
+        return
+    fw["compiled_for"] = dict(compiled, path=f"{sp}/{rel}")
+
+
+def framework(root, sp, key, installed, budget=None):
+    """(framework fact, anchor dynamic section or None) of one installed framework (``budget``: the
+    fatbin.Budget of this probe run)."""
     name, anchors, _preload = FRAMEWORKS[key]
     dist, version = installed[key]
     fw = new_framework(name, dist, version)
@@ -357,6 +379,7 @@ def framework(root, sp, key, installed):
     if name == "cupy" and fw["cuda_version"] is None:
         fw["cuda_version"] = _match(r"cuda(\d+)", key) + ".x"
     dynamic, needed = _anchor(root, sp, fw, anchors)
+    _compiled_for(root, sp, fw, budget)
     major = _expected_major(fw, needed)
     fw["cudnn_soname"] = f"libcudnn.so.{major}" if major is not None else None
     if major is None:
@@ -373,6 +396,7 @@ class Context:
         self.ld_entries = ld_entries
         self.login = login
         self.by_library = {c.get("library"): c for c in copies if c.get("library")}
+        self.budget = fatbin.Budget()
 
     def version_of(self, real):
         copy = self.by_library.get(real)
@@ -388,7 +412,7 @@ def _why(via, directory, words):
 
 
 def _hit(ctx, soname, path, via, words):
-    real, _ = ctx.root.realpath(path)
+    real, _reason = ctx.root.realpath(path)
     version, copy_path = ctx.version_of(real)
     return {
         "soname": soname,
@@ -412,10 +436,10 @@ def resolve_soname(ctx, soname, order, words):
                 return _hit(ctx, soname, path, via, words)
             continue
         for directory in dirs:
-            real, _ = _exists(ctx.root, f"{directory}/{soname}")
+            real, _reason = _exists(ctx.root, f"{directory}/{soname}")
             if real:
                 return _hit(ctx, soname, f"{directory}/{soname}", via, words)
-    searched = ", ".join(via for via, _ in order)
+    searched = ", ".join(via for via, _dirs in order)
     return {
         "soname": soname, "for": words.get("name", "process"), "path": None, "real_path": None, "dir": None,
         "version": None, "copy_path": None, "via": "none", "why": f"not found (searched: {searched})",
@@ -519,7 +543,7 @@ def library_dirs(root, dirs, records):
         real_dirs.setdefault(root.realpath(directory)[0], directory)
     listed = {d: _dir_files(root, d) for d in real_dirs}
     known = {}
-    for files, _ in listed.values():
+    for files, _reason in listed.values():
         for f in files:
             if f["name_version"] and f["size"] is not None:
                 known.setdefault((f["base"], f["size"]), f["name_version"])
@@ -538,7 +562,7 @@ def wheel_record(root, copy):
     package = copy.get("package") or {}
     sp = os.path.dirname(os.path.dirname(copy["path"]))
     dist = "{}-{}.dist-info".format(str(package.get("name", "")).replace("-", "_"), package.get("version"))
-    text, _ = root.read_text(f"{sp}/{dist}/RECORD", limit=MAX_META)
+    text, _reason = root.read_text(f"{sp}/{dist}/RECORD", limit=MAX_META)
     if text is None:
         return lib, None
     version = ".".join(str(package.get("version")).split(".")[:3])
@@ -574,7 +598,7 @@ def new_env(kind, path):
 def _python(root, env, sp):
     """{executable, exists, real_path, version} of an environment's python (read, never run)."""
     info = {"executable": None, "exists": False, "real_path": None, "version": None}
-    cfg, _ = root.read_text(env + "/pyvenv.cfg", limit=65536)
+    cfg, _reason = root.read_text(env + "/pyvenv.cfg", limit=65536)
     info["version"] = _match(r"^version(?:_info)?\s*=\s*(\d+\.\d+)", cfg) or _match(
         r"/python(\d+\.\d+)t?/", sp + "/"
     )
@@ -599,7 +623,7 @@ def _conda_lib(ctx, env_fact):
     lib = env_fact["path"] + "/lib"
     python = env_fact["python"] or {}
     if python.get("exists"):
-        dynamic, _ = elf.read_dynamic(ctx.root, python["executable"])
+        dynamic, _reason = elf.read_dynamic(ctx.root, python["executable"])
         if dynamic is not None:
             origin = os.path.dirname(python["real_path"])
             rpath = [] if dynamic["runpath"] else elf.search_dirs(dynamic["rpath"], origin)
@@ -608,9 +632,9 @@ def _conda_lib(ctx, env_fact):
 
 
 def _framework_loads(ctx, env_fact, sp, key, installed):
-    fw, dynamic = framework(ctx.root, sp, key, installed)
+    fw, dynamic = framework(ctx.root, sp, key, installed, ctx.budget)
     if fw["cudnn_soname"]:
-        _, _, preload = FRAMEWORKS[key]
+        _name, _anchors, preload = FRAMEWORKS[key]
         anchor_dir = os.path.dirname(fw["anchor"]) if fw["anchor"] else sp  # $ORIGIN: the path as opened
         order = load_order(dynamic, anchor_dir, ctx, preload=f"{sp}/nvidia/cudnn/lib" if preload else None)
         if not (dynamic or {}).get("runpath"):
@@ -642,7 +666,7 @@ def python_environment(ctx, env, sp, kind):
         majors = sorted(
             {
                 int(v.split(".")[0])
-                for k, (_, v) in installed.items()
+                for k, (_entry, v) in installed.items()
                 if k.startswith("nvidia_cudnn") and v[:1].isdigit()
             }
         )
@@ -658,7 +682,7 @@ def python_environment(ctx, env, sp, kind):
 
 
 def _relevant(root, sp, conda_copies):
-    names, _ = bounded_names(root, sp)
+    names, _reason = bounded_names(root, sp)
     installed = dists(names or ())
     return (
         any(k in FRAMEWORKS or k.startswith("nvidia_cudnn") for k in installed)

@@ -70,7 +70,7 @@ def _dynamic_entries(handle, endian, segments):
     dynamic = [s for s in segments if s[0] == PT_DYNAMIC]
     if not dynamic:
         return None
-    _, offset, _, filesz = dynamic[0]
+    _type, offset, _vaddr, filesz = dynamic[0]
     data = _read_at(handle, offset, min(filesz, MAX_DYNAMIC))
     entries = []
     for i in range(len(data) // 16):

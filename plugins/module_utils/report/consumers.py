@@ -68,6 +68,7 @@ _FRAMEWORK_KEYS = (
     "cudnn_soname",
     "anchor",
     "compute_capabilities",
+    "compiled_for",
 )
 
 
@@ -247,7 +248,7 @@ def markdown_lines(report):
         "## Environments",
         "",
         "| " + " | ".join(ENV_COLUMNS) + " |",
-        "| " + " | ".join("---" for _ in ENV_COLUMNS) + " |",
+        "| " + " | ".join("---" for _column in ENV_COLUMNS) + " |",
     ]
     for row in rows:
         lines.append("| " + " | ".join(row[c].replace("|", "\\|") for c in ENV_COLUMNS) + " |")

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cuda as kb_cuda
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat as plan_compat
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import gpus as plan_gpus
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import consumers as report_consumers
 
 SYSTEM_SOURCES = ("deb", "rpm", "tarball", "unknown")
@@ -301,6 +302,67 @@ def _arch_findings(fw, env, gpus):
     return out
 
 
+# What a process prints when no kernel image fits the GPU: torch/cuda/__init__.py _check_capability's
+# warning and the CUDA runtime's text for cudaErrorNoKernelImageForDevice (209), as each framework shows it.
+_NO_KERNEL_ERRORS = {
+    "torch": "{gpu} with CUDA capability sm_{sm} is not compatible with the current PyTorch installation. "
+    "The current PyTorch install supports CUDA capabilities {archs}.' then 'CUDA error: no kernel image is "
+    "available for execution on the device",
+    "onnxruntime-gpu": "CUDA failure 209: no kernel image is available for execution on the device",
+    "default": "CUDA error: no kernel image is available for execution on the device",
+}
+
+
+def _compiled_archs(compiled):
+    """['sm_80', 'sm_90', 'compute_90'] of a ``compiled_for`` fact ({sm: ['8.0', ...], ptx: [...]})."""
+    names = [f"sm_{cc.replace('.', '')}" for cc in compiled.get("sm") or []]
+    return names + [f"compute_{cc.replace('.', '')}" for cc in compiled.get("ptx") or []]
+
+
+def _compiled_findings(fw, env, gpus):
+    """A host GPU that no cubin of the framework's kernel library fits and no PTX can be JIT-compiled for
+    (``compiled_for``, read from its .nv_fatbin): error; from a sampled read (``complete`` false): warning."""
+    compiled = fw.get("compiled_for") or {}
+    archs = _compiled_archs(compiled)
+    if not archs:
+        return []
+    sampled = (
+        ""
+        if compiled.get("complete")
+        else f" (from its first {compiled.get('sampled_blobs')} fatbin blobs only: a bound stopped the read)"
+    )
+    where = compiled.get("path") or "its kernel library"
+    label = f"{_fw_label(fw, env)} has kernels for {' '.join(archs)} in {where}{sampled}"
+    out = []
+    for gpu in gpus:
+        cc = str(gpu.get("compute_capability") or "")
+        support = _cc_supported(cc, archs)
+        if support is None:
+            quote = _NO_KERNEL_ERRORS.get(fw["name"], _NO_KERNEL_ERRORS["default"]).format(
+                gpu=gpu.get("name"),
+                sm=cc.replace(".", ""),
+                archs=" ".join(a for a in archs if a[:3] == "sm_"),
+            )
+            out.append(
+                finding(
+                    "error" if compiled.get("complete") else "warning",
+                    "framework_gpu_arch_unsupported",
+                    f"{label}: none runs on the {gpu.get('name')} (compute capability {cc}): no cubin of "
+                    f"its major with a minor <= {cc}, no PTX <= {cc}; it fails with '{quote}'",
+                )
+            )
+        elif support == "ptx":
+            out.append(
+                finding(
+                    "warning",
+                    "framework_gpu_arch_ptx_only",
+                    f"{label}: the {gpu.get('name')} (compute capability {cc}) runs them only through JIT "
+                    "compilation of PTX (slow first start; the JIT cache is CUDA_CACHE_PATH)",
+                )
+            )
+    return out
+
+
 def _framework_findings(entry, env):
     out = []
     for fw in env.get("frameworks") or []:
@@ -309,6 +371,8 @@ def _framework_findings(entry, env):
             out.append(_load_finding(fw, env))
         if fw.get("compute_capabilities"):
             out += _arch_findings(fw, env, entry.get("gpus") or [])
+        if fw.get("compiled_for"):
+            out += _compiled_findings(fw, env, entry.get("gpus") or [])
     return out
 
 
@@ -469,8 +533,57 @@ def driver_runtime_findings(entry):
 
 
 # -- CUDA forward compatibility (entry["cuda_compat"], the toolkit environments' libcuda) -----------------
-def _compat_verdict(compat, libcuda, driver):
-    """(severity, code, words) of a toolkit whose programs load a forward-compatibility libcuda."""
+def gpu_data_center(gpu):
+    """True/False/None (unknown): whether one GPU of a host entry is a data-center part. Its ``data_center``
+    when the entry has one; else plan/gpus.py's answer (the one definition, ``is_data_center``) for its PCI
+    id (NVIDIA's supported-gpus.json name), else for its name."""
+    if isinstance(gpu.get("data_center"), bool):
+        return gpu["data_center"]
+    resolved = None
+    if gpu.get("device_id"):
+        item = {"pci_device_id": gpu["device_id"]}
+        if gpu.get("subsystem_device_id"):
+            item["pci_subsystem_id"] = gpu["subsystem_device_id"]
+        try:
+            resolved = plan_gpus.resolve_gpu(item)[0].get("data_center")
+        except Exception:  # an id the tables cannot read: unknown, never a crash of the audit
+            resolved = None
+    name = gpu.get("name")
+    if resolved is None and name and name != "unknown":
+        resolved = plan_gpus.is_data_center(name)
+    return resolved
+
+
+def _compat_device(gpus):
+    """(severity, code, words) when the host's GPUs decide against forward compatibility, else None."""
+    verdicts = [(g, gpu_data_center(g)) for g in gpus]
+    not_dc = [g for g, dc in verdicts if dc is False]
+    unknown = [g for g, dc in verdicts if dc is None]
+    if not_dc:
+        names = ", ".join(f"{g.get('name')} ({g.get('pci_bus_id') or g.get('index')})" for g in not_dc)
+        return (
+            "error",
+            "cuda_compat_not_supported_on_device",
+            f"but {names} {'is' if len(not_dc) == 1 else 'are'} not a data-center GPU, and forward "
+            "compatibility is only for data-center GPUs (and select NGC Server Ready RTX SKUs, Jetson): they "
+            "fail with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804) 'forward compatibility was attempted "
+            "on non supported HW'; take the compat directory out of LD_LIBRARY_PATH or remove the package",
+        )
+    if unknown or not gpus:
+        which = ", ".join(str(g.get("name")) for g in unknown) or "no GPU was found"
+        return (
+            "info",
+            "cuda_compat_device_unknown",
+            f"whether the GPUs allow it could not be decided ({which}: not known to be data-center GPUs); "
+            "on other GPUs they fail with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804)",
+        )
+    return None
+
+
+def _compat_verdict(compat, libcuda, driver, gpus=()):
+    """(severity, code, words) of a toolkit whose programs load a forward-compatibility libcuda: the one place
+    the forward-compatibility rule of the audit is decided (the compat libcuda against the driver, NVIDIA's
+    table of base branches, then the GPUs: data-center parts only)."""
     loaded = report_consumers._parts(libcuda.get("version"))
     base = report_consumers._parts(driver.get("version"))
     if not loaded or not base:
@@ -498,6 +611,9 @@ def _compat_verdict(compat, libcuda, driver):
                 "supported HW' (also on GPUs that are not data-center GPUs)"
             ),
         )
+    device = _compat_device(list(gpus))
+    if device is not None:
+        return device
     return "info", "cuda_compat_in_use", f"on driver {driver.get('version')} (forward compatibility)"
 
 
@@ -531,7 +647,9 @@ def cuda_compat_findings(entry):
                 )
             )
             continue
-        severity, code, words = _compat_verdict(compat, libcuda, entry.get("driver") or {})
+        severity, code, words = _compat_verdict(
+            compat, libcuda, entry.get("driver") or {}, entry.get("gpus") or []
+        )
         out.append(
             finding(
                 severity,

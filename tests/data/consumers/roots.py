@@ -15,6 +15,12 @@ import shutil
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.cudnn import SUB_LIBRARIES
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.elf import build_elf
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.fatbin import (
+    KIND_ELF,
+    KIND_PTX,
+    add_section,
+    build_fatbin,
+)
 
 from tests.data.facts import fakeroot
 from tests.data.facts.fakeroot import conda_env, cudnn_header, dpkg_db, ld_cache, link, write
@@ -59,8 +65,9 @@ def cudnn_wheel(root, sp, version, cuda_major=13):
 
 
 def torch_venv(root, env, *, pin="9.19.0.56", wheel="9.19.0.56", cuda="13.0", python="python3.12",
-               cudnn_major=9, runpath=TORCH_RUNPATH):  # fmt: skip
-    """A venv with torch 2.11.0 pinning nvidia-cudnn-cu13==<pin> and that wheel installed at <wheel>."""
+               cudnn_major=9, runpath=TORCH_RUNPATH, kernels=None):  # fmt: skip
+    """A venv with torch 2.11.0 pinning nvidia-cudnn-cu13==<pin> and that wheel installed at <wheel>;
+    ``kernels`` (fatbin blobs, see kernel_blobs) gives its libtorch_cuda.so a .nv_fatbin section."""
     sp = f"{env}/lib/{python}/site-packages"
     write(root, f"{env}/pyvenv.cfg", f"home = /usr/bin\nversion = {python[6:]}.3\n")
     write(root, f"/usr/bin/{python}", build_elf(["libc.so.6"]))
@@ -75,10 +82,20 @@ def torch_venv(root, env, *, pin="9.19.0.56", wheel="9.19.0.56", cuda="13.0", py
     write(root, f"{sp}/torch/version.py", f"__version__ = '2.11.0+cu{cuda.replace('.', '')}'\n"
           f"debug = False\ncuda: Optional[str] = '{cuda}'\nhip: Optional[str] = None\n")  # fmt: skip
     needed = ["libc10_cuda.so", f"libcudnn.so.{cudnn_major}", "libcudart.so.13"]
-    write(root, f"{sp}/torch/lib/libtorch_cuda.so", build_elf(needed, "libtorch_cuda.so", runpath=runpath))
+    library = build_elf(needed, "libtorch_cuda.so", runpath=runpath)
+    if kernels is not None:
+        library = add_section(library, build_fatbin(kernels))
+    write(root, f"{sp}/torch/lib/libtorch_cuda.so", library)
     if wheel:
         cudnn_wheel(root, sp, wheel, cuda_major)
     return sp
+
+
+def kernel_blobs(sm=(75, 80, 86, 90, 100, 120), ptx=(120,), blobs=2):
+    """Fatbin blobs as torch 2.11 cu130 wheels build them (TORCH_CUDA_ARCH_LIST 7.5 ... 12.0+PTX): each blob
+    one cubin per ``sm`` and one PTX per ``ptx``, with small payloads."""
+    one = [(KIND_ELF, arch, 64 + arch) for arch in sm] + [(KIND_PTX, arch, 40 + arch) for arch in ptx]
+    return [one] * blobs
 
 
 def mixed_copy(root, sp, system_version="9.14.0", base="libcudnn_ops"):

@@ -302,3 +302,49 @@ def test_unreadable_metadata_and_record(tmp_path, monkeypatch):
 )
 def test_the_major_a_requirement_pins(spec, major):
     assert probe_consumers.spec_major(spec) == major
+
+
+# ---------------------------------------------------------------- compiled for (probe/fatbin.py)
+def test_torch_compiled_for_is_read_from_libtorch_cuda(tmp_path):
+    torch = torch_of(consumers(h200_torch(tmp_path, kernels=roots.kernel_blobs())))
+    assert torch["compiled_for"] == {
+        "sm": ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"],
+        "ptx": ["12.0"],
+        "sm_some_blobs": [],
+        "ptx_some_blobs": [],
+        "sampled_blobs": 2,
+        "complete": True,
+        "path": f"{SP}/torch/lib/libtorch_cuda.so",
+    }
+    assert "compiled_for" not in torch["reasons"]
+    assert torch["cudnn_soname"] == "libcudnn.so.9"  # the dynamic section is read as before
+
+
+def test_compiled_for_unknown_gives_a_reason(tmp_path):
+    h200_torch(tmp_path)  # libtorch_cuda.so without section headers
+    torch = torch_of(consumers(tmp_path))
+    assert torch["compiled_for"] is None
+    assert torch["reasons"]["compiled_for"] == (
+        f"{SP}/torch/lib/libtorch_cuda.so: no section header table (its .nv_fatbin section cannot be found)"
+    )
+    fakeroot.write(tmp_path, SP + "/torch/lib/libtorch_cuda.so", "not an ELF file at all")
+    torch = torch_of(consumers(tmp_path))
+    assert torch["compiled_for"] is None
+    assert torch["reasons"]["compiled_for"] == f"{SP}/torch/lib/libtorch_cuda.so: not an ELF file"
+
+
+def test_one_budget_for_every_fatbin_of_a_probe_run(tmp_path, monkeypatch):
+    h200_torch(tmp_path, kernels=roots.kernel_blobs(blobs=5))
+    roots.torch_venv(tmp_path, "/srv/other/.venv", kernels=roots.kernel_blobs(blobs=5))
+    budgets = []
+    real = probe_consumers.fatbin.read_compiled_for
+
+    def spy(root, inner, budget=None):
+        budgets.append(budget)
+        return real(root, inner, budget)
+
+    monkeypatch.setattr(probe_consumers.fatbin, "read_compiled_for", spy)
+    consumers(tmp_path)
+    assert len(budgets) == 2
+    assert budgets[0] is budgets[1]
+    assert isinstance(budgets[0], probe_consumers.fatbin.Budget)

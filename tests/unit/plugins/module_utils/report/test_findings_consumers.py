@@ -314,3 +314,128 @@ def test_html_and_csv_rows(tmp_path):
         "incompatible (pin not satisfied)",
     )
     assert rows[1]["detail"] == "requires nvidia-cudnn-cu13==9.19.0.56; CUDA 13.0"
+
+
+# ---------------------------------------------------------------- compiled for (the .nv_fatbin of torch)
+def test_torch_built_for_the_h200_says_nothing(tmp_path):
+    found = by_code(entry_of(h200_torch(tmp_path, kernels=roots.kernel_blobs())))
+    assert "framework_gpu_arch_unsupported" not in found
+    assert "framework_gpu_arch_ptx_only" not in found
+
+
+def test_torch_without_a_kernel_for_the_h200_quotes_torch(tmp_path):
+    entry = entry_of(h200_torch(tmp_path, kernels=roots.kernel_blobs(sm=(100, 120), ptx=(120,))))
+    (bad,) = by_code(entry)["framework_gpu_arch_unsupported"]
+    assert bad["severity"] == "error"
+    assert bad["message"] == (
+        f"torch 2.11.0+cu130 in {VENV} has kernels for sm_100 sm_120 compute_120 in "
+        f"{SP}/torch/lib/libtorch_cuda.so: none runs on the NVIDIA H200 (compute capability 9.0): no cubin "
+        "of its major with a minor <= 9.0, no PTX <= 9.0; it fails with 'NVIDIA H200 with CUDA capability "
+        "sm_90 is not compatible with the current PyTorch installation. The current PyTorch install supports "
+        "CUDA capabilities sm_100 sm_120.' then 'CUDA error: no kernel image is available for execution on "
+        "the device'"
+    )
+
+
+def test_torch_with_only_older_ptx_for_the_h200_is_jit_compiled(tmp_path):
+    entry = entry_of(h200_torch(tmp_path, kernels=roots.kernel_blobs(sm=(80, 86), ptx=(86,))))
+    (jit,) = by_code(entry)["framework_gpu_arch_ptx_only"]
+    assert jit["severity"] == "warning"
+    assert (
+        "the NVIDIA H200 (compute capability 9.0) runs them only through JIT compilation of PTX"
+        in (jit["message"])
+    )
+
+
+def _torch_fw(sm, ptx=(), complete=True):
+    compiled = {"sm": list(sm), "ptx": list(ptx), "sampled_blobs": 7, "complete": complete, "path": "/l.so"}
+    return {"name": "torch", "version": "2.11.0", "compiled_for": compiled}
+
+
+@pytest.mark.parametrize(
+    ("sm", "ptx", "cc", "code"),
+    [
+        (["8.0"], [], "8.6", None),  # a cubin of the same major and an older minor runs
+        (["8.6"], [], "8.0", "framework_gpu_arch_unsupported"),  # not a newer minor
+        (["8.0"], [], "9.0", "framework_gpu_arch_unsupported"),  # not across majors
+        (["8.0"], ["8.0"], "9.0", "framework_gpu_arch_ptx_only"),
+        (["9.0"], ["10.0"], "8.9", "framework_gpu_arch_unsupported"),  # PTX JITs only to newer GPUs
+        (["10.0"], [], "10.3", None),
+        (["10.0"], [], "12.0", "framework_gpu_arch_unsupported"),
+    ],
+)
+def test_the_binary_compatibility_rule(sm, ptx, cc, code):
+    gpus = [{"name": "GPU", "compute_capability": cc}]
+    found = findings._compiled_findings(_torch_fw(sm, ptx), {"path": "/v"}, gpus)
+    assert [f["code"] for f in found] == ([code] if code else [])
+
+
+def test_a_sampled_read_makes_a_warning_and_unknown_makes_none():
+    gpus = [{"name": "GPU", "compute_capability": "9.0"}]
+    (found,) = findings._compiled_findings(_torch_fw(["8.0"], complete=False), {"path": "/v"}, gpus)
+    assert found["severity"] == "warning"
+    assert "(from its first 7 fatbin blobs only: a bound stopped the read)" in found["message"]
+    assert findings._compiled_findings({"name": "torch", "compiled_for": None}, {"path": "/v"}, gpus) == []
+    empty = _torch_fw([])
+    assert findings._compiled_findings(empty, {"path": "/v"}, gpus) == []
+
+
+def test_onnxruntime_quotes_its_own_words():
+    fw = dict(_torch_fw(["7.5"]), name="onnxruntime-gpu")
+    (found,) = findings._compiled_findings(fw, {"path": "/v"}, [{"name": "G", "compute_capability": "9.0"}])
+    assert "'CUDA failure 209: no kernel image is available for execution on the device'" in found["message"]
+
+
+# ---------------------------------------------------------------- forward compatibility: data-center GPUs
+def _compat_entry(tmp_path):
+    h200_torch(tmp_path)
+    roots.cuda_compat(tmp_path, version="580.95.05")
+    fakeroot.write(
+        tmp_path, "/etc/profile.d/cuda-compat.sh", "export LD_LIBRARY_PATH=/usr/local/cuda-13.0/compat\n"
+    )
+    entry = entry_of(tmp_path)
+    entry["driver"]["version"] = "535.230.02"
+    return entry
+
+
+def test_cuda_compat_on_a_gpu_that_is_not_a_data_center_gpu(tmp_path):
+    entry = _compat_entry(tmp_path)
+    entry["gpus"][0].update(name="NVIDIA GeForce RTX 4090", device_id="0x2684", subsystem_device_id=None)
+    found = by_code(entry)
+    assert "cuda_compat_in_use" not in found
+    (bad,) = found["cuda_compat_not_supported_on_device"]
+    assert bad["severity"] == "error"
+    assert (
+        "but NVIDIA GeForce RTX 4090 (0000:00:06.0) is not a data-center GPU, and forward compatibility is "
+        "only for data-center GPUs (and select NGC Server Ready RTX SKUs, Jetson): they fail with "
+        "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804) 'forward compatibility was attempted on non "
+        "supported HW'" in bad["message"]
+    )
+
+
+def test_cuda_compat_the_facts_data_center_flag_decides_first(tmp_path):
+    entry = _compat_entry(tmp_path)
+    entry["gpus"][0]["data_center"] = False  # the H200's PCI id would say True
+    assert "cuda_compat_not_supported_on_device" in by_code(entry)
+    entry["gpus"][0]["data_center"] = True
+    assert "cuda_compat_in_use" in by_code(entry)
+
+
+def test_cuda_compat_on_an_unknown_gpu_cannot_be_decided(tmp_path):
+    entry = _compat_entry(tmp_path)
+    entry["gpus"][0].update(name="unknown", device_id=None, subsystem_device_id=None)
+    found = by_code(entry)
+    (unknown,) = found["cuda_compat_device_unknown"]
+    assert unknown["severity"] == "info"
+    assert (
+        "whether the GPUs allow it could not be decided (unknown: not known to be data-center GPUs)"
+        in (unknown["message"])
+    )
+    assert "cuda_compat_not_supported_on_device" not in found
+
+
+def test_cuda_compat_on_the_h200_is_allowed(tmp_path):
+    entry = _compat_entry(tmp_path)
+    assert findings.gpu_data_center(entry["gpus"][0]) is True
+    (item,) = by_code(entry)["cuda_compat_in_use"]
+    assert item["severity"] == "info"
