@@ -10,6 +10,10 @@
 # sanity requirements themselves come from PyPI as usual.
 #
 # Usage: scripts/sanity.sh [ansible-test sanity options], e.g. --test validate-modules
+#        scripts/sanity.sh units [ansible-test units options]: `ansible-test units --venv` on tests/unit/plugins,
+#        copied into the tree with what they read (tests/data, tests/unit/conftest.py, scripts/gen_gpu_ids.py).
+#        Its virtualenv gets ansible-test's unit requirements (PyPI) plus hypothesis and ansible-core at the
+#        pins of requirements/dev.lock.
 # Environment: GPUFLEET_SANITY_DIR (work directory; default: a new temporary one, removed afterwards),
 #              GPUFLEET_CACHE (default ~/.cache/gpufleet: the pip wheel).
 set -euo pipefail
@@ -17,6 +21,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/.venv/bin
 [[ -x $bin/ansible-test ]] || { echo "sanity: $bin/ansible-test missing: run make venv" >&2; exit 2; }
 py=$bin/python
+mode=sanity
+if [[ ${1:-} == units ]]; then
+  mode=units
+  shift
+fi
 
 pip_version=$("$py" - <<'EOF'
 from ansible_test._internal.python_requirements import get_venv_packages
@@ -59,8 +68,12 @@ mkdir -p "$dest" "$work/dist"
 (cd "$root" && "$bin/ansible-galaxy" collection build --force --output-path "$work/dist" >/dev/null)
 tar -xzf "$work"/dist/gpufleet-nvidia-*.tar.gz -C "$dest"
 rm -f "$dest/FILES.json"
-for extra in tests/sanity changelogs; do
-  if [[ -d $root/$extra ]]; then
+extras=(tests/sanity changelogs)
+if [[ $mode == units ]]; then
+  extras+=(tests/unit/conftest.py tests/unit/plugins tests/data scripts/gen_gpu_ids.py)
+fi
+for extra in "${extras[@]}"; do
+  if [[ -e $root/$extra ]]; then
     rm -rf "${dest:?}/$extra"
     mkdir -p "$dest/$(dirname "$extra")"
     cp -a "$root/$extra" "$dest/$extra"
@@ -69,5 +82,16 @@ done
 
 cd "$dest"
 pyver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-echo "sanity: $("$bin/ansible-test" --version) in $dest (python $pyver)"
-PATH=$bin:$PATH "$bin/ansible-test" sanity --color no --python "$pyver" "$@"
+echo "$mode: $("$bin/ansible-test" --version) in $dest (python $pyver)"
+if [[ $mode == sanity ]]; then
+  PATH=$bin:$PATH "$bin/ansible-test" sanity --color no --python "$pyver" "$@"
+else
+  # ansible-test installs tests/unit/requirements.txt into the units virtualenv: hypothesis, and ansible-core
+  # for the tests that run a module file in a subprocess with PYTHONPATH=<root>/.collections (the checkout's
+  # layout, recreated here by a link); ansible-test's own PYTHONPATH does not reach those subprocesses.
+  grep -E '^(hypothesis|ansible-core)==' "$root/requirements/dev.lock" >"$dest/tests/unit/requirements.txt"
+  find "$dest/tests" -name __pycache__ -prune -exec rm -rf {} +
+  mkdir -p "$dest/.collections"
+  ln -sfn "$work/ansible_collections" "$dest/.collections/ansible_collections"
+  PATH=$bin:$PATH "$bin/ansible-test" units --color no --venv --python "$pyver" "$@"
+fi

@@ -21,7 +21,6 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.drift import 
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import SUBSETS
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.build import (
-    FORMATS,
     build_report,
     check_report_dir,
     drift_lines,
@@ -40,30 +39,13 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.merge impor
     slice_file_name,
     slice_report,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.options import ARGUMENT_SPEC as ARGS
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.settings import (
     SettingsError,
     validate_settings,
 )
 
 display = Display()
-
-ARGS = {
-    "report_dir": {"type": "path"},
-    "formats": {"type": "list", "elements": "str", "default": list(FORMATS), "choices": list(FORMATS)},
-    "hosts": {"type": "list", "elements": "str"},
-    "result_var": {"type": "str", "default": "__gpufleet_audit_facts"},
-    "baseline_var": {"type": "str", "default": "gpufleet_baseline"},
-    "preflight": {"type": "bool", "default": False},
-    "variables": {"type": "dict"},
-    "fail_on_drift": {"type": "bool", "default": False},
-    "fail_on_unreachable": {"type": "bool", "default": False},
-    "print_summary": {"type": "bool", "default": True},
-    "generated_at": {"type": "str"},
-    "slice_number": {"type": "raw"},
-    "slice_count": {"type": "raw"},
-    "merge": {"type": "bool", "default": False},
-    "slice_dir": {"type": "path"},
-}
 
 
 def _plain(value):
@@ -168,7 +150,7 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         # before the argument spec: a wrong variable is named as the user wrote it (gpufleet_audit_*)
         settings = validated_variables(self._task.args.get("variables"))
-        _, args = self.validate_argument_spec(argument_spec=ARGS)
+        _validation, args = self.validate_argument_spec(argument_spec=ARGS)
         report_dir = args["report_dir"] or default_report_dir(task_vars)
         problem = check_report_dir(report_dir, create=not self._task.check_mode)
         if problem:

@@ -1,7 +1,8 @@
 # Copyright: gpufleet contributors
 # Apache-2.0
 """Options the plan modules (nvidia_cuda_plan, nvidia_cudnn_plan) share: the facts and the overrides of
-playbooks/preflight.yml. The argument spec that matches is plan/stack.CHECK_ARGUMENT_SPEC."""
+playbooks/preflight.yml (the argument spec that matches is plan/stack.CHECK_ARGUMENT_SPEC); and the
+descriptions of their attributes (each module says its support)."""
 
 from __future__ import annotations
 
@@ -44,4 +45,12 @@ options:
     description: Allow a CUDA major newer than the driver's (data-center GPUs, forward compatibility).
     type: bool
     default: false
+attributes:
+  check_mode:
+    description: Can run in check mode and return what would change, without changing the target.
+  diff_mode:
+    description: Returns what changed (or would change, in check mode) in diff mode.
+  platform:
+    description: The target operating systems it can run against.
+    support: N/A
 """

@@ -26,8 +26,7 @@ description:
     O(driver_version) and O(driver_branch) override what the facts say.
   - Bad input (a malformed or non-existent version, contradictory parameters) fails with one sentence that
     names the parameter, whatever O(fail_on_incompatible) says.
-author:
-  - gpufleet contributors
+author: gpufleet maintainers (!UNKNOWN)
 options:
   facts:
     description:
@@ -108,15 +107,17 @@ options:
       - Fail the task when the plan cannot work (any error). With V(false) the result only reports it.
     type: bool
     default: true
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
-    description: The module only reads; check mode runs it fully.
+    details: The module only reads; check mode runs it fully.
   diff_mode:
     support: none
   platform:
     platforms: posix
-    description: Without O(facts) it probes a Linux host; with O(facts) it reads nothing from the host.
+    details: Without O(facts) it probes a Linux host; with O(facts) it reads nothing from the host.
 notes:
   - Sources and confidence of every fact are listed in the collection's C(docs/compat.md).
   - The knowledge base describes Linux x86_64.

@@ -112,7 +112,7 @@ attributes:
     support: none
   platform:
     platforms: posix
-author: gpufleet contributors
+author: gpufleet maintainers (!UNKNOWN)
 seealso:
   - module: gpufleet.nvidia.nvidia_cudnn_plan
   - module: gpufleet.nvidia.nvidia_compat

@@ -114,7 +114,7 @@ attributes:
     support: none
   platform:
     platforms: posix
-author: gpufleet contributors
+author: gpufleet maintainers (!UNKNOWN)
 seealso:
   - module: gpufleet.nvidia.nvidia_cuda_plan
   - module: gpufleet.nvidia.nvidia_compat

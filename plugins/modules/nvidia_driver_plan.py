@@ -27,7 +27,7 @@ description:
   - Changes nothing and reads nothing but the two MOK paths when O(facts) is given; without O(facts) it
     gathers the C(gpu) and C(driver) subsets of the facts itself.
 version_added: "0.2.0"
-author: gpufleet maintainers
+author: gpufleet maintainers (!UNKNOWN)
 options:
   facts:
     description:
@@ -133,10 +133,12 @@ options:
     description: Check GPUs, branch, flavor and CUDA (C(not nvidia_driver_skip_compat_check)).
     type: bool
     default: true
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
-    description: The module changes nothing; check mode runs it fully.
+    details: The module changes nothing; check mode runs it fully.
   diff_mode:
     support: none
   platform:
@@ -177,16 +179,16 @@ plan:
     made:
       description: "A package plan was made (false when the request was refused first)"
       type: bool
-    errors: {description: Refusals, one line each, naming the role variable, type: list, elements: str}
+    errors: {description: "Refusals, one line each, naming the role variable", type: list, elements: str}
     warnings:
       description: "Warnings (also emitted as Ansible warnings)"
       type: list
       elements: str
     os: {description: OS key (kb/hosts.py), type: str, sample: ubuntu2404}
-    family: {description: ubuntu, debian or rhel, type: str}
+    family: {description: "ubuntu, debian or rhel", type: str}
     pkg_mgr: {description: apt or dnf, type: str}
     source: {description: nvidia_repo or distro, type: str}
-    branch: {description: The branch, digits only, type: str, sample: "580"}
+    branch: {description: "The branch, digits only", type: str, sample: "580"}
     version: {description: The exact version or null, type: str}
     flavor:
       description: "The resolved kernel module flavor (open or proprietary)"
@@ -284,7 +286,7 @@ plan:
     verify:
       description: C({packages, check_packages, branch}) what verify expects installed.
       type: dict
-    kernel_build: {description: dkms, precompiled or none, type: str}
+    kernel_build: {description: "dkms, precompiled or none", type: str}
     build_kernel_module: {description: Kernel module packages are planned, type: bool}
     reboot:
       description: "The reboot decision before the install C({reboot, needed, reason})"
@@ -316,7 +318,7 @@ ARGUMENT_SPEC = {
     "build_kernel_module": {"type": "raw", "default": "auto"},
     "replace_runfile": {"type": "bool", "default": False},
     "existing": {"type": "str", "default": "refuse"},
-    "mok_key": {"type": "str", "default": ""},
+    "mok_key": {"type": "str", "default": "", "no_log": False},  # a path on the host, not the key itself
     "mok_cert": {"type": "str", "default": ""},
     "hold": {"type": "bool", "default": True},
     "persistenced": {"type": "bool", "default": True},

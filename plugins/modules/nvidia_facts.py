@@ -49,8 +49,7 @@ description:
   - Commands run with C(LC_ALL=C). The filesystem walk is bounded by O(max_depth) and O(timeout), skips
     C(/proc), C(/sys), C(/dev), C(/run), network and pseudo filesystems, and never follows directory symlinks.
 version_added: "0.1.0"
-author:
-  - gpufleet contributors
+author: gpufleet maintainers (!UNKNOWN)
 options:
   gather_subset:
     description:
@@ -104,17 +103,20 @@ seealso:
   - name: Schema of ansible_facts.nvidia
     description: docs/facts.md in the gpufleet.nvidia collection.
     link: https://example.invalid/gpufleet/nvidia/docs/facts.md
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
 attributes:
   check_mode:
     support: full
-    description: The module only reads; check mode returns the very same facts.
+    details: The module only reads; check mode returns the very same facts.
   diff_mode:
     support: none
   facts:
     support: full
   platform:
     platforms: posix
-    description: Linux hosts and filesystem trees of Linux systems (images, chroots).
+    details: Linux hosts and filesystem trees of Linux systems (images, chroots).
 """
 
 EXAMPLES = r"""

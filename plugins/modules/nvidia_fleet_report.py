@@ -21,8 +21,7 @@ description:
     any host is contacted.
   - The report schema and the exit codes of the audit are documented in docs/audit.md.
 version_added: "0.1.0"
-author:
-  - gpufleet maintainers
+author: gpufleet maintainers (!UNKNOWN)
 options:
   report_dir:
     description:
@@ -109,10 +108,20 @@ options:
   slice_dir:
     description: Where O(merge=true) reads the slice reports; default O(report_dir).
     type: path
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
+  action:
+    support: full
+    details: All the work is done by the action plugin, on the controller.
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
   check_mode:
     support: full
-    description: Builds the report and prints the summary, writes no file.
+    details: Builds the report and prints the summary, writes no file.
   diff_mode:
     support: none
   platform:
@@ -176,10 +185,13 @@ settings:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.options import ARGUMENT_SPEC
 
 
 def main():
-    module = AnsibleModule(argument_spec={}, supports_check_mode=True)
+    # The action plugin of the same name does the work on the controller with this same spec; this file
+    # documents it and only runs when the action is bypassed.
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     module.fail_json(
         msg="nvidia_fleet_report runs on the controller as an action plugin; "
         "call it as gpufleet.nvidia.nvidia_fleet_report in a play on localhost"

@@ -125,9 +125,11 @@ options:
   ca_path:
     description: A PEM file of CA certificates to verify the server with (a site CA, a TLS-inspecting proxy).
     type: path
-author: gpufleet contributors
+author: gpufleet maintainers (!UNKNOWN)
 notes:
   - Check mode is supported; it reads the manifest but changes nothing.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full

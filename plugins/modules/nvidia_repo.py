@@ -108,9 +108,11 @@ options:
         (e.g. C(cudnn_repo_key_fingerprint)). Empty - taken from O(packages_for).
     type: str
     default: ""
-author: gpufleet contributors
+author: gpufleet maintainers (!UNKNOWN)
 notes:
   - Check mode is supported; the key is fetched and checked, nothing is written.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
@@ -334,9 +336,9 @@ def pinned(module, plan, prefix, result):
     members = repo_plan.resolve_set(repo_plan.parse_index(text), packages["specs"], plan["url"], var)
     wanted = p["cuda_major"] if p["packages_for"] == "cudnn" else p["versions"]
     repo_plan.check_one_major(members, p["packages_for"], wanted, var, plan["url"])
-    state = installed_state([name for name, _ in members])
+    state = installed_state([name for name, _version in members])
     previous = repo_plan.parse_pin_file((_read(repo_plan.PIN_FILES[p["packages_for"]]) or b"").decode())
-    before = installed_state([name for name, _ in previous])
+    before = installed_state([name for name, _version in previous])
     rest = repo_plan.leftovers(
         previous,
         members,
@@ -344,15 +346,15 @@ def pinned(module, plan, prefix, result):
         p["packages_for"],
         p["remove_unlisted"],
     )
-    kept = [name for name, _ in rest["kept"]]
+    kept = [name for name, _version in rest["kept"]]
     packages.update(
         specs=[f"{name}={version}" for name, version in members],
-        names=[name for name, _ in members],
+        names=[name for name, _version in members],
         installed={name: s["version"] for name, s in state.items()},
         missing=[f"{n}={v}" for n, v in members if state.get(n, {}).get("version") != v],
         unhold=[n for n, v in members if state.get(n, {}).get("held") and state[n]["version"] != v]
         + [n for n in rest["replaced"] + rest["remove"] if before[n]["held"]],
-        hold=[name for name, _ in members] + kept if p["packages_for"] == "cudnn" else [],
+        hold=[name for name, _version in members] + kept if p["packages_for"] == "cudnn" else [],
         replaced=rest["replaced"],
         remove=rest["remove"],
         kept=kept,
@@ -452,7 +454,7 @@ def main():
             "distribution_version": {"type": "str", "required": True},
             "machine": {"type": "str", "default": "x86_64"},
             "base_url": {"type": "str", "default": ""},
-            "key_fingerprint": {"type": "str", "default": ""},
+            "key_fingerprint": {"type": "str", "default": "", "no_log": False},  # of a public key: no secret
             "timeout": {"type": "int", "default": 30},
             "packages_for": {"type": "str", "choices": ["none", "cudnn", "cuda_toolkit"], "default": "none"},
             "source": {"type": "str", "choices": ["nvidia_repo", "distro"], "default": "nvidia_repo"},

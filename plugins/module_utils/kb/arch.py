@@ -26,9 +26,11 @@ OPEN_MODULES_URL = "https://docs.nvidia.com/datacenter/tesla/driver-installation
 _ARCH_ROWS = (
     # medium: Fermi row of the arch matrix (copy) + legacybranch 390.xx, https://www.cnblogs.com/litifeng/p/18236236
     ("Fermi", 20, 390, "proprietary", None, MEDIUM),
-    # high: arch matrix + supported-gpus.json legacybranch 470.xx, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
+    # arch matrix + supported-gpus.json legacybranch 470.xx
+    # high: https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("Kepler", 30, 470, "proprietary", None, HIGH),
-    # high: arch matrix + R580 legacy branch (aaronp24/nvidia-versions 39abb05), https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
+    # arch matrix + R580 legacy branch (aaronp24/nvidia-versions 39abb05)
+    # high: https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("Maxwell", 50, 580, "proprietary", None, HIGH),
     # high: as Maxwell, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("Pascal", 60, 580, "proprietary", None, HIGH),
@@ -38,11 +40,13 @@ _ARCH_ROWS = (
     ("Turing", 75, None, "either", None, HIGH),
     # high: arch matrix + open-gpu README, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("Ampere", 80, None, "either", None, HIGH),
-    # low: first driver not researched; CUDA 11.8 (first for sm_89) bundles 520.61.05, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    # first driver not researched; CUDA 11.8 (first for sm_89) bundles 520.61.05
+    # low: https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("Ada Lovelace", 89, None, "either", (520, LOW), HIGH),
     # low: as Ada (GH200 needs open modules: per-device data), https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("Hopper", 90, None, "either", (520, LOW), HIGH),
-    # high: open required + R570 minimum (CUDA 12.8 GA >= 570.26), https://developer.nvidia.com/blog/nvidia-transitions-fully-towards-open-source-gpu-kernel-modules/
+    # open required + R570 minimum (CUDA 12.8 GA >= 570.26)
+    # high: https://developer.nvidia.com/blog/nvidia-transitions-fully-towards-open-source-gpu-kernel-modules/
     ("Blackwell", 100, None, "open", (570, HIGH), HIGH),
     # medium (row): sm_107 from nvcc 13.4. R615 minimum: CUTLASS 4.8.0dev notes "Executing Rubin kernels
     # (SM107) requires the R615 driver ... R610 ... is not sufficient" (NVIDIA's own release notes),
@@ -76,7 +80,8 @@ CHIPS = (
     ("GK104", "Kepler", "3.0", HIGH),  # high: arch matrix, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("GK106", "Kepler", "3.0", HIGH),  # high: same, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("GK107", "Kepler", "3.0", HIGH),  # high: same, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
-    ("GK20A", "Kepler", "3.2", HIGH),  # high: same (Tegra K1), https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
+    # same (Tegra K1)
+    ("GK20A", "Kepler", "3.2", HIGH),  # high: https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("GK210", "Kepler", "3.7", HIGH),  # high: Tesla K80, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("GK1", "Kepler", "3.5", HIGH),  # high: GK110/GK180, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("GK2", "Kepler", "3.5", HIGH),  # high: GK208, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
@@ -92,14 +97,18 @@ CHIPS = (
     ("GA100", "Ampere", "8.0", HIGH),  # high: A100/A30, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("GA10B", "Ampere", "8.7", HIGH),  # high: Orin, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("GA1", "Ampere", "8.6", HIGH),  # high: GA102..GA107, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
-    ("AD1", "Ada Lovelace", "8.9", HIGH),  # high: arch matrix, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
-    ("GH1", "Hopper", "9.0", HIGH),  # high: arch matrix + H200 host, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
+    # arch matrix
+    ("AD1", "Ada Lovelace", "8.9", HIGH),  # high: https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
+    # arch matrix + H200 host
+    ("GH1", "Hopper", "9.0", HIGH),  # high: https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("GB100", "Blackwell", "10.0", HIGH),  # high: B200, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("GB102", "Blackwell", "10.0", HIGH),  # high: GB200, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     ("GB110", "Blackwell", "10.3", HIGH),  # high: "10.3 NVIDIA GB300 NVIDIA B300" (B300 0x3182 is GB110), https://developer.nvidia.com/cuda-gpus
     ("GB10", "Blackwell", "12.1", HIGH),  # high: "12.1 NVIDIA GB10 (DGX Spark)", https://developer.nvidia.com/cuda-gpus
-    ("GB20", "Blackwell", "12.0", HIGH),  # high: RTX 50xx / RTX PRO, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
-    ("GR1", "Rubin", "10.7", MEDIUM),  # medium: sm_107 in nvcc 13.4 + CUTLASS notes, https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
+    # RTX 50xx / RTX PRO
+    ("GB20", "Blackwell", "12.0", HIGH),  # high: https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
+    # sm_107 in nvcc 13.4 + CUTLASS notes
+    ("GR1", "Rubin", "10.7", MEDIUM),  # medium: https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
 )
 
 # PCI device id ranges (vendor 0x10DE) -> chip, for ids missing from the supported-gpus table.
@@ -256,5 +265,5 @@ def cc_architecture(compute_capability, by_major=False):
     cc = str(compute_capability or "").strip()
     arch = CC_ARCH.get(cc)
     if arch is None and by_major:
-        arch = CC_MAJOR_ARCH.get(cc.split(".")[0])
+        arch = CC_MAJOR_ARCH.get(cc.split(".", maxsplit=1)[0])
     return arch

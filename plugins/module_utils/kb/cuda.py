@@ -51,7 +51,8 @@ CUDA_RELEASES = (
     ("12.2.2", "12.2 Update 2", "535.104.05", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("12.3.0", "12.3 GA", "545.23.06", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("12.3.1", "12.3 Update 1", "545.23.08", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
-    ("12.3.2", "12.3 Update 2", "545.23.08", MEDIUM),  # medium: not in Table 3; runfile driver, https://developer.download.nvidia.com/compute/cuda/12.3.2/local_installers/cuda_12.3.2_545.23.08_linux.run
+    # not in Table 3; runfile driver
+    ("12.3.2", "12.3 Update 2", "545.23.08", MEDIUM),  # medium: https://developer.download.nvidia.com/compute/cuda/12.3.2/local_installers/cuda_12.3.2_545.23.08_linux.run
     ("12.4.0", "12.4 GA", "550.54.14", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("12.4.1", "12.4 Update 1", "550.54.15", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("12.5.0", "12.5 GA", "555.42.02", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
@@ -72,12 +73,16 @@ CUDA_RELEASES = (
     ("13.2.0", "13.2 GA", "595.45.04", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("13.2.1", "13.2 Update 1", "595.58.03", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("13.2.2", "13.2 Update 2", "595.71.05", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
-    ("13.3.0", "13.3 GA", "610.43.02", MEDIUM),  # medium: quoted by 3 public notes, https://docs.nvidia.com/cuda/archive/13.3.0/cuda-toolkit-release-notes/index.html
+    # quoted by 3 public notes
+    ("13.3.0", "13.3 GA", "610.43.02", MEDIUM),  # medium: https://docs.nvidia.com/cuda/archive/13.3.0/cuda-toolkit-release-notes/index.html
     ("13.3.1", "13.3 Update 1", "610.43.02", MEDIUM),  # medium: same, https://docs.nvidia.com/cuda/archive/13.3.0/cuda-toolkit-release-notes/index.html
-    ("13.4.0", "13.4 Developer Preview", None, MEDIUM),  # medium: R610 (CUTLASS notes), https://docs.nvidia.com/cuda/developer-preview/13.4/cuda-toolkit-release-notes/
-    ("13.4.1", "13.4 GA", None, HIGH),  # high: "GA release is versioned 13.4.1", https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
+    # R610 (CUTLASS notes)
+    ("13.4.0", "13.4 Developer Preview", None, MEDIUM),  # medium: https://docs.nvidia.com/cuda/developer-preview/13.4/cuda-toolkit-release-notes/
+    # "GA release is versioned 13.4.1"
+    ("13.4.1", "13.4 GA", None, HIGH),  # high: https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
     ("13.4.2", "13.4 Update 1", None, HIGH),  # high: 13.4 Update 1 notes, https://docs.nvidia.com/cuda/archive/13.4.2/cuda-toolkit-release-notes/index.html
-    ("13.5.0", "13.5 GA", None, LOW),  # low: minimum not found; R620 is native 13.5, https://developer.download.nvidia.com/compute/nvidia-driver/redist/redistrib_620.70.06.json
+    # minimum not found; R620 is native 13.5
+    ("13.5.0", "13.5 GA", None, LOW),  # low: https://developer.download.nvidia.com/compute/nvidia-driver/redist/redistrib_620.70.06.json
 )
 
 # Driver branch whose native CUDA version is the release (hint for releases whose minimum is unknown).
@@ -99,8 +104,10 @@ FORWARD_COMPAT_BASE_BRANCHES = (535, 570, 580, 590, 595, 610, 615)  # the table'
 # "major.minor" of the package -> (base branches marked C (compatible), confidence); the other columns are
 # X (not compatible) or N/A (the package's own branch). Packages not listed: not in that edition.
 FORWARD_COMPAT = {
-    "13.4": ((535, 570, 580, 590, 595, 610), HIGH),  # high: row cuda-compat-13-4 (615: N/A), https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
-    "13.3": ((535, 570, 580, 590, 595), HIGH),  # high: row cuda-compat-13-3 (610: N/A, 615: X), https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+    # row cuda-compat-13-4 (615: N/A)
+    "13.4": ((535, 570, 580, 590, 595, 610), HIGH),  # high: https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+    # row cuda-compat-13-3 (610: N/A, 615: X)
+    "13.3": ((535, 570, 580, 590, 595), HIGH),  # high: https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
     "13.2": ((535, 570, 580, 590), HIGH),  # high: row cuda-compat-13-2 (595: N/A), https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
     "13.1": ((535, 570, 580), HIGH),  # high: row cuda-compat-13-1 (590: N/A), https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
     "13.0": ((535, 570), HIGH),  # high: row cuda-compat-13-0 (580: N/A), https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
@@ -117,7 +124,8 @@ FORWARD_COMPAT = {
 # Below the floor the toolkit cannot run (except with forward compatibility across majors).
 # high: Table 1 of https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
 CUDA_MAJOR_FLOORS = {
-    11: ("450.80.02", HIGH),  # high: Table 1 (11.1+; 11.0 GA used 450.36.06), https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
+    # Table 1 (11.1+; 11.0 GA used 450.36.06)
+    11: ("450.80.02", HIGH),  # high: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
     12: ("525.60.13", HIGH),  # high: Table 1, https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
     13: ("580.65.06", HIGH),  # high: Table 1, https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
 }
@@ -134,7 +142,8 @@ CC_CUDA_RANGE = {
     "3.2": ("6.0", "10.2", HIGH),  # high: same, https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html
     "3.5": ("6.0", "11.8", HIGH),  # high: ptxas 12.0 lacks sm_35, https://docs.nvidia.com/cuda/archive/12.6.3/cufft/deprecated-functionality.html
     "3.7": ("6.0", "11.8", HIGH),  # high: same, https://docs.nvidia.com/cuda/archive/12.6.3/cufft/deprecated-functionality.html
-    "5.0": ("6.5", "12.9", HIGH),  # high: removed in 13.0 (release notes 2.6.2), https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    # removed in 13.0 (release notes 2.6.2)
+    "5.0": ("6.5", "12.9", HIGH),  # high: https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     "5.2": ("6.5", "12.9", HIGH),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     "5.3": ("6.5", "12.9", HIGH),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     "6.0": ("8.0", "12.9", HIGH),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
@@ -142,17 +151,21 @@ CC_CUDA_RANGE = {
     "6.2": ("8.0", "12.9", HIGH),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     "7.0": ("9.0", "12.9", HIGH),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     "7.2": ("9.1", "12.9", HIGH),  # high: same, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
-    "7.5": ("10.0", None, HIGH),  # high: LLVM def + nvcc 13.5, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    # LLVM def + nvcc 13.5
+    "7.5": ("10.0", None, HIGH),  # high: https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
     "8.0": ("11.0", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
     "8.6": ("11.1", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
     "8.7": ("11.4", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
-    "8.8": ("13.0", None, HIGH),  # high: nvcc 13.0 --list-gpu-code, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    # nvcc 13.0 --list-gpu-code
+    "8.8": ("13.0", None, HIGH),  # high: https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
     "8.9": ("11.8", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
     "9.0": ("11.8", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
     "10.0": ("12.8", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
     "10.1": ("12.8", "12.9", HIGH),  # high: renamed sm_110 in 13.0, https://docs.nvidia.com/cuda/curanddx/0.2.4/release_notes.html
-    "10.3": ("12.9", None, HIGH),  # high: LLVM def + ptxas 12.9, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
-    "10.7": ("13.4", None, HIGH),  # high: nvcc 13.4 --list-gpu-code, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    # LLVM def + ptxas 12.9
+    "10.3": ("12.9", None, HIGH),  # high: https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
+    # nvcc 13.4 --list-gpu-code
+    "10.7": ("13.4", None, HIGH),  # high: https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
     "11.0": ("13.0", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
     "12.0": ("12.8", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
     "12.1": ("12.9", None, HIGH),  # high: same, https://github.com/llvm/llvm-project/blob/main/llvm/include/llvm/TargetParser/NVPTXTargetParser.def
@@ -166,11 +179,14 @@ CC_CUDA_RANGE = {
 #     version "10" = every 10.x; "9.6" = 9.6 and later 9.x point releases (an OS version without the point
 #     release, e.g. Debian's os-release VERSION_ID "12", does not match a "12.10" row).
 CUDA_OS_FACTS = (
-    ("ubuntu", "20.04", "dropped_from", "13.0", HIGH),  # high: CUDA 13 notes 2.6.3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
-    ("ubuntu", "22.04", "repo_from", "11.7", HIGH),  # high: repo Packages index, https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/Packages
+    # CUDA 13 notes 2.6.3
+    ("ubuntu", "20.04", "dropped_from", "13.0", HIGH),  # high: https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
+    # repo Packages index
+    ("ubuntu", "22.04", "repo_from", "11.7", HIGH),  # high: https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/Packages
     ("debian", "12", "repo_from", "12.3", HIGH),  # high: repo listing, https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/
     ("ubuntu", "24.04", "repo_from", "12.5", MEDIUM),  # medium: key dated 2024-05, https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64
-    ("ubuntu", "26.04", "repo_from", "13.3", MEDIUM),  # medium: public scripts (cuda-toolkit-13-3/13-4), https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html
+    # public scripts (cuda-toolkit-13-3/13-4)
+    ("ubuntu", "26.04", "repo_from", "13.3", MEDIUM),  # medium: https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html
     # CUDA 13.0 "Added support for the following new operating system distributions: Red Hat Enterprise Linux
     # 10.0 and 9.6, Debian 12.10, Fedora 42, Rocky Linux 10.0 and 9.6" (CUDA 13.0 Features, General CUDA).
     # high for a new major (13.0 is the release that added RHEL/Rocky 10.0); medium for a point release of a
@@ -189,19 +205,27 @@ CUDA_OS_FACTS = (
 # Oracle Linux 10 and Azure Linux 4: the R620 guide's OS table as issue 14 read it; only that guide's table of
 # contents was readable here (medium until read).
 DRIVER_GUIDE_DISTROS = (
-    ("rhel", ("8", "9", "10"), HIGH),  # high: R580-era "Linux System Requirements", https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html
+    # R580-era "Linux System Requirements"
+    ("rhel", ("8", "9", "10"), HIGH),  # high: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html
     ("rocky", ("8", "9", "10"), HIGH),  # high: same, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html
     ("almalinux", ("8", "9", "10"), HIGH),  # high: R610 guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
     ("ol", ("8", "9"), HIGH),  # high: R580-era guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html
-    ("ol", ("10",), MEDIUM),  # medium: R620 OS table (not read here), https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/pdf/Driver_Installation_Guide.pdf
-    ("opensuse-leap", ("15", "16"), HIGH),  # high: 15 SP6 R580-era, 16 R610 guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
-    ("sles", ("15", "16"), HIGH),  # high: 15 SP6+ R580-era, 16 R610 guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
-    ("ubuntu", ("22.04", "24.04", "26.04"), HIGH),  # high: 26.04 R610 guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
+    # R620 OS table (not read here)
+    ("ol", ("10",), MEDIUM),  # medium: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/pdf/Driver_Installation_Guide.pdf
+    # 15 SP6 R580-era, 16 R610 guide
+    ("opensuse-leap", ("15", "16"), HIGH),  # high: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
+    # 15 SP6+ R580-era, 16 R610 guide
+    ("sles", ("15", "16"), HIGH),  # high: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
+    # 26.04 R610 guide
+    ("ubuntu", ("22.04", "24.04", "26.04"), HIGH),  # high: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
     ("debian", ("12", "13"), HIGH),  # high: R580-era guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html
-    ("fedora", ("42", "44"), HIGH),  # high: 42 R580-era, 44 R610 guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
+    # 42 R580-era, 44 R610 guide
+    ("fedora", ("42", "44"), HIGH),  # high: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
     ("amzn", ("2023",), HIGH),  # high: R580-era guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html
     ("azurelinux", ("3.0",), HIGH),  # high: "Azure Linux 3.0 azl3", https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html
-    ("azurelinux", ("4.0",), MEDIUM),  # medium: R620 OS table (not read here), https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/pdf/Driver_Installation_Guide.pdf
-    ("kylin", ("10", "11"), HIGH),  # high: V10 SP3 R580-era, V11 2503 R610 guide, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
+    # R620 OS table (not read here)
+    ("azurelinux", ("4.0",), MEDIUM),  # medium: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/pdf/Driver_Installation_Guide.pdf
+    # V10 SP3 R580-era, V11 2503 R610 guide
+    ("kylin", ("10", "11"), HIGH),  # high: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html
 )
 # fmt: on

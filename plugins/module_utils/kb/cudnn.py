@@ -20,9 +20,11 @@ OLDEST_DETAILED = "8.9.0"  # high: 8.9.x support matrix, https://docs.nvidia.com
 # CUDA-major builds ("variants") per cuDNN version: (cuda major, first cuDNN, last cuDNN, confidence).
 # last None = still built.
 VARIANTS = (
-    (11, "8.0.0", "9.10.2", HIGH),  # high: last cu11 wheel 9.10.2.21 + 9.10.2 matrix, https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
+    # last cu11 wheel 9.10.2.21 + 9.10.2 matrix
+    (11, "8.0.0", "9.10.2", HIGH),  # high: https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
     (12, "8.8.0", None, HIGH),  # high: 8.8.0.121_cuda12 archive, https://developer.download.nvidia.com/compute/cudnn/redist/redistrib_8.8.0.json
-    (13, "9.12.0", None, HIGH),  # high: redistrib_9.12.0.json cuda_variant [12,13], https://developer.download.nvidia.com/compute/cudnn/redist/redistrib_9.12.0.json
+    # redistrib_9.12.0.json cuda_variant [12,13]
+    (13, "9.12.0", None, HIGH),  # high: https://developer.download.nvidia.com/compute/cudnn/redist/redistrib_9.12.0.json
 )
 
 # Minimum driver per variant: (cuda major, minimum driver, confidence).
@@ -55,24 +57,29 @@ ARCH_CUDA_MINORS = (
 MIN_CC = (
     (13, "9.12.0", None, "7.5", HIGH),  # high: 9.17.0 matrix CUDA 13 CC 7.5+, https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
     (12, "9.17.0", None, "7.5", HIGH),  # high: 9.17.0 matrix CUDA 12 CC 7.5-12.0, https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
-    (12, "9.11.0", "9.16.99", "7.5", MEDIUM),  # medium: cut-over after 9.10.2 unconfirmed, https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
-    (None, "9.0.0", "9.10.2", "5.0", HIGH),  # high: 9.0.0..9.10.2 matrices CC 5.0+, https://docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0/reference/support-matrix.html
+    # cut-over after 9.10.2 unconfirmed
+    (12, "9.11.0", "9.16.99", "7.5", MEDIUM),  # medium: https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
+    # 9.0.0..9.10.2 matrices CC 5.0+
+    (None, "9.0.0", "9.10.2", "5.0", HIGH),  # high: https://docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0/reference/support-matrix.html
     (None, "8.9.0", "8.9.7", "5.0", HIGH),  # high: 8.9.x matrix CC 5.0+, https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-896/support-matrix
-    (None, "8.5.0", "8.5.0", "3.5", HIGH),  # high: 8.5.0 matrix SM 3.5+, https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-850/pdf/cuDNN-Support-Matrix.pdf
+    # 8.5.0 matrix SM 3.5+
+    (None, "8.5.0", "8.5.0", "3.5", HIGH),  # high: https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-850/pdf/cuDNN-Support-Matrix.pdf
 )
 
 # The newest cuDNN usable per minimum compute capability band: (CC at least, newest cuDNN, confidence).
 NEWEST_FOR_CC = (
     ("7.5", NEWEST_KNOWN, HIGH),  # high: 9.17.0 matrix, https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
     ("5.0", "9.10.2", HIGH),  # high: 9.10.2 matrix (last with CC 5.0-7.2), https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
-    ("3.5", "8.5.0", MEDIUM),  # medium: 8.5.0 is the last read matrix listing SM 3.5, https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-850/pdf/cuDNN-Support-Matrix.pdf
+    # 8.5.0 is the last read matrix listing SM 3.5
+    ("3.5", "8.5.0", MEDIUM),  # medium: https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-850/pdf/cuDNN-Support-Matrix.pdf
 )
 # fmt: on
 
 # fmt: off
 # The sub-libraries the libcudnn.so.N front end loads from its own directory, per cuDNN major.
 SUB_LIBRARIES = {
-    # high: cuDNN 9 is split into these (the nvidia-cudnn-cu13 9.19.0.56 wheel's lib/ holds exactly them), https://docs.nvidia.com/deeplearning/cudnn/latest/api/overview.html
+    # cuDNN 9 is split into these (the nvidia-cudnn-cu13 9.19.0.56 wheel's lib/ holds exactly them)
+    # high: https://docs.nvidia.com/deeplearning/cudnn/latest/api/overview.html
     9: ("libcudnn_graph", "libcudnn_engines_precompiled", "libcudnn_engines_runtime_compiled",
         "libcudnn_heuristic", "libcudnn_ops", "libcudnn_cnn", "libcudnn_adv"),
     # high: cuDNN 8's six sub-libraries, https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-897/api/index.html

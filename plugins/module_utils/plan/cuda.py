@@ -138,7 +138,7 @@ def toolkits(req):
     """One entry per listed version: where it goes, its alternative name and (redist) release/components."""
     out = []
     for version in req["versions"]:
-        major = xy(version).split(".")[0]
+        major = xy(version).split(".", maxsplit=1)[0]
         dest = f"{PREFIX}/cuda-{xy(version)}"
         entry = {
             "version": version,

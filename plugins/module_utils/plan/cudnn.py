@@ -42,7 +42,7 @@ def main_major(cuda_major, versions=None, default=""):
     """(CUDA major of the main build, where it came from): cudnn_cuda_major, else THE default CUDA's major."""
     if cuda_major not in (None, ""):
         return str(cuda_major).strip(), "cudnn_cuda_major"
-    return plan_cuda.default_cuda(versions, default).split(".")[0], "default"
+    return plan_cuda.default_cuda(versions, default).split(".", maxsplit=1)[0], "default"
 
 
 def _check_major(value, var, source_note=""):
@@ -147,7 +147,7 @@ def checks(builds, cuda_versions=None, cuda_default=""):
     out = []
     for build in builds:
         kwargs = {"cudnn_version": build["version"], "cudnn_cuda_major": build["cuda_major"]}
-        if default.split(".")[0] == build["cuda_major"]:
+        if default.split(".", maxsplit=1)[0] == build["cuda_major"]:
             kwargs["cuda_version"] = default
         out.append((f"cuDNN {build['version']} for CUDA {build['cuda_major']}", kwargs))
     return out

@@ -264,7 +264,9 @@ def _by_chip(devid, subsys, pci_ids_paths):
         chip = kb_arch.chip_for_device(devid)
         source = "device-id range"
     label = f"PCI device 0x{devid:04X}" + (f" ({description})" if description else "")
-    if chip is None:
+    # None only without a chip: a pci.ids chip is checked above, and every id range names a chip of CHIPS
+    info = kb_arch.chip_info(chip) if chip is not None else None
+    if info is None:
         warning = (
             f"{label} is not in the knowledge base (NVIDIA supported-gpus.json) and its chip is unknown: "
             "architecture unknown, GPU rules skipped for it; give gpus as {compute_capability: 'X.Y'} "
@@ -275,7 +277,7 @@ def _by_chip(devid, subsys, pci_ids_paths):
             subsys=subsys,
         )  # fmt: skip
         return gpu, [warning]
-    arch, cc, _conf = kb_arch.chip_info(chip)
+    arch, cc = info[0], info[1]
     module, legacy = _arch_defaults(arch)
     warning = (
         f"{label} is not in the knowledge base (NVIDIA supported-gpus.json); architecture {arch} "

@@ -136,7 +136,7 @@ def default_components(product, release, var="release"):
     """Components installed when none are named: cuDNN's one, or nvcc + headers + runtime per CUDA major."""
     if product == "cudnn":
         return ["cudnn"]
-    names = TOOLKIT_COMPONENTS.get(int(str(release).split(".")[0]), [])
+    names = TOOLKIT_COMPONENTS.get(int(str(release).split(".", maxsplit=1)[0]), [])
     if not names:
         raise RedistPlanError(f"{var}: no default components for CUDA {release}; set the components")
     return list(names)

@@ -404,8 +404,8 @@ def compare_versions(a, b):
     """<0, 0, >0 as dpkg --compare-versions orders two Debian versions (epoch:upstream-revision)."""
 
     def split(v):
-        epoch, _, rest = v.rpartition(":") if ":" in v else ("0", "", v)
-        upstream, _, revision = rest.rpartition("-") if "-" in rest else (rest, "", "0")
+        epoch, _sep, rest = v.rpartition(":") if ":" in v else ("0", "", v)
+        upstream, _sep, revision = rest.rpartition("-") if "-" in rest else (rest, "", "0")
         return int(epoch or 0), upstream, revision
 
     ea, ua, ra = split(str(a))
@@ -432,7 +432,7 @@ def parse_index(text):
         for line in block.splitlines():
             if line[:1] in (" ", "\t") or ":" not in line:
                 continue
-            key, _, value = line.partition(":")
+            key, _sep, value = line.partition(":")
             fields[key.strip()] = value.strip()
         if fields.get("Package") and fields.get("Version"):
             out.setdefault(fields["Package"], {})[fields["Version"]] = fields
@@ -482,7 +482,7 @@ class _SortKey:
 
 def top_version(index, spec, url, var):
     """The version of a requested package (``name``, ``name=ver`` or ``name=prefix*``) that the index has."""
-    name, _, want = spec.partition("=")
+    name, _sep, want = spec.partition("=")
     have = sorted(index.get(name, {}), key=_SortKey)
     if not have:
         raise RepoPlanError(
@@ -584,7 +584,7 @@ def parse_pin_file(text):
     if not text or "Managed by gpufleet" not in text.split("\n", 1)[0]:
         return []
     found = re.findall(r"^Package: (\S+)\nPin: version (\S+)$", text, re.M)
-    return [(name, version) for name, version in found]
+    return list(found)
 
 
 _CUDNN_FAMILY = re.compile(r"^libcudnn([0-9]+)(?:-dev|-headers)?-cuda-([0-9]+)$")
@@ -595,7 +595,7 @@ def leftovers(previous, members, installed, what, remove):
     ``replaced`` (cuDNN packages of another CUDA major: NVIDIA's packages conflict, apt replaces them with the
     new set), else ``remove`` when asked (<role>_remove_unlisted), else ``kept`` (still pinned, as they were:
     nothing is upgraded or removed behind the user's back)."""
-    names = {name for name, _ in members}
+    names = {name for name, _version in members}
     family_of = [m.groups() for m in map(_CUDNN_FAMILY.match, names) if m]
     majors, cuda_majors = {f[0] for f in family_of}, {f[1] for f in family_of}
     out = {"replaced": [], "remove": [], "kept": []}

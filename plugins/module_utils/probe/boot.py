@@ -49,8 +49,8 @@ def installed_kernels(root):
     """(releases sorted oldest first, module tree or None): kernels with a /boot/vmlinuz-<release>, or, where
     /boot holds none (an image, a container), the module trees."""
     tree = _module_tree(root)
-    modules, _ = root.listdir(tree) if tree else ([], None)
-    boot, _ = root.listdir(BOOT) if root.isdir(BOOT) else ([], None)
+    modules, _reason = root.listdir(tree) if tree else ([], None)
+    boot, _reason = root.listdir(BOOT) if root.isdir(BOOT) else ([], None)
     releases = {n[len("vmlinuz-") :] for n in boot or () if n.startswith("vmlinuz-")}
     if not releases:
         releases = {
@@ -64,7 +64,7 @@ def installed_kernels(root):
 def default_kernel(root, releases):
     """(release, why) of the kernel the bootloader starts next."""
     for path in GRUBENV:
-        text, _ = root.read_text(path, limit=65536) if root.exists(path) else (None, None)
+        text, _reason = root.read_text(path, limit=65536) if root.exists(path) else (None, None)
         saved = re.search(r"^saved_entry=(.*)$", text or "", re.MULTILINE)
         if saved:
             named = [r for r in releases if r in saved.group(1)]
@@ -84,7 +84,7 @@ def _package_module(release, packages):
 
 
 def _file_module(root, tree, release):
-    dep, _ = root.read_text(f"{tree}/{release}/modules.dep", limit=8 * 1024 * 1024)
+    dep, _reason = root.read_text(f"{tree}/{release}/modules.dep", limit=8 * 1024 * 1024)
     found = _MODULES_DEP_NVIDIA.search(dep or "")
     if found:
         return f"{tree}/{release}/{found.group(1)}"

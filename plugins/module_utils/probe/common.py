@@ -240,7 +240,7 @@ def _collect(pid, res_r, err_r, timeout):
             if left <= 0:
                 timed_out = True
                 break
-            ready, _, _ = select.select(open_fds, [], [], left)
+            ready, _writable, _exceptional = select.select(open_fds, [], [], left)
             for fd in ready:
                 data = os.read(fd, 65536)
                 if not data:
@@ -251,7 +251,7 @@ def _collect(pid, res_r, err_r, timeout):
         if timed_out:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
+        _pid, status = os.waitpid(pid, 0)
         os.close(res_r)
         os.close(err_r)
     return {"result": b"".join(chunks[res_r]), "stderr": b"".join(chunks[err_r])}, status, timed_out

@@ -47,7 +47,7 @@ def _from_version_files(root, path, reasons):
         else:
             reasons.append(reason)
     if root.exists(path + "/version.txt"):
-        text, _ = root.read_text(path + "/version.txt")
+        text, _reason = root.read_text(path + "/version.txt")
         match = re.search(r"CUDA Version (\d+\.\d+\.\d+)", text or "")
         if match:
             return match.group(1), "version.txt"
@@ -77,7 +77,7 @@ def _from_nvcc(root, path, live, reasons):
     if not live:
         reasons.append("nvcc not run: root is not /")
         return None
-    rc, out, _, reason = run_command([root.outer(nvcc), "--version"], timeout=10)
+    rc, out, _err, reason = run_command([root.outer(nvcc), "--version"], timeout=10)
     version = version_from_nvcc(out) if rc == 0 else None
     if version:
         return version, "nvcc"
@@ -128,7 +128,7 @@ GPUFLEET_MARKER = probe_owners.GPUFLEET_MARKER
 def find_toolkits(root):
     seen = {}
     for parent in TOOLKIT_PARENTS:
-        names, _ = root.listdir(parent)
+        names, _reason = root.listdir(parent)
         for name in names or ():
             if not TOOLKIT_NAME.match(name):
                 continue
@@ -150,7 +150,7 @@ def forward_compat(root, packages, path, major_minor):
     """The toolkit's CUDA forward-compatibility libraries (NVIDIA's cuda-compat-<M>-<m> package installs
     <toolkit>/compat/libcuda.so.<driver version>): {path, libcuda, libcuda_version, package} or None."""
     compat = path + "/compat"
-    names, _ = root.listdir(compat) if root.isdir(compat) else (None, None)
+    names, _reason = root.listdir(compat) if root.isdir(compat) else (None, None)
     versions = sorted(
         (
             m.group(1)

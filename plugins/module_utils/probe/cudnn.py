@@ -201,7 +201,7 @@ def network_mounts(root):
     """Inner mount points of network/pseudo filesystems (live root only)."""
     if not root.is_slash:
         return set()
-    text, _ = root.read_text("/proc/self/mounts", limit=4 * 1024 * 1024)
+    text, _reason = root.read_text("/proc/self/mounts", limit=4 * 1024 * 1024)
     mounts = set()
     for line in (text or "").splitlines():
         parts = line.split()
@@ -271,7 +271,7 @@ def walk(root, search_paths, max_depth=6, deadline=None, skip=()):
     stack = []
     for path in search_paths:
         inner = "/" + path.strip("/") if path.strip("/") else "/"
-        inner, _ = root.realpath(inner)  # a search path that is a link is followed, inside the root
+        inner, _reason = root.realpath(inner)  # a search path that is a link is followed, inside the root
         stack.append((inner, 0))
     stack.reverse()
     while stack:
@@ -481,7 +481,7 @@ def package_copies(root, packages):
             if reason:
                 reasons.append(reason)
         for path in files:
-            real, _ = root.realpath(path)
+            real, _reason = root.realpath(path)
             owned.add(real)
         copy = new_copy("/usr", manager)
         copy["package"] = packages.public(runtime)
@@ -529,7 +529,7 @@ def _pip_trees(root, sp):
     if root.isdir(sp + "/nvidia/cudnn"):
         trees.append((sp + "/nvidia/cudnn", "nvidia-cudnn"))
     if root.isdir(sp + "/torch/lib"):
-        libs, _ = root.listdir(sp + "/torch/lib")
+        libs, _reason = root.listdir(sp + "/torch/lib")
         if any(LIB_NAME.match(n) for n in libs or ()):
             trees.append((sp + "/torch/lib", "torch"))
     return trees
@@ -539,7 +539,7 @@ def _pip_package(root, copy, sp, dists):
     """The wheel of an nvidia/cudnn tree (from its dist-info METADATA); returns its version or None."""
     if len(dists) > 1:
         copy["reasons"]["package"] = "several cuDNN dists share this tree: {}".format(
-            ", ".join(d for d, _ in dists)
+            ", ".join(d for d, _major in dists)
         )
     if not dists:
         copy["reasons"]["package"] = "no nvidia_cudnn*.dist-info next to nvidia/cudnn"
@@ -567,11 +567,11 @@ def _pip_copy(root, sp, tree, kind, dists):
         headers = [
             tree + sub for sub in ("/include/cudnn_version.h", "/include/cudnn.h") if root.exists(tree + sub)
         ]
-        libs, _ = root.listdir(tree + "/lib")
+        libs, _reason = root.listdir(tree + "/lib")
         fill_header(root, copy, _pick_header(root, headers))
         fill_library(root, copy, [tree + "/lib/" + n for n in libs or () if LIB_NAME.match(n)])
     else:
-        libs, _ = root.listdir(tree)
+        libs, _reason = root.listdir(tree)
         copy["package"] = {"name": "torch", "version": UNKNOWN, "held": False, "manager": "pip"}
         fill_header(root, copy, None)
         fill_library(root, copy, [tree + "/" + n for n in libs or () if LIB_NAME.match(n)])
@@ -628,7 +628,7 @@ def _conda_files(root, env, meta):
     ]
     libs = [f for f in files if LIB_NAME.match(os.path.basename(f))]
     if not libs:
-        listed, _ = root.listdir(env + "/lib")
+        listed, _reason = root.listdir(env + "/lib")
         libs = [env + "/lib/" + n for n in listed or () if LIB_NAME.match(n)]
     return headers, libs
 
@@ -656,7 +656,7 @@ def _conda_copy(root, env, name, owned):
     fill_header(root, copy, _pick_header(root, headers))
     fill_library(root, copy, libs)
     for path in headers + libs:
-        real, _ = root.realpath(path)
+        real, _reason = root.realpath(path)
         owned.add(real)
     copy["_package_version"] = version
     return copy
@@ -680,7 +680,7 @@ def _reported_header(root, path):
         return True
     if os.path.exists(root.outer(os.path.dirname(path) + "/cudnn_version.h")):
         return False
-    text, _ = root.read_text(path, limit=1024 * 1024)
+    text, _reason = root.read_text(path, limit=1024 * 1024)
     return text is None or "CUDNN_MAJOR" in text  # v8+ cudnn.h without its cudnn_version.h: the library
 
 
@@ -688,7 +688,7 @@ def _unowned_groups(root, scan, owned):
     """{prefix: (headers, libraries)} of what no package, wheel or conda env owns."""
     groups = {}
     for path in scan.headers:
-        real, _ = root.realpath(path)
+        real, _reason = root.realpath(path)
         if real in owned or path in owned or not _reported_header(root, path):
             continue
         groups.setdefault(_prefix(os.path.dirname(path)), ([], []))[0].append(path)
@@ -736,7 +736,7 @@ def tarball_copies(root, scan, owned):
 def resolved(root, copies, ld_entries, machine=None):
     result = []
     for soname, path in sorted(sonames(ld_entries, r"^libcudnn\.so\.\d+$", machine).items()):
-        real, _ = root.realpath(path)
+        real, _reason = root.realpath(path)
         entry = {
             "soname": soname,
             "major": int(soname.rsplit(".", 1)[1]),

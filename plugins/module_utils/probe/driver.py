@@ -90,7 +90,7 @@ def read_loaded_module(root):
         if text is not None:
             reason = f"unrecognized content in {PROC_VERSION}"
     if root.exists(SYS_MODULE_VERSION):
-        text, _ = root.read_text(SYS_MODULE_VERSION, limit=4096)
+        text, _reason = root.read_text(SYS_MODULE_VERSION, limit=4096)
         version = (text or "").strip()
         if _VERSION.match(version):
             return {"version": version, "kernel_module": None, "source": SYS_MODULE_VERSION}, reason
@@ -132,7 +132,7 @@ def flavor_from_license(text):
 
 
 def _modinfo(modinfo, field, timeout):
-    rc, out, _, reason = run_command([modinfo, "-F", field, "nvidia"], timeout=timeout)
+    rc, out, _err, reason = run_command([modinfo, "-F", field, "nvidia"], timeout=timeout)
     value = out.strip() if rc == 0 else ""
     return value or None, reason or (None if value else f"modinfo reports no {field} for nvidia")
 
@@ -221,7 +221,7 @@ _DKMS_OWNER_FIRST = re.compile(r"dkms|kernel-source|kmod")
 
 def _source_trees(root):
     found = {}
-    names, _ = root.listdir(USR_SRC)
+    names, _reason = root.listdir(USR_SRC)
     for name in names or []:
         match = _DKMS_SOURCE.match(name)
         if match and root.isdir(f"{USR_SRC}/{name}"):
@@ -230,11 +230,11 @@ def _source_trees(root):
 
 
 def _registered_trees(root, found):
-    modules, _ = root.listdir(DKMS_TREE)
+    modules, _reason = root.listdir(DKMS_TREE)
     for module in modules or []:
         if not _DKMS_MODULE.match(module):
             continue
-        versions, _ = root.listdir(f"{DKMS_TREE}/{module}")
+        versions, _reason = root.listdir(f"{DKMS_TREE}/{module}")
         for version in versions or []:
             tree = f"{DKMS_TREE}/{module}/{version}"
             if not _DKMS_VERSION.match(version) or not root.isdir(tree):
@@ -253,7 +253,7 @@ def _tree_owner(packages, source_dir):
     candidates.sort(key=lambda p: (not _DKMS_OWNER_FIRST.search(p["name"]), p["name"]))
     prefix = source_dir + "/"
     for package in candidates:
-        files, _ = packages.files(package)
+        files, _reason = packages.files(package)
         if source_dir in files or any(path.startswith(prefix) for path in files):
             return package["name"]
     return None
@@ -510,12 +510,12 @@ def _from_apt_lists(root, packages, origins, reasons):
         if not lists:
             continue
         found = sorted({list_repository(n) for n in lists})
-        repositories = sorted({r for r, _ in found})
+        repositories = sorted({r for r, _confidence in found})
         evidence = f"listed with this version in {APT_LISTS}/{lists[0]}" + (
             f" (and {len(lists) - 1} more list(s))" if len(lists) > 1 else ""
         )
         if len(repositories) == 1:
-            confidence = "high" if all(c == "high" for _, c in found) else "medium"
+            confidence = "high" if all(c == "high" for _repository, c in found) else "medium"
             origins[name] = _origin(repositories[0], confidence, evidence)
         else:
             origins[name] = _origin(None, None, evidence, repositories)
@@ -697,10 +697,10 @@ FIRMWARE_DIR = "/lib/firmware/nvidia"
 def gsp_firmware(root):
     """Driver versions with GSP firmware files (``/lib/firmware/nvidia/<version>/gsp_*.bin``), sorted."""
     real, reason = root.realpath(FIRMWARE_DIR)
-    names, _ = root.listdir(real) if reason is None else (None, None)
+    names, _reason = root.listdir(real) if reason is None else (None, None)
     found = []
     for name in names or ():
-        files, _ = root.listdir(f"{real}/{name}") if _VERSION.match(name) else (None, None)
+        files, _reason = root.listdir(f"{real}/{name}") if _VERSION.match(name) else (None, None)
         if any(f.startswith("gsp_") for f in files or ()):
             found.append(name)
     return sorted(found, key=lambda v: tuple(int(p) for p in v.split(".")))

@@ -81,7 +81,7 @@ def normalize_bus_id(bus_id):
 
 
 def _attr(root, device, name):
-    text, _ = root.read_text(f"{PCI_DEVICES}/{device}/{name}", limit=4096)
+    text, _reason = root.read_text(f"{PCI_DEVICES}/{device}/{name}", limit=4096)
     return text.strip().lower() if text else None
 
 
@@ -317,7 +317,7 @@ def smi_query(timeout=10.0):
         return None, "nvidia-smi not found"
     fields = list(SMI_FIELDS)
     for _attempt in range(2):
-        rc, out, _, reason = run_command(
+        rc, out, _err, reason = run_command(
             [smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"], timeout=timeout
         )
         if rc == 0:

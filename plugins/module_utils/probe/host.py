@@ -45,7 +45,7 @@ VM_DMI = (
 
 def _container_from_environ(root):
     """The `container=` variable of PID 1 (systemd's convention), or None."""
-    text, _ = root.read_text("/proc/1/environ", limit=65536)
+    text, _reason = root.read_text("/proc/1/environ", limit=65536)
     for item in (text or "").split("\0"):
         if item.startswith("container="):
             value = item.split("=", 1)[1].strip() or "other"
@@ -74,7 +74,7 @@ def detect_vm(root):
     """(name, reason)."""
     dmi = []
     for name in ("sys_vendor", "product_name", "bios_vendor"):
-        text, _ = root.read_text("/sys/class/dmi/id/" + name, limit=4096)
+        text, _reason = root.read_text("/sys/class/dmi/id/" + name, limit=4096)
         if text:
             dmi.append(text.strip().lower())
     joined = " ".join(dmi)
@@ -83,7 +83,7 @@ def detect_vm(root):
             if name == "hyperv" and "virtual" not in joined:
                 continue
             return name, None
-    cmdline, _ = root.read_text("/proc/cmdline", limit=65536)
+    cmdline, _reason = root.read_text("/proc/cmdline", limit=65536)
     if cmdline and "virtio_mmio.device=" in cmdline and not dmi:
         return "firecracker", None  # Firecracker declares its virtio-mmio devices on the kernel command line
     cpuinfo, reason = root.read_text("/proc/cpuinfo", limit=4 * 1024 * 1024)

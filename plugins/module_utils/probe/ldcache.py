@@ -98,7 +98,7 @@ def load_ld_cache(root, machine=None):
     if root.is_slash:
         ldconfig = which("ldconfig")
         if ldconfig:
-            rc, out, _, cmd_reason = run_command([ldconfig, "-p"], timeout=10)
+            rc, out, _err, cmd_reason = run_command([ldconfig, "-p"], timeout=10)
             if rc == 0:
                 return parse_ldconfig_p(out), None
             reason = f"{reason}; {cmd_reason}"
@@ -119,7 +119,7 @@ def nvml_location(root, entries, packages):
     path = resolve(entries, NVML_SONAME)
     if path is None:
         return None
-    real, _ = root.realpath(path)
+    real, _reason = root.realpath(path)
     owner = owned_by(packages, path) or owned_by(packages, real)
     return path, real, owner
 
@@ -140,7 +140,7 @@ def build_ld_cache(entries):
     strings = bytearray()
     offsets = []
     header_len = 48 + 24 * len(entries)
-    for soname, path, _ in entries:
+    for soname, path, _flags in entries:
         key = header_len + len(strings)
         strings += soname.encode() + b"\0"
         value = header_len + len(strings)
@@ -149,7 +149,7 @@ def build_ld_cache(entries):
     head = NEW_MAGIC + struct.pack("<IIB3xI3I", len(entries), len(strings), 2, 0, 0, 0, 0)
     body = b"".join(
         struct.pack("<iIIIQ", flags, key, value, 0, 0)
-        for (_, _, flags), (key, value) in zip(entries, offsets)
+        for (_soname, _path, flags), (key, value) in zip(entries, offsets)
     )
     return bytes(head + body + strings)
 
@@ -167,7 +167,7 @@ def userspace_driver(root, entries):
         path = resolve(entries, soname)
         if path is None:
             continue
-        real, _ = root.realpath(path)
+        real, _reason = root.realpath(path)
         match = _LIB_VERSION.search(real)
         found[soname] = {"path": path, "real_path": real, "version": match.group(1) if match else None}
     return found

@@ -157,7 +157,7 @@ def _entry(root, packages, path, *, tree):
         }
     head = ""
     if kind == "file":
-        text, _ = root.read_text(path, limit=4096)
+        text, _reason = root.read_text(path, limit=4096)
         head = (text or "").split("\n", 1)[0]
     who = (
         owner_of_tree(root, packages, path) if tree and kind == "dir" else owner_of_path(root, packages, path)
@@ -172,13 +172,13 @@ def _entry(root, packages, path, *, tree):
 
 def touched_paths(root, extra=()):
     """The paths the roles may create, link or replace: /usr/local/cuda*, gpufleet's files, ``extra``."""
-    names, _ = root.listdir("/usr/local")
+    names, _reason = root.listdir("/usr/local")
     paths = [f"/usr/local/{n}" for n in names or () if USR_LOCAL_CUDA.match(n)]
     paths += list(GPUFLEET_FILES)
     for given in extra:
         path = given.rstrip("/") or "/"
         paths.append(path)
-        children, _ = root.listdir(path) if root.isdir(path) and not root.islink(path) else (None, None)
+        children, _reason = root.listdir(path) if root.isdir(path) and not root.islink(path) else (None, None)
         paths += [f"{path}/{c}" for c in children or ()]
     return sorted(set(paths))
 
@@ -210,7 +210,7 @@ def alternatives(root):
     """({name: {mode, link, value, candidates}}, reasons) of the cuda* alternatives."""
     found, reasons = {}, []
     for directory in ALTERNATIVES_DIRS:
-        names, _ = root.listdir(directory)
+        names, _reason = root.listdir(directory)
         for name in names or ():
             if not ALTERNATIVE_NAME.match(name) or name in found:
                 continue
@@ -251,8 +251,8 @@ def _conf_lines(root, path, seen, out, reasons):
 
 def _glob(root, pattern):
     """Sorted matches of ``dir/*.conf``-style patterns (the only form ld.so.conf uses) under the root."""
-    directory, _, name = pattern.rpartition("/")
-    names, _ = root.listdir(directory or "/")
+    directory, _sep, name = pattern.rpartition("/")
+    names, _reason = root.listdir(directory or "/")
     rx = re.compile("^" + re.escape(name).replace(r"\*", ".*").replace(r"\?", ".") + r"\Z")
     return [f"{directory}/{n}" for n in names or () if rx.match(n) and root.isfile(f"{directory}/{n}")]
 
@@ -304,14 +304,14 @@ def linker(root, packages, ld_entries, machine_ok):
     _conf_lines(root, LD_CONF, set(), order, reasons)
     conf = []
     for conf_file, directory in order:
-        names, _ = root.listdir(directory)
+        names, _reason = root.listdir(directory)
         held = sorted(n for n in names or () if TRACKED_SONAME.match(n))
         conf.append({"file": conf_file, "dir": directory, "sonames": held})
     providers = {}
     for name, path, flags in ld_entries:
         if name in providers or not TRACKED_SONAME.match(name) or not machine_ok(flags):
             continue
-        real, _ = root.realpath(path)
+        real, _reason = root.realpath(path)
         match = re.search(r"\.so\.(\d+(?:\.\d+)*)\Z", real)
         providers[name] = {
             "path": path,

@@ -112,7 +112,7 @@ def rpm_packages(root, timeout=15.0):
     rpm = which("rpm")
     if rpm is None:
         return {}, "an rpm database exists but the rpm command is not available"
-    rc, out, _, reason = run_command(
+    rc, out, _err, reason = run_command(
         [rpm, "--root", root.root, "-qa", "--qf", r"%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\t%{ARCH}\n"],
         timeout=timeout,
     )
@@ -121,7 +121,7 @@ def rpm_packages(root, timeout=15.0):
     locked = set()
     for lock in DNF_VERSIONLOCK:
         if root.exists(lock):
-            text, _ = root.read_text(lock)
+            text, _reason = root.read_text(lock)
             locked |= parse_versionlock(text)
     return parse_rpm_qa(out, locked), None
 
@@ -151,7 +151,7 @@ def rpm_files(root, package, timeout=15.0):
     rpm = which("rpm")
     if rpm is None:
         return [], "rpm command not available"
-    rc, out, _, reason = run_command([rpm, "--root", root.root, "-ql", package["name"]], timeout=timeout)
+    rc, out, _err, reason = run_command([rpm, "--root", root.root, "-ql", package["name"]], timeout=timeout)
     if rc != 0:
         return [], reason
     return [line.strip() for line in out.splitlines() if line.startswith("/")], None
@@ -203,7 +203,7 @@ class Packages:
         """Every installed NVIDIA driver package: [{name, version, held}] sorted by name."""
         return [
             {"name": p["name"], "version": p["version"], "held": bool(p["held"])}
-            for _, p in sorted(self.all().items())
+            for _key, p in sorted(self.all().items())
             if DRIVER_PACKAGES.match(p["name"])
         ]
 
@@ -222,7 +222,7 @@ class Packages:
 def owned_by(packages, inner_path):
     """Name of the package that owns a path (looked up in the file lists of the relevant packages)."""
     for package in packages.all().values():
-        files, _ = packages.files(package)
+        files, _reason = packages.files(package)
         if inner_path in files:
             return package["name"]
     return None

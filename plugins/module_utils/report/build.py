@@ -36,6 +36,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.findings im
     host_findings,
     kb_findings,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.options import FORMATS
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.owner import owner_shown
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import (
     CSV_COLUMNS,
@@ -89,7 +90,6 @@ __all__ = [
 SCHEMA = "gpufleet-audit"
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "unreachable", "failed")
-FORMATS = ("json", "csv", "md", "html", "prom")
 FILE_NAMES = {
     "json": "gpufleet-audit.json",
     "csv": "gpufleet-audit.csv",
@@ -496,7 +496,10 @@ def _md_header(report):
 
 
 def _md_hosts_table(report):
-    lines = ["| " + " | ".join(HOST_COLUMNS) + " |", "| " + " | ".join("---" for _ in HOST_COLUMNS) + " |"]
+    lines = [
+        "| " + " | ".join(HOST_COLUMNS) + " |",
+        "| " + " | ".join("---" for _column in HOST_COLUMNS) + " |",
+    ]
     for h in report["hosts"]:
         cells = host_cells(h, drift_text(h, count=lambda n: f"**{n}**"), findings_count(h))
         lines.append("| " + " | ".join(_md(x) for x in cells) + " |")
@@ -612,7 +615,8 @@ def _gpu_series(host, g):
         "name": g["name"],
         "architecture": g["architecture"],
         "compute_capability": g["compute_capability"],
-        "pci_bus_id": g["pci_bus_id"],
+        # NVML's form, as in gpufleet_gpu_stack_info and dcgm-exporter, so the series join on it
+        "pci_bus_id": report_consumers.nvml_bus_id(g["pci_bus_id"]),
     }
     return labels, 1
 
@@ -692,7 +696,7 @@ def _host_series(series, h):
 def render_prometheus(report, timestamp=None):
     """Prometheus text exposition format (node_exporter textfile collector)."""
     metrics = METRICS + report_consumers.METRICS
-    series = {name: [] for name, _ in metrics}
+    series = {name: [] for name, _help in metrics}
     for h in report["hosts"]:
         series["gpufleet_audit_host_up"].append(
             ({"host": h["name"], "status": h["status"]}, 1 if h["status"] == "ok" else 0)

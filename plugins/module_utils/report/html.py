@@ -97,7 +97,7 @@ def svg_bar_chart(title, counts, chart_id, width=360, bar_height=18):
     items = list(counts.items())
     label_w = 150
     height = 26 + max(len(items), 1) * (bar_height + 6)
-    top = max([v for _, v in items] or [1])
+    top = max([v for _label, v in items] or [1])
     out = [
         f'<svg id="{escape(chart_id)}" class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
@@ -210,7 +210,7 @@ def table_data(tables):
     """
     counts = {}
     for spec in tables.values():
-        for _, cells in spec["rows"]:
+        for _cls, cells in spec["rows"]:
             for c in cells:
                 counts[c] = counts.get(c, 0) + 1
     strings = sorted(counts, key=lambda c: -counts[c])

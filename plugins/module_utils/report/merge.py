@@ -201,7 +201,7 @@ def merge_reports(slices, expected=None, baselines=None, generated_at=None, gene
     count = next(iter(by_number.values()))[1]["slice"]["count"]
     hosts, seen = {}, {}
     with gc_paused():
-        for number, (_, report) in by_number.items():
+        for number, (_source, report) in by_number.items():
             for entry in report["hosts"]:
                 _pick(hosts, seen, entry, number)
         if baselines is not None:
@@ -209,7 +209,7 @@ def merge_reports(slices, expected=None, baselines=None, generated_at=None, gene
         missing = sorted(set(expected) - set(hosts)) if expected is not None else []
         for name in missing:
             hosts[name] = _not_in_any(name, baselines, count)
-        stamps = [str(r.get("generated_at")) for _, r in by_number.values() if r.get("generated_at")]
+        stamps = [str(r.get("generated_at")) for _source, r in by_number.values() if r.get("generated_at")]
         merged = report_of(
             [hosts[name] for name in sorted(hosts)], generated_at or max(stamps, default=None), generator
         )

@@ -97,8 +97,10 @@ def status_text(h):
     return h["status"]
 
 
-def drift_text(h, labels=DRIFT_LABELS, count=str):
-    """The drift cell: a label for none/no_baseline/unknown, else ``count(number of drift items)``."""
+def drift_text(h, labels=None, count=str):
+    """The drift cell: a label for none/no_baseline/unknown (``labels``, default DRIFT_LABELS), else
+    ``count(number of drift items)``."""
+    labels = DRIFT_LABELS if labels is None else labels
     return labels.get(h["drift_status"], count(len(h["drift"])))
 
 

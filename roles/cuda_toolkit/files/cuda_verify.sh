@@ -35,7 +35,7 @@ magic=$(od -An -c -N4 "$work/k.cubin" | tr -d ' ')
 [ "$magic" = "177ELF" ] || { echo "k.cubin is not an ELF cubin"; exit 1; }
 "$cuda/bin/nvcc" -arch="$arch" -cudart shared -o "$work/k" "$work/k.cu" 2>"$work/err" || { echo "nvcc link against cudart failed: $(tail -3 "$work/err")"; exit 1; }
 cudart=$(LD_LIBRARY_PATH="$cuda/lib64" ldd "$work/k" | awk '/libcudart/ {print $3}')
-[ -n "$cudart" ] && [ -e "$cudart" ] || { echo "the program does not resolve libcudart"; exit 1; }
+if [ -z "$cudart" ] || [ ! -e "$cudart" ]; then echo "the program does not resolve libcudart"; exit 1; fi
 out=no-gpu
 if [ -e /dev/nvidia0 ] && command -v nvidia-smi >/dev/null 2>&1; then
   out=$(LD_LIBRARY_PATH="$cuda/lib64" "$work/k") || { echo "the kernel run failed: $out"; exit 1; }

@@ -1,11 +1,12 @@
-#!/usr/bin/env python3
 """gpufleet cuDNN verify: load cuDNN, check cudnnGetVersion(), and where a GPU is present run a small
 convolution and compare it with a CPU reference. Exits 1 with a one-line reason on any mismatch.
 
-usage: cudnn_check.py VERSION LIBRARY [EXPECTED_DIR]
+usage: python3 cudnn_check.py VERSION LIBRARY [EXPECTED_DIR]
   VERSION       requested cuDNN version (9.14.0 or 9.14.0.64)
   LIBRARY       a soname resolved through the ld cache (libcudnn.so.9) or a path
   EXPECTED_DIR  the directory the loaded library must come from (realpath prefix), optional
+
+No shebang: the role runs it with ansible.builtin.script and executable python3.
 """
 
 import ctypes
@@ -76,7 +77,7 @@ def convolution(cudnn):
     dx, df, dy = alloc(4 * h * w), alloc(4 * 9), alloc(4 * h * w)
     check(cuda.cuMemcpyHtoD_v2(dx, host_x, ctypes.c_size_t(4 * h * w)), "cuMemcpyHtoD")
     check(cuda.cuMemcpyHtoD_v2(df, host_f, ctypes.c_size_t(4 * 9)), "cuMemcpyHtoD")
-    handle, xd, yd, fd, cd = (ctypes.c_void_p() for _ in range(5))
+    handle, xd, yd, fd, cd = (ctypes.c_void_p() for _index in range(5))
     check(cudnn.cudnnCreate(ctypes.byref(handle)), "cudnnCreate")
     check(cudnn.cudnnCreateTensorDescriptor(ctypes.byref(xd)), "cudnnCreateTensorDescriptor")
     check(cudnn.cudnnCreateTensorDescriptor(ctypes.byref(yd)), "cudnnCreateTensorDescriptor")

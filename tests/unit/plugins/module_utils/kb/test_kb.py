@@ -213,3 +213,8 @@ def test_open_module_list_agrees():
         if gpu["architecture"] == "unknown":
             continue  # newer than the R580 device list
         assert gpu["kernel_module_support"] in ("open", "either"), gpu
+
+
+def test_every_device_range_names_a_known_chip():
+    """plan/gpus.py relies on it: a PCI device id range whose chip is not in CHIPS has no architecture."""
+    assert [chip for _low, _high, chip in kb_arch.DEVICE_RANGES if kb_arch.chip_info(chip) is None] == []

@@ -5,6 +5,7 @@ through build_report and every renderer."""
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,20 @@ def test_every_format_carries_the_environments(report):
     assert 'gpufleet_cudnn_mixed_dirs{host="h200"} 1' in metrics
     assert "gpufleet_gpu_stack_info{" in metrics and 'modelName="NVIDIA H200"' in metrics
     assert json.loads(rp.render_json(report))["hosts"][0]["consumers"]["environments"]
+
+
+def test_gpu_info_and_gpu_stack_info_carry_the_same_pci_bus_id_as_dcgm(report):
+    """dcgm-exporter writes NVML's bus id (00000000:00:06.0); both GPU series must, or a join is empty."""
+    metrics = rp.render_prometheus(report)
+    ids = {
+        name: set(
+            re.findall(
+                r'pci_bus_id="([^"]*)"', "\n".join(x for x in metrics.splitlines() if x.startswith(name))
+            )
+        )
+        for name in ("gpufleet_gpu_info{", "gpufleet_gpu_stack_info{")
+    }
+    assert ids["gpufleet_gpu_info{"] == ids["gpufleet_gpu_stack_info{"] != set()
+    assert all(
+        re.match(r"^[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.[0-7]$", i) for i in ids["gpufleet_gpu_info{"]
+    )
