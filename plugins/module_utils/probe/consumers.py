@@ -395,6 +395,7 @@ class Context:
         self.root = root
         self.ld_entries = ld_entries
         self.login = login
+        self.copies = copies
         self.by_library = {c.get("library"): c for c in copies if c.get("library")}
         self.budget = fatbin.Budget()
 
@@ -649,6 +650,15 @@ def _framework_loads(ctx, env_fact, sp, key, installed):
     return fw
 
 
+def _conda_majors(ctx, env):
+    """The cuDNN majors conda installed into <env> (in its lib/, whether or not the env has a Python)."""
+    return {
+        int(c["major"])
+        for c in ctx.copies
+        if c.get("source") == "conda" and c.get("path") == env and str(c.get("major") or "").isdigit()
+    }
+
+
 def python_environment(ctx, env, sp, kind):
     """The consumer fact of one Python environment (venv, conda env, other interpreter prefix)."""
     env_fact = new_env(kind, env)
@@ -669,6 +679,7 @@ def python_environment(ctx, env, sp, kind):
                 for k, (_entry, v) in installed.items()
                 if k.startswith("nvidia_cudnn") and v[:1].isdigit()
             }
+            | _conda_majors(ctx, env)
         )
         order = [*_conda_lib(ctx, env_fact), ("ld_library_path", ctx.login["dirs"]), ("ld_cache", [])]
         order = [(via, dirs) for via, dirs in order if dirs or via == "ld_cache"]

@@ -109,6 +109,9 @@ def conda_env_with_python(root, env, version="9.1.0", cuda_major=12):
     system_sub_libraries(root, version, directory=f"{env}/lib")
     write(root, f"{env}/bin/python3.11", build_elf(["libpython3.11.so.1.0"], rpath="$ORIGIN/../lib"))
     link(root, f"{env}/bin/python", "python3.11")
+    write(
+        root, f"{env}/lib/python3.11/site-packages/README.txt", "an empty site-packages, as conda makes it\n"
+    )
 
 
 def ld_library_path_tarball(root, prefix="/usr/local/cuda-12.8", version="9.1.0"):
