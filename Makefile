@@ -31,7 +31,7 @@ lint: venv  ## yamllint, ansible-lint (production profile), ruff
 unit: venv  ## unit tests
 	$(BIN)/pytest -q tests/unit
 
-test-tools:  ## Prometheus, node exporter and Chromium for the monitoring tests (apt; root or sudo)
+test-tools:  ## Prometheus, node exporter, Chromium (monitoring tests), shellcheck (sanity): apt, root or sudo
 	scripts/install_test_tools.sh
 
 integration: venv test-tools  ## playbook tests on localhost (no lab) and the monitoring path (Prometheus, Chromium)
@@ -50,7 +50,7 @@ gpu: venv  ## molecule gpu (SKIPPED without an NVIDIA GPU)
 gpu-host: venv  ## the GPU tests against this machine itself
 	$(BIN)/pytest -p no:cacheprovider -rA --hosts=local:// tests/gpu
 
-test: lint lab unit integration molecule  ## the whole test suite (what CI runs)
+test: lint sanity importer lab unit integration molecule  ## the whole test suite (what CI runs)
 
 demo: venv  ## the main job: 4 lab hosts with different CUDA/cuDNN stacks, provisioned and audited over SSH
 	bash scripts/demo.sh
@@ -65,7 +65,7 @@ bench: venv  ## benchmarks, each a ratio to a baseline measured in the same run 
 	$(PY) bench/bench_audit.py --count $(or $(BENCH_HOSTS),20) --down
 	$(PY) bench/bench_install.py
 
-sanity: venv  ## ansible-test sanity on the collection as it ships (offline pip bootstrap; docs/collection.md)
+sanity: venv test-tools  ## ansible-test sanity on the collection as it ships (offline pip bootstrap; docs/collection.md)
 	scripts/sanity.sh
 
 changelog: venv  ## lint the changelog fragments and regenerate CHANGELOG.md

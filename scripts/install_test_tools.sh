@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install the tools tests/integration/test_monitoring.py runs: Prometheus, the node exporter and Chromium
-# (Debian 12 package names: prometheus, prometheus-node-exporter, chromium).
+# Install the tools the tests run that are not Python packages: Prometheus, the node exporter and Chromium
+# for tests/integration/test_monitoring.py, shellcheck for ansible-test sanity's shellcheck test (skipped
+# without it) (Debian 12 package names: prometheus, prometheus-node-exporter, chromium, shellcheck).
 #
 # Idempotent: installs only the packages dpkg does not list as installed; with all present it changes
 # nothing and needs no network. The packages' services are not started: while apt runs, a policy-rc.d
@@ -12,7 +13,7 @@
 # Exit: 0 all installed; 1 apt failed (one line on stderr says why); 2 cannot run apt here.
 set -euo pipefail
 
-PACKAGES=(prometheus prometheus-node-exporter chromium)
+PACKAGES=(prometheus prometheus-node-exporter chromium shellcheck)
 SERVICES=(prometheus prometheus-node-exporter)
 POLICY=/usr/sbin/policy-rc.d
 me=install_test_tools
