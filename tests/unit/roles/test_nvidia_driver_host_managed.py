@@ -48,6 +48,7 @@ def run_driver_playbook(tree, branch):
             "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
             "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
             "ANSIBLE_NOCOLOR": "true",
+            "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
             "ANSIBLE_FACT_CACHING": "memory",
             "LC_ALL": "C.UTF-8",
         }

@@ -33,6 +33,7 @@ def run_preflight(tmp_path, role_vars, callback=None):
             "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
             "ANSIBLE_FORCE_COLOR": "false",
             "ANSIBLE_NOCOLOR": "true",
+            "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
             "ANSIBLE_STDOUT_CALLBACK": callback or "ansible.builtin.default",
             "ANSIBLE_FACT_CACHING": "memory",
             "LC_ALL": "C.UTF-8",

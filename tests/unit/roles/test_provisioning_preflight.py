@@ -37,6 +37,7 @@ def run(tmp_path, role, role_vars, tasks_from="main.yml"):
             "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
             "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
             "ANSIBLE_NOCOLOR": "true",
+            "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
             "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default",
             "ANSIBLE_FACT_CACHING": "memory",
             "LC_ALL": "C.UTF-8",

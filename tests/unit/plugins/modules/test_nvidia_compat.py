@@ -1,13 +1,28 @@
 """nvidia_compat as Ansible runs it: args in, JSON out (detection, failures, check mode, bad input)."""
 
+import contextlib
 import json
 from pathlib import Path
 
 import pytest
 import yaml
-from ansible.module_utils.testing import patch_module_args
+from ansible.module_utils import basic
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import facts as probe_facts
 from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_compat
+
+try:
+    from ansible.module_utils.testing import patch_module_args
+except ImportError:  # ansible-core < 2.19: no ansible.module_utils.testing; the same through _ANSIBLE_ARGS
+
+    @contextlib.contextmanager
+    def patch_module_args(args):
+        saved = basic._ANSIBLE_ARGS
+        basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode()
+        try:
+            yield
+        finally:
+            basic._ANSIBLE_ARGS = saved
+
 
 FIXTURE = Path(__file__).resolve().parents[3] / "data/compat/h200-ubuntu2404"
 
