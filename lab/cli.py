@@ -125,6 +125,91 @@ def cmd_down(args):
     serve.stop(client)
 
 
+def check_vm(args):
+    from lab import vm, vmdisk
+
+    if getattr(args, "name", None) is not None:
+        vm.validate_name(args.name)
+    if getattr(args, "dist", None) is not None:
+        vmdisk.validate_dist(args.dist)
+    if getattr(args, "accel", None) is not None:
+        vm.validate_accel(args.accel)
+    if getattr(args, "timeout", 1) < 1:
+        raise LabError(f"--timeout {args.timeout}: give seconds, at least 1")
+
+
+def cmd_vm_build(args):
+    from lab import vm
+
+    vm.ensure_qemu()
+    vm.build(args.dist, force=args.force)
+
+
+def cmd_vm_start(args):
+    from lab import vm
+
+    vm.start(args.name, args.dist, args.accel, secure_boot=args.secure_boot, timeout=args.timeout)
+
+
+def cmd_vm_stop(args):
+    from lab import vm
+
+    vm.stop(args.name, delete=args.delete)
+
+
+def cmd_vm_reboot(args):
+    from lab import vm
+
+    vm.reboot(args.name, timeout=args.timeout)
+
+
+def cmd_vm_list(args):
+    from lab import vm
+
+    vm.show()
+
+
+def cmd_vm_ssh(args):
+    from lab import vm
+
+    command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    code = vm.ssh(args.name, command)
+    if code:
+        raise LabError(f"ssh {args.name} {' '.join(command)}: exit {code}", code)
+
+
+def _add_vm_parser(sub):
+    p = sub.add_parser("vm", help="VM guests (QEMU, UEFI + GRUB from their own disk; KVM or TCG)")
+    vsub = p.add_subparsers(dest="vm_command", required=True, metavar="ACTION")
+    dist = {"default": "bookworm", "help": "bookworm (Debian 12) or trixie (Debian 13); default bookworm"}
+    b = vsub.add_parser("build", help="build the base disk (cached by recipe hash)")
+    b.add_argument("--dist", **dist)
+    b.add_argument("--force", action="store_true", help="rebuild even when up to date")
+    b.set_defaults(func=cmd_vm_build, check=check_vm)
+    s = vsub.add_parser(
+        "start", help="start guest NAME (made on first use), wait for SSH, write the inventory"
+    )
+    s.add_argument("name", metavar="NAME")
+    s.add_argument("--dist", default=None, help="bookworm or trixie; default: the guest's own, else bookworm")
+    s.add_argument("--accel", default="auto", help="auto (KVM when it works, else TCG), kvm or tcg")
+    s.add_argument("--secure-boot", action="store_true", help="Secure Boot firmware (OVMF secboot, SMM)")
+    s.add_argument("--timeout", type=int, default=600, help="seconds to wait for SSH (default 600)")
+    s.set_defaults(func=cmd_vm_start, check=check_vm)
+    s = vsub.add_parser("stop", help="power guest NAME off (ACPI, then SIGTERM)")
+    s.add_argument("name", metavar="NAME")
+    s.add_argument("--delete", action="store_true", help="also delete its disk")
+    s.set_defaults(func=cmd_vm_stop, check=check_vm)
+    s = vsub.add_parser("reboot", help="reboot guest NAME from inside and wait for SSH")
+    s.add_argument("name", metavar="NAME")
+    s.add_argument("--timeout", type=int, default=600, help="seconds to wait for SSH (default 600)")
+    s.set_defaults(func=cmd_vm_reboot, check=check_vm)
+    vsub.add_parser("list", help="the guests of this lab").set_defaults(func=cmd_vm_list)
+    s = vsub.add_parser("ssh", help="run a command in guest NAME: vm ssh NAME -- CMD...")
+    s.add_argument("name", metavar="NAME")
+    s.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD")
+    s.set_defaults(func=cmd_vm_ssh, check=check_vm)
+
+
 def _add_mirror_options(p):
     p.add_argument(
         "--cudnn",
@@ -191,6 +276,7 @@ def build_parser():
 
     sub.add_parser("status", help="engine, images, mirror and hosts").set_defaults(func=cmd_status)
     sub.add_parser("down", help="remove the lab hosts and the mirror server").set_defaults(func=cmd_down)
+    _add_vm_parser(sub)
     return parser
 
 

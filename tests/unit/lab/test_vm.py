@@ -1,0 +1,194 @@
+"""VM guests' pure parts: accelerator choice, QEMU command line, inventory, CLI errors (no boot here)."""
+
+import os
+import socket
+
+import pytest
+import yaml
+
+from lab import LabError, cli, vm
+
+USABLE = {"dev": True, "pvm": False, "cpu_virt": True, "api": 12, "create_vm": True}
+
+
+def _guest(tmp_path, monkeypatch, **kw):
+    monkeypatch.setattr(vm, "GUESTS_DIR", tmp_path / "guests")
+    return vm.Guest(**{"name": "vm1", "dist": "bookworm", "base": "debian12-x.raw", "port": 2222, **kw})
+
+
+@pytest.mark.parametrize(
+    "change,needle",
+    [
+        ({"dev": False}, "no /dev/kvm"),
+        ({"pvm": True}, "kvm_pvm"),
+        ({"cpu_virt": False}, "vmx/svm"),
+        ({"api": None}, "read-write"),
+        ({"api": 11}, "API version 11"),
+        ({"create_vm": False}, "KVM_CREATE_VM"),
+    ],
+)
+def test_tcg_when_kvm_cannot_run_uefi(change, needle):
+    facts = {**USABLE, **change}
+    accel, reason = vm.choose_accel("auto", facts)
+    assert accel == "tcg" and needle in reason
+    with pytest.raises(LabError, match=f"--accel kvm: .*{needle}") as err:
+        vm.choose_accel("kvm", facts)
+    assert err.value.code == 2
+
+
+def test_kvm_when_it_works():
+    assert vm.choose_accel("auto", USABLE)[0] == "kvm"
+    assert vm.choose_accel("kvm", USABLE)[0] == "kvm"
+    assert vm.choose_accel("tcg", USABLE) == ("tcg", "asked for (--accel tcg)")
+
+
+def test_kvm_facts_of_a_pvm_machine(tmp_path):
+    (tmp_path / "module" / "kvm_pvm").mkdir(parents=True)
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 hypervisor\n", encoding="utf-8")
+    facts = vm.kvm_facts(dev=str(tmp_path / "kvm"), sys_module=str(tmp_path / "module"), cpuinfo=str(cpuinfo))
+    assert facts == {"dev": False, "api": None, "create_vm": False, "pvm": True, "cpu_virt": False}
+    cpuinfo.write_text("flags\t\t: fpu vmx\n", encoding="utf-8")
+    assert vm.kvm_facts(dev=str(tmp_path / "kvm"), cpuinfo=str(cpuinfo))["cpu_virt"] is True
+
+
+def _opt(cmd, flag):
+    return [cmd[i + 1] for i, c in enumerate(cmd) if c == flag]
+
+
+def test_qemu_command_tcg(tmp_path, monkeypatch):
+    guest = _guest(tmp_path, monkeypatch)
+    cmd = vm.qemu_cmd(guest, "tcg", "/fw/OVMF_CODE_4M.fd")
+    assert cmd[:4] == ["nice", "-n", "10", "qemu-system-x86_64"]
+    assert _opt(cmd, "-accel") == ["tcg,thread=multi"] and _opt(cmd, "-cpu") == ["max"]
+    assert _opt(cmd, "-machine") == ["q35"] and _opt(cmd, "-m") == ["2048"] and _opt(cmd, "-smp") == ["2"]
+    drives = _opt(cmd, "-drive")
+    assert drives[0] == "if=pflash,format=raw,unit=0,readonly=on,file=/fw/OVMF_CODE_4M.fd"
+    assert drives[1] == f"if=pflash,format=raw,unit=1,file={tmp_path}/guests/vm1/OVMF_VARS.fd"
+    assert drives[2].startswith(f"file={tmp_path}/guests/vm1/disk.qcow2,format=qcow2,if=virtio")
+    assert "hostfwd=tcp:127.0.0.1:2222-:22" in _opt(cmd, "-netdev")[0]
+    assert _opt(cmd, "-serial") == [f"file:{tmp_path}/guests/vm1/console.log"]
+    assert _opt(cmd, "-pidfile") == [f"{tmp_path}/guests/vm1/qemu.pid"] and cmd[-1] == "-daemonize"
+    assert "-global" not in cmd
+
+
+def test_qemu_command_kvm_and_secure_boot(tmp_path, monkeypatch):
+    guest = _guest(tmp_path, monkeypatch, secure_boot=True)
+    cmd = vm.qemu_cmd(guest, "kvm", "/fw/OVMF_CODE_4M.secboot.fd")
+    assert _opt(cmd, "-accel") == ["kvm"] and _opt(cmd, "-cpu") == ["host"]
+    assert _opt(cmd, "-machine") == ["q35,smm=on"]
+    assert _opt(cmd, "-global") == ["driver=cfi.pflash01,property=secure,value=on"]
+    assert "file=/fw/OVMF_CODE_4M.secboot.fd" in _opt(cmd, "-drive")[0]
+
+
+def test_firmware_files(tmp_path):
+    for name in ("OVMF_CODE_4M.fd", "OVMF_VARS_4M.fd"):
+        (tmp_path / name).write_bytes(b"")
+    assert vm.firmware(False, str(tmp_path)) == (f"{tmp_path}/OVMF_CODE_4M.fd", f"{tmp_path}/OVMF_VARS_4M.fd")
+    with pytest.raises(LabError, match="OVMF_CODE_4M.secboot.fd missing: install ovmf"):
+        vm.firmware(True, str(tmp_path))
+
+
+def test_inventory_entries(tmp_path, monkeypatch):
+    guests = [_guest(tmp_path, monkeypatch, name="vm2", port=2300), _guest(tmp_path, monkeypatch)]
+    doc = yaml.safe_load(vm.inventory_text(guests, "/k/id_ed25519"))
+    group = doc["all"]["children"]["lab_hosts"]["children"]["lab_vms"]
+    assert list(group["hosts"]) == ["vm1", "vm2"]
+    assert group["hosts"]["vm1"] == {
+        "ansible_host": "127.0.0.1",
+        "ansible_port": 2222,
+        "lab_vm_dist": "bookworm",
+        "lab_vm_accel": "tcg",
+    }
+    assert group["vars"]["ansible_user"] == "root"
+    assert group["vars"]["ansible_ssh_private_key_file"] == "/k/id_ed25519"
+    assert "StrictHostKeyChecking=no" in group["vars"]["ansible_ssh_common_args"]
+    empty = yaml.safe_load(vm.inventory_text([], "/k"))
+    assert empty["all"]["children"]["lab_hosts"]["children"]["lab_vms"]["hosts"] == {}
+
+
+def test_guest_state_and_pid(tmp_path, monkeypatch):
+    guest = _guest(tmp_path, monkeypatch)
+    vm.save(guest)
+    assert vm.load("vm1") == guest and vm.all_guests() == [guest]
+    assert vm.pid_of(guest) is None
+    # a live pid that is not this guest's QEMU does not count
+    guest.pidfile.write_text(f"{os.getpid()}\n", encoding="ascii")
+    assert vm.pid_of(guest) is None
+
+
+def test_free_port_prefers_the_recorded_one():
+    port = vm.free_port()
+    assert vm.free_port(port) == port
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        assert vm.free_port(taken) != taken
+
+
+@pytest.mark.parametrize("name", ["", "9lives", "a b", "a_b", "x" * 41, "ends-"])
+def test_bad_names(name):
+    with pytest.raises(LabError, match="guest name"):
+        vm.validate_name(name)
+
+
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["vm", "start", "a b"], "guest name 'a b'"),
+        (["vm", "start", "vm1", "--dist", "sid"], "--dist 'sid': choose from bookworm, trixie"),
+        (["vm", "start", "vm1", "--accel", "hvf"], "--accel 'hvf': choose from auto, kvm, tcg"),
+        (["vm", "start", "vm1", "--timeout", "0"], "--timeout 0"),
+        (["vm", "build", "--dist", "buster"], "--dist 'buster'"),
+        (["vm", "stop", "nosuch"], "no guest nosuch"),
+        (["vm", "ssh", "nosuch", "--", "true"], "no guest nosuch"),
+    ],
+)
+def test_cli_errors_are_one_line(capsys, tmp_path, monkeypatch, argv, needle):
+    monkeypatch.setattr(vm, "GUESTS_DIR", tmp_path / "guests")
+    monkeypatch.setattr(vm, "VM_DIR", tmp_path)
+    code = cli.main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and err.count("\n") == 0 and needle in err, err
+
+
+def test_missing_qemu_is_one_line(capsys, monkeypatch):
+    monkeypatch.setattr(vm.engine.shutil, "which", lambda name: None)
+    monkeypatch.setattr(vm.engine.os, "geteuid", lambda: 1000)
+    code = cli.main(["vm", "start", "vm1"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0
+    assert "qemu-system-x86_64 not found: install qemu-system-x86 ovmf" in err
+
+
+def test_cli_parses_ssh_command():
+    args = cli.build_parser().parse_args(["vm", "ssh", "vm1", "--", "uname", "-r"])
+    assert args.name == "vm1" and args.cmd == ["uname", "-r"]
+
+
+@pytest.mark.parametrize(
+    "text,found",
+    [
+        ("BdsDxe: loading Boot0002\nerror: no such device: 1234.\ngrub> ", "grub>"),
+        ("[ 3.1] Kernel panic - not syncing: VFS: Unable to mount root fs", "Kernel panic - not syncing"),
+        ("Gave up waiting for root file system device.\n(initramfs) ", "(initramfs)"),
+        ("Welcome to GRUB!\n[ OK ] Reached target multi-user.target\ngpufleet-vm login:", None),
+    ],
+)
+def test_boot_failure_on_the_console(text, found):
+    line = vm.boot_failure(text)
+    assert (line is None) if found is None else (found in line)
+
+
+def test_prune_keeps_used_and_current_bases(tmp_path, monkeypatch):
+    base_dir = tmp_path / "base"
+    base_dir.mkdir()
+    monkeypatch.setattr(vm.vmdisk, "BASE_DIR", base_dir)
+    monkeypatch.setattr(vm, "recipe_for", lambda dist: vm.vmdisk.DiskRecipe(suite=dist, pubkey="k"))
+    current = {vm.vmdisk.base_path(vm.recipe_for(d)).name for d in vm.vmdisk.DISTS}
+    for name in [*current, "debian12-000000000000.raw", "debian12-111111111111.raw"]:
+        (base_dir / name).write_bytes(b"")
+    vm.save(_guest(tmp_path, monkeypatch, base="debian12-111111111111.raw"))
+    vm._prune(lambda line: None)
+    assert {p.name for p in base_dir.iterdir()} == current | {"debian12-111111111111.raw"}
