@@ -50,7 +50,7 @@ gpu: venv  ## molecule gpu (SKIPPED without an NVIDIA GPU)
 gpu-host: venv  ## the GPU tests against this machine itself
 	$(BIN)/pytest -p no:cacheprovider -rA --hosts=local:// tests/gpu
 
-test: lint sanity importer lab unit integration molecule  ## the whole test suite (what CI runs)
+test: lint sanity importer lab unit integration molecule matrix  ## the whole test suite (what CI runs)
 
 demo: venv  ## the main job: 4 lab hosts with different CUDA/cuDNN stacks, provisioned and audited over SSH
 	bash scripts/demo.sh
