@@ -52,7 +52,8 @@ CUDA_RELEASES = (
     ("12.3.0", "12.3 GA", "545.23.06", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("12.3.1", "12.3 Update 1", "545.23.08", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     # not in Table 3; runfile driver
-    ("12.3.2", "12.3 Update 2", "545.23.08", MEDIUM),  # medium: https://developer.download.nvidia.com/compute/cuda/12.3.2/local_installers/cuda_12.3.2_545.23.08_linux.run
+    # the runfile: https://developer.download.nvidia.com/compute/cuda/12.3.2/local_installers/cuda_12.3.2_545.23.08_linux.run
+    ("12.3.2", "12.3 Update 2", "545.23.08", MEDIUM),  # medium: runfile above; https://developer.nvidia.com/cuda-12-3-2-download-archive
     ("12.4.0", "12.4 GA", "550.54.14", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("12.4.1", "12.4 Update 1", "550.54.15", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html
     ("12.5.0", "12.5 GA", "555.42.02", HIGH),  # high: Table 3, https://docs.nvidia.com/cuda/archive/13.2.2/cuda-toolkit-release-notes/index.html

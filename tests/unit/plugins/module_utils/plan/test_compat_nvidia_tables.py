@@ -242,11 +242,10 @@ def test_first_cudnn_for_cuda_12_is_8_8(cudnn, ok):
 # 8. The CUDA 12.3 Update 2 row cites what exists (Table 3 has no 12.3 Update 2 row)
 # ---------------------------------------------------------------------------------------------------
 def test_cuda_12_3_2_row_cites_the_runfile_not_table_3():
-    line = next(
-        row
-        for row in (ROOT / "plugins/module_utils/kb/cuda.py").read_text(encoding="utf-8").splitlines()
-        if row.strip().startswith('("12.3.2"')
-    )
+    rows = (ROOT / "plugins/module_utils/kb/cuda.py").read_text(encoding="utf-8").splitlines()
+    i = next(i for i, row in enumerate(rows) if row.strip().startswith('("12.3.2"'))
+    # the row and the comment line above it (the runfile's URL does not fit on the row's line)
+    line = rows[i] + " " + rows[i - 1]
     assert "Table 3" not in line.split("#", 1)[1].split("https://")[0] or "not in Table 3" in line
     assert re.search(
         r"https://developer\.download\.nvidia\.com/compute/cuda/12\.3\.2/\S+_545\.23\.08_linux\.run", line
