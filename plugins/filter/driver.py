@@ -2,9 +2,15 @@
 # Apache-2.0
 """Jinja2 filters over the NVIDIA driver plan (pure decisions of plugins/module_utils/plan/driver.py).
 
-driver_reboot    plan | gpufleet.nvidia.driver_reboot(facts, changed, policy, is_controller)
+driver_reboot    plan | gpufleet.nvidia.driver_reboot(facts, changed, policy, is_controller, rebooted=true)
                  -> {reboot, needed, reason, container, loaded_version, installed_version, check_running,
-                     loaded_in_branch, note}: the reboot decision from the facts read after the install
+                     loaded_in_branch, note, failure}: the reboot decision from the facts read after the
+                     install; rebooted (the facts are read after the role's reboot): failure is the failed
+                     health check (installed module still not loaded on a GPU host), "" otherwise
+driver_kernels   plan | gpufleet.nvidia.driver_kernels(facts)
+                 -> {build, headers_missing, header_packages, next_boot, next_boot_ok, message}: the installed
+                     kernels DKMS builds for, those whose headers are missing (and their packages), and
+                     whether the kernel the host boots next has an NVIDIA module (message: why not)
 driver_unlocked  plan | gpufleet.nvidia.driver_unlocked(facts)
                  -> the plan's dnf versionlock names that no held package of the facts covers yet
 
@@ -16,11 +22,17 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
 
 
-def driver_reboot(plan, facts, changed=False, policy="auto", is_controller=False):
+def driver_reboot(plan, facts, changed=False, policy="auto", is_controller=False, *, rebooted=False):
     try:
-        return dp.reboot_after(plan, facts, changed=changed, policy=policy, is_controller=is_controller)
+        return dp.reboot_after(
+            plan, facts, changed=changed, policy=policy, is_controller=is_controller, rebooted=bool(rebooted)
+        )
     except dp.DriverPlanError as err:
         raise AnsibleFilterError(str(err)) from None
+
+
+def driver_kernels(plan, facts):
+    return dp.kernel_guard(plan, facts)
 
 
 def driver_unlocked(plan, facts):
@@ -29,4 +41,8 @@ def driver_unlocked(plan, facts):
 
 class FilterModule:
     def filters(self):
-        return {"driver_reboot": driver_reboot, "driver_unlocked": driver_unlocked}
+        return {
+            "driver_reboot": driver_reboot,
+            "driver_kernels": driver_kernels,
+            "driver_unlocked": driver_unlocked,
+        }

@@ -16,16 +16,17 @@ description:
   - Refuses, before any change, a driver gpufleet did not install where packages would meet it (NVIDIA's
     runfile, see O(replace_runfile); packages of another repository, see O(existing); a DKMS tree of the
     nvidia module that no package owns). A host-managed driver is left as it is.
-  - Validates the request (branch, exact version, kernel module flavor, reboot policy, MOK files, the
-    C(auto|true|false) switches) and checks GPUs, branch, flavor and CUDA with the rules of
-    M(gpufleet.nvidia.nvidia_compat) (unless O(compat_check=false)). Every refusal is one line naming the
-    role's variable, its value and what is allowed, and only the variable that is wrong; the module fails
-    with them before anything is changed.
+  - Validates the request (branch, exact version, kernel module flavor, reboot policy, MOK files (the key
+    a PEM private key, the certificate PEM or DER), the C(auto|true|false) switches) and checks GPUs, branch,
+    flavor and CUDA with the rules of M(gpufleet.nvidia.nvidia_compat) (unless O(compat_check=false)). Every
+    refusal is one line naming the role's variable, its value and what is allowed, and only the variable
+    that is wrong; the module fails with them before anything is changed.
   - Returns the plan (packages, pin packages, dnf module stream, holds and versionlocks, the change of
     state, services, package sources, verify expectations, the reboot decision before the install) computed
     by C(plugins/module_utils/plan/driver.py); the role's tasks only execute it.
-  - Changes nothing and reads nothing but the two MOK paths when O(facts) is given; without O(facts) it
-    gathers the C(gpu) and C(driver) subsets of the facts itself.
+  - Refuses O(reboot=auto) and O(reboot=always) on the Ansible controller itself (O(is_controller)).
+  - Changes nothing and reads nothing but the two MOK paths (their first 64 KiB) when O(facts) is given;
+    without O(facts) it gathers the C(gpu) and C(driver) subsets of the facts itself.
 version_added: "0.2.0"
 author: gpufleet maintainers (!UNKNOWN)
 options:
@@ -115,7 +116,9 @@ options:
     type: str
     default: ""
   is_controller:
-    description: The host is the Ansible controller itself (never rebooted).
+    description:
+      - The host is the Ansible controller itself (never rebooted).
+      - With O(reboot=auto) or O(reboot=always) the plan is refused; O(reboot=never) is fine.
     type: bool
     default: false
   gpus:
@@ -216,7 +219,9 @@ plan:
       elements: str
     kernel_packages: {description: Kernel module packages, type: list, elements: str}
     header_packages:
-      description: "Headers for the running kernel (DKMS)"
+      description:
+        - "Headers for the running kernel (DKMS), and for every installed kernel without an NVIDIA module
+          whose headers are missing (facts C(driver.kernels); DKMS plans that build the module only)"
       type: list
       elements: str
     fabricmanager_packages: {description: Fabric manager packages, type: list, elements: str}
@@ -289,7 +294,11 @@ plan:
     kernel_build: {description: "dkms, precompiled or none", type: str}
     build_kernel_module: {description: Kernel module packages are planned, type: bool}
     reboot:
-      description: "The reboot decision before the install C({reboot, needed, reason})"
+      description:
+        - "The reboot decision before the install C({reboot, needed, reason})"
+        - "Without an NVIDIA GPU (facts C(gpus) empty) an installed module that is not loaded needs a reboot
+          only when facts C(driver.boot_pending) says the running kernel's initramfs or nvidia module changed
+          after this boot."
       type: dict
     touches_host:
       description: "The run changes this host or reboots it (drain it first)"
@@ -330,12 +339,28 @@ ARGUMENT_SPEC = {
 }
 
 
+MOK_CHECKS = {"mok_key": dp.is_private_key, "mok_cert": dp.is_certificate}
+
+
+def _head(path):
+    """The first bytes of a file the plan judges (dp.MOK_READ), or None when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(dp.MOK_READ)
+    except OSError:
+        return None
+
+
 def mok_exists(request, root):
-    """{mok_key_exists, mok_cert_exists}: the given MOK paths are files under root."""
+    """{mok_key_exists, mok_cert_exists, mok_key_valid, mok_cert_valid}: the given MOK paths are files under
+    root, and their first bytes hold a PEM private key / a PEM or DER certificate (None: not judged)."""
     found = {}
-    for key in ("mok_key", "mok_cert"):
+    for key, check in MOK_CHECKS.items():
         path = request.get(key) or ""
-        found[f"{key}_exists"] = os.path.isfile(os.path.join(root, path.lstrip("/"))) if path else None
+        outer = os.path.join(root, path.lstrip("/"))
+        found[f"{key}_exists"] = os.path.isfile(outer) if path else None
+        head = _head(outer) if found[f"{key}_exists"] else None
+        found[f"{key}_valid"] = check(head) if head is not None else None
     return found
 
 

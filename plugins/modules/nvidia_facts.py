@@ -38,7 +38,9 @@ description:
     different releases. All of it is read from files; no framework is imported.
   - The driver facts also compare the loaded module with the user-space libraries' versions
     (C(version_mismatch)), list the GSP firmware versions, the installed kernels with their NVIDIA module
-    (DKMS, precompiled package, file) and headers, and the kernel the host boots next (C(next_boot)).
+    (DKMS, precompiled package, file) and headers, the kernel the host boots next (C(next_boot)), and what
+    waits for a reboot (C(boot_pending), the boot time from C(/proc/stat) C(btime), and whether the running
+    kernel's initramfs and nvidia module file changed after it).
     Each CUDA toolkit reports its forward-compatibility directory (C(compat)).
   - These probes are the only readers of these facts in the collection; other modules take them as input
     (their C(facts) option) instead of reading the host again.
@@ -219,7 +221,8 @@ ansible_facts:
             running kernel would load next, every installed driver package, runfile installer traces; the
             user-space libraries and their version, GSP firmware versions, loaded vs user-space vs package
             versions and whether they mismatch, the installed kernels with their NVIDIA module and headers,
-            and the kernel the host boots next.
+            the kernel the host boots next, and what waits for a reboot (C(boot_pending) with C(boot_time),
+            C(initramfs_changed), C(module_changed), C(reason)).
           type: dict
           sample: {"installed": true, "version": "580.159.04", "branch": "580", "kernel_module": "open",
                    "loaded": true, "nouveau_loaded": false, "install_method": "host", "package": null,
@@ -233,6 +236,10 @@ ansible_facts:
                    "gsp_firmware": [],
                    "versions": {"loaded": "580.159.04", "userspace": "580.159.04", "package": null},
                    "version_mismatch": false, "kernels": [], "next_boot": null,
+                   "boot_pending": {"boot_time": 1764600000, "initramfs_changed": false,
+                                    "module_changed": false, "reason": "no initramfs of 6.18.44-fc-v595
+                                    (/boot/initrd.img-6.18.44-fc-v595 or /boot/initramfs-6.18.44-fc-v595.img);
+                                    no nvidia module file of 6.18.44-fc-v595"},
                    "reasons": {"secure_boot": "no EFI variables (legacy BIOS boot or not exposed)"}}
         cuda:
           description: CUDA toolkits found (each with its forward-compatibility directory C(compat) or null)

@@ -44,6 +44,8 @@ EXTRA_VARS = {
     "ansible_become": False,
     "nvidia_driver_source": "distro",
     "nvidia_driver_branch": "535",
+    # this machine is the controller: auto (the default) is refused there before any change
+    "nvidia_driver_reboot": "never",
     "__nvidia_driver_facts_input": DEBIAN_CONTAINER,
     "__nvidia_driver_sources_changed": True,
     "__nvidia_driver_changed": True,

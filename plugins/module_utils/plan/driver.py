@@ -11,7 +11,10 @@ Main entry points:
   role's variables without their ``nvidia_driver_`` prefix (:data:`REQUEST_DEFAULTS`), ``facts`` what
   ``ansible_facts.nvidia`` holds (docs/facts.md), ``compat`` the result of ``plan.compat.check``. The plan
   says everything the tasks do: packages, locks, services, sources, refusals (``errors``), the reboot now.
-* :func:`reboot_after` -- the reboot decision after the install, from a fresh facts read.
+* :func:`reboot_after` -- the reboot decision after the install, from a fresh facts read (with
+  ``rebooted``: the health check after the role's reboot).
+* :func:`kernel_guard` -- the installed kernels DKMS builds for, their missing headers, whether the next
+  boot's kernel has a module.
 * :func:`build_plan` -- packages / dnf module stream / holds / fabric manager / initramfs per
   OS x source x branch x kernel-module flavor.
 * :func:`validate_request` -- every refusal about the user's variables, before any change.
@@ -41,7 +44,8 @@ TRISTATE = ("auto", "true", "false")
 EXISTING_POLICIES = ("refuse", "replace")
 
 # The role's variables (nvidia_driver_<key>) a plan is made from, with the role's defaults; plus what the
-# module adds: whether the MOK files exist, the controller test, nvidia_compat's recommendation.
+# module adds: whether the MOK files exist and hold a key / a certificate (mok_*_valid: is_private_key,
+# is_certificate on their first MOK_READ bytes), the controller test, nvidia_compat's recommendation.
 REQUEST_DEFAULTS = {
     "source": "nvidia_repo",
     "branch": "580",
@@ -58,6 +62,8 @@ REQUEST_DEFAULTS = {
     "mok_cert": "",
     "mok_key_exists": None,
     "mok_cert_exists": None,
+    "mok_key_valid": None,
+    "mok_cert_valid": None,
     "hold": True,
     "persistenced": True,
     "debian_mirror": "",
@@ -272,13 +278,39 @@ def _version_errors(version, branch, branch_int):
     return []
 
 
-def _mok_errors(mok_key, mok_cert, mok_paths_exist):
+# MOK files: the private key is PEM (openssl's "-----BEGIN PRIVATE KEY-----", also RSA/EC/ENCRYPTED), the
+# certificate PEM or DER (an X.509 DER certificate is an ASN.1 SEQUENCE with a two-byte length: 0x30 0x82);
+# RFC 7468 sections 2, 5 and 10 (PEM labels), X.690 8.1.3 (long-form length), high. Only the first MOK_READ
+# bytes are looked at.
+MOK_READ = 64 * 1024
+_PEM_PRIVATE_KEY = re.compile(rb"^-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----\s*$", re.MULTILINE)
+_PEM_CERTIFICATE = re.compile(rb"^-----BEGIN CERTIFICATE-----\s*$", re.MULTILINE)
+_MOK_NOT = {
+    "nvidia_driver_mok_key": 'is not a private key (PEM "-----BEGIN PRIVATE KEY-----")',
+    "nvidia_driver_mok_cert": "is not an X.509 certificate (PEM or DER)",
+}
+
+
+def is_private_key(head):
+    """The first bytes of a file hold a PEM private key line."""
+    return bool(_PEM_PRIVATE_KEY.search(bytes(head or b"")[:MOK_READ]))
+
+
+def is_certificate(head):
+    """The first bytes of a file are a PEM certificate (its BEGIN line) or a DER one (0x30 0x82)."""
+    head = bytes(head or b"")[:MOK_READ]
+    return head[:2] == b"\x30\x82" or bool(_PEM_CERTIFICATE.search(head))
+
+
+def _mok_errors(mok_key, mok_cert, mok_paths_exist, mok_paths_valid=None):
     errors = []
     for name, path in (("nvidia_driver_mok_key", mok_key), ("nvidia_driver_mok_cert", mok_cert)):
         if path in (None, ""):
             continue
         if mok_paths_exist is not None and not mok_paths_exist.get(path, False):
             errors.append(f"{name}: {path!r} does not exist on the host; give the path of an existing file")
+        elif (mok_paths_valid or {}).get(path) is False:
+            errors.append(f"{name}: {path!r} {_MOK_NOT[name]}")
     if bool(mok_key) != bool(mok_cert):
         errors.append(
             "nvidia_driver_mok_key and nvidia_driver_mok_cert: give both "
@@ -298,12 +330,22 @@ def validate_request(
     mok_key=None,
     mok_cert=None,
     mok_paths_exist=None,
+    mok_paths_valid=None,
+    is_controller=False,
 ):
     """Every refusal about the variables, as a list of one-line messages (empty = fine).
 
-    ``mok_paths_exist`` maps each given MOK path to whether it exists on the target.
+    ``mok_paths_exist`` maps each given MOK path to whether it exists on the target, ``mok_paths_valid``
+    to whether it holds what it must (the key a PEM private key, the certificate PEM or DER; a path not in
+    it is not judged). ``is_controller``: the host is the Ansible controller, which auto/always would
+    reboot.
     """
     errors = _choice_errors(source, kernel_module, reboot)
+    if is_controller and reboot in ("auto", "always"):
+        errors.append(
+            f"nvidia_driver_reboot: {reboot!r} would reboot the Ansible controller itself (connection local "
+            "or localhost); set nvidia_driver_reboot: never and reboot it yourself"
+        )
     branch_int = None
     try:
         branch_int = parse_branch_value(branch)
@@ -311,7 +353,7 @@ def validate_request(
         errors.append(str(exc))
     errors += _branch_errors(os_name, source, branch, branch_int, kernel_module)
     errors += _version_errors(version, branch, branch_int)
-    errors += _mok_errors(mok_key, mok_cert, mok_paths_exist)
+    errors += _mok_errors(mok_key, mok_cert, mok_paths_exist, mok_paths_valid)
     return errors
 
 
@@ -911,12 +953,39 @@ def existing_driver(req, state, plan):
 # ---------------------------------------------------------------------------------------------------
 # Reboot
 # ---------------------------------------------------------------------------------------------------
-def _reboot_need(loaded_version, loaded_flavor, installed_version, installed_flavor, is_container):
+PENDING_REASON = "the initramfs / NVIDIA module of the running kernel changed after this boot"
+
+
+def no_gpu_note(installed_version):
+    """The clear, non-failing state of a module installed where no NVIDIA GPU is present to load it."""
+    return f"module {installed_version} installed; not loadable: no NVIDIA GPU present"
+
+
+def _pending_without_gpu(installed_version, pending):
+    """(needed, why) of an installed module that no GPU loads: only a changed boot image counts."""
+    pending = pending or {}
+    if pending.get("initramfs_changed") or pending.get("module_changed"):
+        return True, PENDING_REASON
+    return False, no_gpu_note(installed_version)
+
+
+def _reboot_need(
+    loaded_version,
+    loaded_flavor,
+    installed_version,
+    installed_flavor,
+    *,
+    is_container,
+    gpu=True,
+    pending=None,
+):
     if installed_version is None:
         why = "no NVIDIA kernel module is installed for the running kernel"
         if is_container:
             why += " (a container: kernel modules cannot be built or loaded here)"
         return False, why
+    if loaded_version is None and not gpu:
+        return _pending_without_gpu(installed_version, pending)
     if loaded_version is None:
         return True, f"module {installed_version} is installed but no NVIDIA module is loaded"
     if loaded_version != installed_version:
@@ -937,14 +1006,15 @@ def reboot_decision(
     is_controller=False,
     is_container=False,
     host_managed_driver=False,
+    gpu_present=True,
+    boot_pending=None,
 ):
-    """Decide the reboot. Returns {'reboot': bool, 'needed': bool, 'reason': str}.
-
-    needed: a kernel module is installed for the running kernel and the loaded one differs from it (other
-    version, other flavor, or none loaded). auto reboots when needed; always also when the run changed
-    driver packages or kernel configuration; never does not. The controller itself and containers are
-    never rebooted; neither is a host-managed driver.
-    """
+    """Decide the reboot. Returns {'reboot': bool, 'needed': bool, 'reason': str}. needed: a kernel module
+    is installed for the running kernel and the loaded one differs from it (other version, other flavor, or
+    none loaded; without an NVIDIA GPU, ``gpu_present`` false, none loaded only when ``boot_pending``, facts
+    driver.boot_pending, says the running kernel's initramfs or nvidia module changed after this boot).
+    auto reboots when needed; always also when the run changed driver packages or kernel configuration;
+    never does not. The controller itself, containers and host-managed drivers are never rebooted."""
     if policy not in REBOOT_POLICIES:
         raise DriverPlanError(
             f"nvidia_driver_reboot: {policy!r} is not allowed; allowed: {', '.join(REBOOT_POLICIES)}"
@@ -956,7 +1026,13 @@ def reboot_decision(
             "reason": "the driver is host-managed: nothing to reboot for",
         }
     needed, why = _reboot_need(
-        loaded_version, loaded_flavor, installed_version, installed_flavor, is_container
+        loaded_version,
+        loaded_flavor,
+        installed_version,
+        installed_flavor,
+        is_container=is_container,
+        gpu=gpu_present,
+        pending=boot_pending,
     )
     want = needed if policy == "auto" else (needed or changed) if policy == "always" else False
     if not want:
@@ -1089,7 +1165,22 @@ def host_state(facts):
         "owned_by_package": driver.get("install_method") == "package",
         "secure_boot": driver.get("secure_boot") == "enabled",
         "nvswitch_count": int((facts or {}).get("nvswitch_count") or 0),
+        "gpu_present": gpu_present(facts),
+        "boot_pending": _section(driver, "boot_pending"),
+        "kernels": [k for k in driver.get("kernels") or [] if isinstance(k, dict) and k.get("release")],
+        "next_boot": _section(driver, "next_boot"),
     }
+
+
+def gpu_present(facts):
+    """The facts list at least one NVIDIA GPU (``gpus`` non-empty). Facts without a GPU list, or whose gpu
+    probe was skipped or failed (``probes.gpu.state`` skipped/unknown), say nothing: taken as present (the
+    checks that need a GPU then stay on)."""
+    facts = facts or {}
+    if facts.get("gpus"):
+        return True
+    state = _section(_section(facts, "probes"), "gpu").get("state")
+    return "gpus" not in facts or state in ("skipped", "unknown")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1114,10 +1205,12 @@ def validate(request, facts):
         return [
             f"operating system: {shown} is not supported by nvidia_driver; supported: {kb_hosts.SUPPORTED_OS}"
         ]
-    mok_exists = {}
+    mok_exists, mok_valid = {}, {}
     for key in ("mok_key", "mok_cert"):
         if req[key] and req[f"{key}_exists"] is not None:
             mok_exists[req[key]] = bool(req[f"{key}_exists"])
+        if req[key] and req[f"{key}_valid"] is not None:
+            mok_valid[req[key]] = bool(req[f"{key}_valid"])
     errors = validate_request(
         os_name,
         req["source"],
@@ -1128,6 +1221,9 @@ def validate(request, facts):
         mok_key=req["mok_key"],
         mok_cert=req["mok_cert"],
         mok_paths_exist=mok_exists if mok_exists else None,
+        mok_paths_valid=mok_valid,
+        # a container or a host-managed driver is never rebooted by the role: nothing to refuse there
+        is_controller=bool(req["is_controller"]) and not state["container"] and not state["host_managed"],
     )
     for key in ("fabricmanager", "build_kernel_module"):
         try:
@@ -1317,6 +1413,8 @@ def _add_tasks(plan, req, state):
     locked = plan["packages"] + plan["kernel_packages"] + plan["fabricmanager_packages"]
     plan.update(
         install_packages=install,
+        # DKMS builds for every installed kernel: the headers of those without a module and headers too
+        header_packages=_bare_names(plan["header_packages"] + _kernel_guard(plan, state)["header_packages"]),
         hold_names=plan["hold_packages"] if req["hold"] and apt else [],
         versionlock_names=_bare_names([_dnf_bare(p) for p in locked])
         if req["hold"] and plan["versionlock"]
@@ -1341,6 +1439,8 @@ def _add_tasks(plan, req, state):
         is_controller=bool(req["is_controller"]),
         is_container=state["container"],
         host_managed_driver=state["host_managed"],
+        gpu_present=state["gpu_present"],
+        boot_pending=state["boot_pending"],
     )
     plan["touches_host"] = not state["host_managed"] and (
         plan["transition"]["kind"] != "none" or plan["reboot"]["needed"]
@@ -1374,13 +1474,15 @@ def _summary(plan, state):
 # ---------------------------------------------------------------------------------------------------
 # After the install (filters gpufleet.nvidia.driver_reboot / driver_unlocked)
 # ---------------------------------------------------------------------------------------------------
-def reboot_after(plan, facts_after, changed=False, policy="auto", is_controller=False):
+def reboot_after(plan, facts_after, changed=False, policy="auto", *, is_controller=False, rebooted=False):
     """The reboot decision from the facts read after the install, plus what verify checks.
 
     Returns reboot_decision's {reboot, needed, reason} and: container, loaded_version, installed_version
     (of the module the running kernel loads), check_running (nvidia-smi must answer with
-    installed_version), loaded_in_branch (the loaded module is of the plan's branch) and note (what to
-    tell the user when the module cannot be checked here; empty otherwise).
+    installed_version), loaded_in_branch (the loaded module is of the plan's branch), note (what to
+    tell the user when the module cannot be checked here; empty otherwise) and failure (``rebooted``: the
+    facts are read after the reboot the role did; an installed module that is still not the loaded one on
+    a host with an NVIDIA GPU is a failed health check, one line; empty otherwise).
     """
     state = host_state(facts_after)
     decision = reboot_decision(
@@ -1393,24 +1495,110 @@ def reboot_after(plan, facts_after, changed=False, policy="auto", is_controller=
         is_controller=bool(is_controller),
         is_container=state["container"],
         host_managed_driver=state["host_managed"] or bool((plan or {}).get("host_managed")),
+        gpu_present=state["gpu_present"],
+        boot_pending=state["boot_pending"],
     )
-    note = ""
-    if state["container"]:
-        note = (
-            f"{decision['reason']}. Module loading is impossible in a container: only the userspace packages "
-            "were installed and checked."
-        )
-    elif decision["needed"]:
-        note = f"{decision['reason']}. A reboot is needed to load the installed driver."
+    managed = state["host_managed"] or bool((plan or {}).get("host_managed"))
+    failure = _after_reboot_failure(state) if rebooted and not managed else ""
+    idle = not state["gpu_present"] and state["installed_version"] and not state["loaded_version"]
+    checkable = not state["container"] and bool(state["installed_version"])
     decision.update(
         container=state["container"],
         loaded_version=state["loaded_version"],
         installed_version=state["installed_version"],
-        check_running=not state["container"] and bool(state["installed_version"]) and not decision["needed"],
+        check_running=bool(failure) or (checkable and not decision["needed"] and not idle),
         loaded_in_branch=branch_of(state["loaded_version"]) == (plan or {}).get("branch"),
-        note=note,
+        note=_after_note(state, decision, bool(idle)),
+        failure=failure,
     )
     return decision
+
+
+def _after_note(state, decision, idle):
+    if state["container"]:
+        return (
+            f"{decision['reason']}. Module loading is impossible in a container: only the userspace packages "
+            "were installed and checked."
+        )
+    if idle and decision["needed"]:
+        return f"{decision['reason']}. A reboot is pending; the module is not loadable: no NVIDIA GPU present"
+    if idle:
+        return no_gpu_note(state["installed_version"])
+    if decision["needed"]:
+        return f"{decision['reason']}. A reboot is needed to load the installed driver."
+    return ""
+
+
+def _after_reboot_failure(state):
+    """The health check after the role's reboot: the installed module must be the loaded one (GPU hosts)."""
+    installed, loaded = state["installed_version"], state["loaded_version"]
+    if state["container"] or not state["gpu_present"] or not installed:
+        return ""
+    flavors = state["installed_flavor"], state["loaded_flavor"]
+    other_flavor = all(flavors) and flavors[0] != flavors[1]
+    if loaded == installed and not other_flavor:
+        return ""
+    if other_flavor:
+        installed, loaded = f"{installed} {flavors[0]}", f"{loaded} {flavors[1]}"
+    loaded = loaded or "none"
+    return f"health check: after the reboot the installed module {installed} is not loaded (loaded: {loaded})"
+
+
+# Headers DKMS builds another installed kernel's module against: linux-headers-<release> (Debian, Ubuntu),
+# kernel-devel-<release> (RHEL; kernel-headers are the userspace headers, one version installed at a time,
+# so only the running kernel's are planned, by header_packages), high: the distributions' package names.
+def kernel_header_packages(family, release):
+    """The header packages of one installed kernel that DKMS builds for."""
+    if family in ("ubuntu", "debian"):
+        return [f"linux-headers-{release}"]
+    return [f"kernel-devel-{release}"]
+
+
+def kernel_guard(plan, facts):
+    """What the installed kernels need for the plan's module, from the facts (driver.kernels, next_boot).
+
+    Returns {build: [releases DKMS builds for: no NVIDIA module, headers present], headers_missing:
+    [releases without module and headers], header_packages: [their header packages], next_boot: release or
+    None, next_boot_ok: the next boot's kernel has an NVIDIA module (true where no module is built here or
+    no next boot is known), message: one line naming the kernel and why not, "" when ok}. Only DKMS plans
+    that build the module list kernels to build.
+    """
+    return _kernel_guard(plan or {}, host_state(facts))
+
+
+def _kernel_guard(plan, state):
+    family = plan.get("family") or state["family"]
+    next_boot = state["next_boot"]
+    out = {"build": [], "headers_missing": [], "header_packages": [], "next_boot": next_boot.get("kernel")}
+    out.update(next_boot_ok=True, message="")
+    if not plan.get("build_kernel_module"):
+        return out
+    dkms = plan.get("kernel_build") == "dkms"
+    without = [k for k in state["kernels"] if _section(k, "module").get("kind") == "none"]
+    if dkms:
+        out["build"] = [k["release"] for k in without if k.get("headers")]
+        out["headers_missing"] = [k["release"] for k in without if not k.get("headers")]
+        for release in out["headers_missing"]:
+            out["header_packages"] += kernel_header_packages(family, release)
+    if next_boot and not next_boot.get("has_module"):
+        out["next_boot_ok"] = False
+        out["message"] = _next_boot_message(plan, state, out, dkms)
+    return out
+
+
+def _next_boot_message(plan, state, guard, dkms):
+    release = guard["next_boot"]
+    head = f"next boot kernel {release} has no NVIDIA module"
+    if dkms and release in guard["headers_missing"]:
+        packages = " ".join(kernel_header_packages(plan.get("family") or state["family"], release))
+        return f"{head}: its headers are missing (install {packages})"
+    if dkms:
+        return f"{head}: DKMS has not built it"
+    running = state["kernel_release"]
+    named = " ".join(p.replace(running, release) for p in plan.get("kernel_packages") or () if running in p)
+    return f"{head}: no precompiled module package for it" + (
+        f" (install {named})" if running and named else ""
+    )
 
 
 def versionlock_missing(plan, facts):

@@ -9,6 +9,11 @@ Read from files only: ``/boot/vmlinuz-*`` and ``/usr/lib/modules/*`` (``/lib/mod
 GRUB's ``grubenv`` (``saved_entry``) and ``/etc/default/grub`` (``GRUB_DEFAULT``). Without a saved entry that
 names a kernel, the next boot is the newest installed kernel (what grub-mkconfig puts first on Debian, Ubuntu
 and what grubby makes the default on RHEL after a kernel install).
+
+What waits for a reboot (``boot_pending``): the boot time (``/proc/stat`` ``btime``, the kernel's "boot time,
+in seconds since the Epoch", proc(5), high) against the modification times of the running kernel's
+initramfs (``/boot/initrd.img-<release>``: initramfs-tools on Debian/Ubuntu;
+``/boot/initramfs-<release>.img``: dracut on RHEL, high) and of its nvidia module file.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ MODULE_PATHS = (
     "video/nvidia.ko",
 )
 COMPRESSED = ("", ".xz", ".zst", ".gz")
+PROC_STAT = "/proc/stat"
+INITRAMFS = ("/boot/initrd.img-{release}", "/boot/initramfs-{release}.img")
+_BTIME = re.compile(r"^btime\s+(\d+)\s*$", re.MULTILINE)
 _MODULES_DEP_NVIDIA = re.compile(r"^(\S*/nvidia\.ko(?:\.xz|\.zst|\.gz)?):", re.MULTILINE)
 _PRECOMPILED = (
     re.compile(r"^linux-(?:modules|objects|signatures)-nvidia-(\d{3})(?:-server)?(?:-open)?-(.+)$"),
@@ -118,8 +126,59 @@ def headers(root, tree, release):
     return reason is None and root.isdir(real)
 
 
+def boot_time(root):
+    """(epoch seconds of this boot, reason): ``btime`` of /proc/stat."""
+    text, reason = root.read_text(PROC_STAT, limit=1024 * 1024)
+    if text is None:
+        return None, reason
+    found = _BTIME.search(text)
+    return (int(found.group(1)), None) if found else (None, f"{PROC_STAT} has no btime line")
+
+
+def _changed_after(root, path, since, reasons):
+    when, reason = root.mtime(path)
+    if reason:
+        reasons.append(reason)
+    return when is not None and when > since
+
+
+def _running_module_file(root, tree, running, kernels):
+    """The nvidia module file of the running kernel: its kernels entry's file, else modules.dep and the
+    usual directories (a DKMS or package module is a file in the module tree too)."""
+    entry = next((k for k in kernels if k["release"] == running), None)
+    if entry and entry["module"]["kind"] == "file":
+        return entry["module"]["path"]
+    return _file_module(root, tree, running) if tree else None
+
+
+def pending(root, tree, running, kernels):
+    """{boot_time, initramfs_changed, module_changed, reason}: whether the running kernel's initramfs and
+    its nvidia module file changed after this boot (mtime later than btime); reason: why a value could not
+    be told (None when everything was read)."""
+    out = {"boot_time": None, "initramfs_changed": False, "module_changed": False, "reason": None}
+    out["boot_time"], reason = boot_time(root)
+    if out["boot_time"] is None or not running:
+        out["reason"] = reason or "the running kernel release is unknown"
+        return out
+    reasons = []
+    names = [form.format(release=running) for form in INITRAMFS]
+    initramfs = next((name for name in names if root.exists(name)), None)
+    if initramfs:
+        out["initramfs_changed"] = _changed_after(root, initramfs, out["boot_time"], reasons)
+    else:
+        reasons.append(f"no initramfs of {running} ({' or '.join(names)})")
+    module = _running_module_file(root, tree, running, kernels)
+    if module:
+        out["module_changed"] = _changed_after(root, module, out["boot_time"], reasons)
+    else:
+        reasons.append(f"no nvidia module file of {running}")
+    out["reason"] = "; ".join(reasons) or None
+    return out
+
+
 def probe(root, *, running, dkms, packages):
-    """({kernels: [{release, running, module, headers}], next_boot: {...} | None}, reason)."""
+    """({kernels: [{release, running, module, headers}], next_boot: {...} | None, boot_pending: {...}},
+    reason)."""
     releases, tree = installed_kernels(root)
     kernels = [
         {
@@ -130,10 +189,12 @@ def probe(root, *, running, dkms, packages):
         }
         for release in releases
     ]
+    boot_pending = pending(root, tree, running, kernels)
     if not kernels:
-        return {"kernels": [], "next_boot": None}, "no installed kernel under root (/boot/vmlinuz-*, modules)"
+        empty = {"kernels": [], "next_boot": None, "boot_pending": boot_pending}
+        return empty, "no installed kernel under root (/boot/vmlinuz-*, modules)"
     release, why = default_kernel(root, releases)
     kernel = next(k for k in kernels if k["release"] == release)
     next_boot = {"kernel": release, "why": why, "running": kernel["running"], "module": kernel["module"],
                  "has_module": kernel["module"]["kind"] != "none"}  # fmt: skip
-    return {"kernels": kernels, "next_boot": next_boot}, None
+    return {"kernels": kernels, "next_boot": next_boot, "boot_pending": boot_pending}, None

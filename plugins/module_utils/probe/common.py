@@ -104,6 +104,17 @@ class Root:
             return None, reason
         return data.decode("utf-8", "replace"), None
 
+    def mtime(self, inner):
+        """(modification time in epoch seconds, None) of a file (links followed inside the root), or
+        (None, reason)."""
+        path, reason = self.realpath(inner) if not self.is_slash else (inner, None)
+        if reason:
+            return None, f"cannot stat {inner}: {reason}"
+        try:
+            return os.stat(self.outer(path)).st_mtime, None
+        except OSError as exc:
+            return None, f"cannot stat {inner}: {exc.strerror or exc}"
+
     def listdir(self, inner):
         """Sorted entry names of a directory, or (None, reason)."""
         try:

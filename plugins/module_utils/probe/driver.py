@@ -556,6 +556,12 @@ def empty_driver():
         "version_mismatch": None,
         "kernels": [],
         "next_boot": None,
+        "boot_pending": {
+            "boot_time": None,
+            "initramfs_changed": False,
+            "module_changed": False,
+            "reason": None,
+        },
         "reasons": {},
     }
 

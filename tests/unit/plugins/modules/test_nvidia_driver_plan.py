@@ -19,6 +19,8 @@ H200_VERSION = (
 SB_GUID = "8be4df61-93ca-11d2-aa0d-00e098032b8c"
 UBUNTU_2404 = {"distribution": "Ubuntu", "version": "24.04", "key": "ubuntu2404"}
 DEBIAN_12 = {"distribution": "Debian", "version": "12", "key": "debian12"}
+PEM_KEY = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n"
+DER_CERT = b"\x30\x82\x03\x0b\x30\x82\x01\xf3"
 
 
 def facts_for(**kw):
@@ -170,8 +172,8 @@ def test_secure_boot_with_dkms_needs_mok(tmp_path):
     plan = dp.decide(request(), facts)
     assert any("Secure Boot is enabled" in e and "nvidia_driver_mok_key" in e for e in plan["errors"])
     (tmp_path / "root").mkdir()
-    (tmp_path / "root/MOK.priv").write_text("")
-    (tmp_path / "root/MOK.der").write_text("")
+    (tmp_path / "root/MOK.priv").write_text(PEM_KEY)
+    (tmp_path / "root/MOK.der").write_bytes(DER_CERT)
     moks = {"mok_key": "/root/MOK.priv", "mok_cert": "/root/MOK.der"}
     plan = dp.decide(request(**moks) | mod.mok_exists(moks, str(tmp_path)), facts)
     assert plan["errors"] == []
@@ -227,14 +229,19 @@ def test_packages_holds_and_branches_from_dpkg():
 
 
 def test_installed_module_from_modinfo():
-    facts = facts_for(driver_module_for_running_kernel={"version": "580.95.05", "kernel_module": "open"})
+    facts = facts_for(
+        driver_module_for_running_kernel={"version": "580.95.05", "kernel_module": "open"},
+        gpus=[{"pci_device_id": "0x2335", "name": "NVIDIA H200"}],
+    )
     plan = dp.decide(request(), facts)
     assert plan["reboot"]["needed"] is True
     assert plan["reboot"]["reboot"] is True
     assert "no NVIDIA module is loaded" in plan["reboot"]["reason"]
-    controller = dp.decide(request(is_controller=True), facts)
+    # the controller itself: auto is refused before any change (test_driver_kernels.py), never is fine
+    controller = dp.decide(request(is_controller=True, reboot="never"), facts)
+    assert controller["errors"] == []
     assert controller["reboot"]["reboot"] is False
-    assert "controller" in controller["reboot"]["reason"]
+    assert controller["reboot"]["reason"].endswith("reboot policy is never: reboot it yourself")
 
 
 def test_rpm_fallback():

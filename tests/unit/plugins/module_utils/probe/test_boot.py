@@ -1,5 +1,7 @@
 """probe_boot, the driver's runtime state (loaded vs user space, GSP firmware) and cuda-compat."""
 
+import os
+
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import boot as probe_boot
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
@@ -95,3 +97,82 @@ def test_no_compat_no_entry(tmp_path):
     fakeroot.write(tmp_path, "/usr/local/cuda-12.8/version.json", '{"cuda": {"version": "12.8.1"}}')
     (toolkit,) = gather(str(tmp_path), live=False)["cuda"]["toolkits"]
     assert toolkit["compat"] is None
+
+
+# --------------------------------------------------------------------------- boot_pending (issue 18)
+BTIME = 1764600000
+
+
+def _boot(tmp_path, btime=BTIME):
+    fakeroot.write(tmp_path, "/proc/stat", f"cpu  1 2 3\nintr 5\nctxt 7\nbtime {btime}\nprocesses 9\n")
+
+
+def _touch(tmp_path, inner, when):
+    os.utime(tmp_path / inner.lstrip("/"), (when, when))
+
+
+def test_boot_pending_initramfs_and_dkms_module_changed_after_this_boot(tmp_path):
+    roots.bare_metal(tmp_path)
+    _boot(tmp_path)
+    fakeroot.write(tmp_path, "/boot/initrd.img-6.8.0-49-generic", "initramfs")
+    _touch(tmp_path, "/boot/initrd.img-6.8.0-49-generic", BTIME + 60)
+    _touch(tmp_path, "/usr/lib/modules/6.8.0-49-generic/updates/dkms/nvidia.ko", BTIME - 60)
+    pending = gather(str(tmp_path), live=False)["driver"]["boot_pending"]
+    assert pending == {"boot_time": BTIME, "initramfs_changed": True, "module_changed": False, "reason": None}
+    _touch(tmp_path, "/boot/initrd.img-6.8.0-49-generic", BTIME - 60)
+    _touch(tmp_path, "/usr/lib/modules/6.8.0-49-generic/updates/dkms/nvidia.ko", BTIME + 1)
+    pending = gather(str(tmp_path), live=False)["driver"]["boot_pending"]
+    assert (pending["initramfs_changed"], pending["module_changed"]) == (False, True)
+
+
+def test_boot_pending_rhel_initramfs_and_a_module_file_of_modules_dep(tmp_path):
+    root = Root(str(tmp_path))
+    roots.kernels(tmp_path, ["5.14.0-503.el9.x86_64"])
+    fakeroot.write(tmp_path, "/usr/lib/modules/5.14.0-503.el9.x86_64/modules.dep", "extra/nvidia.ko.xz: x\n")
+    fakeroot.write(tmp_path, "/usr/lib/modules/5.14.0-503.el9.x86_64/extra/nvidia.ko.xz", "ko")
+    fakeroot.write(tmp_path, "/boot/initramfs-5.14.0-503.el9.x86_64.img", "initramfs")
+    _boot(tmp_path)
+    _touch(tmp_path, "/boot/initramfs-5.14.0-503.el9.x86_64.img", BTIME + 5)
+    _touch(tmp_path, "/usr/lib/modules/5.14.0-503.el9.x86_64/extra/nvidia.ko.xz", BTIME + 5)
+    facts, _reason = probe_boot.probe(root, running="5.14.0-503.el9.x86_64", dkms=[], packages=[])
+    assert facts["boot_pending"] == {
+        "boot_time": BTIME,
+        "initramfs_changed": True,
+        "module_changed": True,
+        "reason": None,
+    }
+
+
+def test_boot_pending_without_btime_or_files_says_why(tmp_path):
+    roots.kernels(tmp_path, ["6.8.0-49-generic"])
+    root = Root(str(tmp_path))
+    facts, _reason = probe_boot.probe(root, running="6.8.0-49-generic", dkms=[], packages=[])
+    assert facts["boot_pending"]["boot_time"] is None
+    assert facts["boot_pending"]["initramfs_changed"] is False
+    assert facts["boot_pending"]["reason"].startswith("cannot read /proc/stat")
+    _boot(tmp_path)
+    facts, _reason = probe_boot.probe(root, running="6.8.0-49-generic", dkms=[], packages=[])
+    assert facts["boot_pending"]["reason"] == (
+        "no initramfs of 6.8.0-49-generic (/boot/initrd.img-6.8.0-49-generic or "
+        "/boot/initramfs-6.8.0-49-generic.img); no nvidia module file of 6.8.0-49-generic"
+    )
+    fakeroot.write(tmp_path, "/proc/stat", "cpu 1 2 3\n")
+    assert probe_boot.boot_time(root) == (None, "/proc/stat has no btime line")
+
+
+def test_a_container_reports_boot_pending_too(tmp_path):
+    fakeroot.h200(tmp_path)
+    pending = gather(str(tmp_path), live=False)["driver"]["boot_pending"]
+    assert set(pending) == {"boot_time", "initramfs_changed", "module_changed", "reason"}
+    assert pending["initramfs_changed"] is False
+    assert pending["module_changed"] is False
+
+
+def test_root_mtime_follows_links_inside_the_root(tmp_path):
+    fakeroot.write(tmp_path, "/boot/initrd.img-6.8.0-49-generic", "x")
+    _touch(tmp_path, "/boot/initrd.img-6.8.0-49-generic", BTIME)
+    fakeroot.link(tmp_path, "/boot/initrd.img", "/boot/initrd.img-6.8.0-49-generic")
+    root = Root(str(tmp_path))
+    assert root.mtime("/boot/initrd.img") == (BTIME, None)
+    assert root.mtime("/boot/nope")[0] is None
+    assert "cannot stat /boot/nope" in root.mtime("/boot/nope")[1]

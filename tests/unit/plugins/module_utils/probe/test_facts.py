@@ -247,6 +247,7 @@ ADDED_SINCE_THE_AUDIT_FIXTURE = {
         "version_mismatch",
         "kernels",
         "next_boot",
+        "boot_pending",
     },
 }
 # keys of each toolkit (facts.cuda.toolkits[]) added since the fixture
