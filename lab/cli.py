@@ -178,6 +178,19 @@ def cmd_vm_ssh(args):
         raise LabError(f"ssh {args.name} {' '.join(command)}: exit {code}", code)
 
 
+def cmd_vm_port(args):
+    from lab import vm
+
+    print(vm.port(args.name))
+
+
+def cmd_vm_dkms_cache(args):
+    from lab import vm, vmdkms
+
+    with vm.vm_lock():
+        vmdkms.cache_guest(args.name, vmdkms.validate_flavor(args.flavor))
+
+
 def _add_vm_parser(sub):
     p = sub.add_parser("vm", help="VM guests (QEMU, UEFI + GRUB from their own disk; KVM or TCG)")
     vsub = p.add_subparsers(dest="vm_command", required=True, metavar="ACTION")
@@ -208,6 +221,16 @@ def _add_vm_parser(sub):
     s.add_argument("name", metavar="NAME")
     s.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD")
     s.set_defaults(func=cmd_vm_ssh, check=check_vm)
+    s = vsub.add_parser("port", help="the host port of running guest NAME's SSH")
+    s.add_argument("name", metavar="NAME")
+    s.set_defaults(func=cmd_vm_port, check=check_vm)
+    s = vsub.add_parser(
+        "dkms-cache",
+        help="record NVIDIA's DKMS modules natively for guest NAME's kernels (when missing) and seed them",
+    )
+    s.add_argument("name", metavar="NAME")
+    s.add_argument("--flavor", default="proprietary", help="proprietary (default) or open")
+    s.set_defaults(func=cmd_vm_dkms_cache, check=check_vm)
 
 
 def _add_mirror_options(p):

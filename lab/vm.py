@@ -482,6 +482,9 @@ def stop(name, delete=False, timeout=90, log=print):
     """ACPI power-off (then SIGTERM, then SIGKILL); ``delete`` removes the guest's disk too."""
     validate_name(name)
     guest = load(name)
+    if guest is None and delete:
+        log(f"vm: {name}: no such guest, nothing to delete")
+        return
     if guest is None:
         raise LabError(f"no guest {name}: `python -m lab vm list` shows the guests")
     with vm_lock(log):
@@ -558,6 +561,11 @@ def _running(name):
     if not pid_of(guest):
         raise LabError(f"guest {name} is not running: `python -m lab vm start {name} --dist {guest.dist}`")
     return guest
+
+
+def port(name):
+    """The host port that forwards to running guest ``name``'s SSH."""
+    return _running(name).port
 
 
 def ssh(name, command):

@@ -231,6 +231,13 @@ def hooks(recipe):
         'mkdir -p -m 700 "$1/root/.ssh"',
         f'printf "%s\\n" {shlex.quote(recipe.pubkey)} > "$1/root/.ssh/authorized_keys"',
         'chmod 600 "$1/root/.ssh/authorized_keys"',
+        # Desktop images carry nouveau in the initramfs (plymouth, a modules list): so does the lab's, and the
+        # driver role must take it out. Built here at native speed with MODULES=most; rebuilds in the guest
+        # use MODULES=dep (the running guest's own disk and file system drivers): with MODULES=most one
+        # update-initramfs took over 16 minutes under TCG (docs/lab.md).
+        'echo nouveau >> "$1/etc/initramfs-tools/modules"',
+        'chroot "$1" update-initramfs -u -k all',
+        'printf "MODULES=dep\\n" > "$1/etc/initramfs-tools/conf.d/gpufleet-lab.conf"',
         # each guest makes its own machine-id at first boot
         ': > "$1/etc/machine-id"',
         'rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin "$1"/var/cache/apt/archives/*.deb',
