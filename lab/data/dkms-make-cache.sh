@@ -15,6 +15,7 @@
 real=${GPUFLEET_LAB_DKMS_MAKE:-/usr/bin/make.distrib}
 cache=${GPUFLEET_LAB_DKMS_CACHE:-/var/cache/gpufleet-lab/dkms}
 tree=${GPUFLEET_LAB_DKMS_TREE:-/var/lib/dkms}
+modules=${GPUFLEET_LAB_DKMS_MODULES:-/lib/modules}
 if [ -n "${GPUFLEET_LAB_MAKE_INNER:-}" ]; then exec "$real" "$@"; fi
 GPUFLEET_LAB_MAKE_INNER=1
 export GPUFLEET_LAB_MAKE_INNER
@@ -36,13 +37,16 @@ for arg in "$@"; do
         *) args="$args $arg" ;;
     esac
 done
-symvers=$(readlink -f "/lib/modules/$kver/build")/Module.symvers
+headers=$(readlink -f "$modules/$kver/build")
+# the compiler kbuild uses is the kernel's own (CONFIG_CC_VERSION_TEXT names it, e.g. gcc-12); plain gcc may
+# not even be installed
+cc=$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\{0,1\}\([^ "]*\).*/\1/p' "$headers/include/config/auto.conf" 2>/dev/null)
 key=$(
     {
         find . -type f ! -name make.log -print | LC_ALL=C sort | xargs -r sha256sum
         echo "args:$args"
-        sha256sum "$symvers" 2>/dev/null || echo "no symvers for $kver"
-        gcc --version 2>/dev/null | head -n 1
+        sha256sum "$headers/Module.symvers" 2>/dev/null || echo "no symvers for $kver"
+        echo "cc:${cc:-gcc} $("${cc:-gcc}" --version 2>/dev/null | head -n 1)"
     } | sha256sum | cut -c1-32
 )
 kept="$cache/$kver/$key.tar"

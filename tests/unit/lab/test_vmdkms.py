@@ -28,6 +28,22 @@ def _tree(tmp_path):
     return build, cache
 
 
+def _headers(tmp_path, kver="6.1.0-57-amd64", cc_version="gcc-12 (Debian 12.2.0-14) 12.2.0"):
+    """A kernel's build tree whose config names its compiler (a script on PATH answering --version)."""
+    build = tmp_path / "headers" / kver
+    (build / "include" / "config").mkdir(parents=True, exist_ok=True)
+    (build / "include" / "config" / "auto.conf").write_text('CONFIG_CC_VERSION_TEXT="gcc-12 (Debian) 12"\n')
+    (build / "Module.symvers").write_text("0x1 sym vmlinux EXPORT_SYMBOL\n")
+    (tmp_path / "modules" / kver).mkdir(parents=True, exist_ok=True)
+    link = tmp_path / "modules" / kver / "build"
+    if not link.exists():
+        link.symlink_to(build)
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    (bindir / "gcc-12").write_text(f"#!/bin/sh\necho '{cc_version}'\n")
+    (bindir / "gcc-12").chmod(0o755)
+
+
 def _make(build, cache, tmp_path, mode, *args):
     (cache / "mode").write_text(mode + "\n")
     env = {
@@ -36,6 +52,8 @@ def _make(build, cache, tmp_path, mode, *args):
         "GPUFLEET_LAB_DKMS_TREE": str(tmp_path / "dkms" / "nvidia-current"),
         "COUNTER": str(tmp_path / "compiled"),
         "GPUFLEET_LAB_DKMS_MAKE": "make",
+        "GPUFLEET_LAB_DKMS_MODULES": str(tmp_path / "modules"),
+        "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
     }
     env.pop("GPUFLEET_LAB_MAKE_INNER", None)
     return subprocess.run(
@@ -125,3 +143,17 @@ def test_bad_flavor_is_refused():
     with pytest.raises(LabError, match="--flavor 'closed': allowed proprietary, open") as err:
         vmdkms.validate_flavor("closed")
     assert err.value.code == 2
+
+
+def test_the_key_holds_the_kernels_compiler_not_plain_gcc(tmp_path):
+    """The guest has gcc-12 (the kernel's CONFIG_CC_VERSION_TEXT) but no plain gcc: the key must not
+    depend on gcc. Another version of the kernel's compiler is another key."""
+    build, cache = _tree(tmp_path)
+    _headers(tmp_path)
+    args = ["modules", "KERNEL_UNAME=6.1.0-57-amd64"]
+    assert _make(build, cache, tmp_path, "record", *args).returncode == 0
+    subprocess.run(["make", "-s", "clean"], cwd=build, check=True)
+    assert "replayed" in _make(build, cache, tmp_path, "replay", *args).stdout
+    subprocess.run(["make", "-s", "clean"], cwd=build, check=True)
+    _headers(tmp_path, cc_version="gcc-12 (Debian 12.2.0-15) 12.2.0")
+    assert "no entry" in _make(build, cache, tmp_path, "replay", *args).stdout
