@@ -58,7 +58,8 @@ def what_to_do(euid, release):
 def apt_install(packages):
     """apt-get install (running apt-get update first when the install fails); LabError on failure."""
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    cmd = ["apt-get", "install", "-y", "--no-install-recommends", *packages]
+    # the VM scenarios run beside the rest of make test: wait for another apt instead of failing
+    cmd = ["apt-get", "-o", "DPkg::Lock::Timeout=600", "install", "-y", "--no-install-recommends", *packages]
     res = _run(cmd, env=env)
     if res.returncode != 0:
         _run(["apt-get", "update"], env=env)
