@@ -1,5 +1,4 @@
-"""The wrappers of the VM scenarios in make test: SKIPPED is said and counted, never a pass; the background
-runner hands back the scenario's log and status."""
+"""The wrapper of the VM scenarios (make test-vm): SKIPPED is said and counted, never a pass."""
 
 import os
 import subprocess
@@ -7,7 +6,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 SKIP = ROOT / "scripts" / "molecule_vm_or_skip.sh"
-BG = ROOT / "scripts" / "vm_tests_bg.sh"
 
 
 def _run(cmd, **env):
@@ -27,22 +25,3 @@ def test_gpufleet_vm_0_prints_skipped_for_each_scenario_and_exits_0():
 
 def test_without_a_scenario_it_is_a_usage_error():
     assert _run([SKIP]).returncode == 2
-    assert _run([BG, "start"]).returncode == 2
-    assert _run([BG, "bogus"]).returncode == 2
-
-
-def test_background_run_gives_back_the_log_and_the_status(tmp_path):
-    """start + wait around the skip wrapper (GPUFLEET_VM=0, so nothing boots): wait prints the log and
-    exits with the run's status; a second wait without a start is an error."""
-    work = tmp_path / "checkout"
-    (work / "scripts").mkdir(parents=True)
-    for script in (SKIP, BG):
-        (work / "scripts" / script.name).write_bytes(script.read_bytes())
-        (work / "scripts" / script.name).chmod(0o755)
-    start = _run([work / "scripts" / BG.name, "start", "driver-vm"], GPUFLEET_VM="0")
-    assert start.returncode == 0 and "started in the background" in start.stdout
-    done = _run([work / "scripts" / BG.name, "wait"])
-    assert done.returncode == 0
-    assert "SKIPPED: molecule driver-vm: GPUFLEET_VM=0" in done.stdout
-    assert "vm tests: driver-vm exit 0 after" in done.stdout
-    assert _run([work / "scripts" / BG.name, "wait"]).returncode == 2
