@@ -36,7 +36,8 @@ def test_packages_installed_and_held(host):
 def test_dkms_built_and_installed_for_the_running_kernel(host):
     kernel, version = _kernel(host), _planned_version(host)
     status = host.check_output("dkms status")
-    assert re.search(rf"^nvidia-current/{re.escape(version)}, {re.escape(kernel)}, x86_64: installed", status, re.M), status
+    line = rf"^nvidia-current/{re.escape(version)}, {re.escape(kernel)}, x86_64: installed"
+    assert re.search(line, status, re.M), status
 
 
 def test_modinfo_reports_the_planned_version(host):
@@ -64,9 +65,10 @@ def test_booted_the_rebuilt_initramfs_without_nouveau(host):
     kernel = _kernel(host)
     btime = int(host.check_output("awk '/^btime/ {print $2}' /proc/stat"))
     assert int(host.check_output(f"stat -c %Y /boot/initrd.img-{kernel}")) < btime
-    assert host.check_output("cat /proc/sys/kernel/random/boot_id") != host.file(
-        "/var/tmp/lab-boot-id-before-role"
-    ).content_string.strip()
+    assert (
+        host.check_output("cat /proc/sys/kernel/random/boot_id")
+        != host.file("/var/tmp/lab-boot-id-before-role").content_string.strip()
+    )
     assert not host.file("/sys/module/nouveau").exists
     assert not host.file("/sys/module/nvidia_current").exists and not host.file("/sys/module/nvidia").exists
 
