@@ -25,6 +25,7 @@ BOOT = "/boot"
 GRUBENV = ("/boot/grub/grubenv", "/boot/grub2/grubenv")
 MODULE_PATHS = (
     "updates/dkms/nvidia.ko",
+    "updates/dkms/nvidia-current.ko",  # Debian's nvidia-kernel-dkms / nvidia-open-kernel-dkms
     "extra/nvidia.ko",
     "kernel/drivers/video/nvidia.ko",
     "updates/nvidia.ko",
@@ -34,7 +35,7 @@ COMPRESSED = ("", ".xz", ".zst", ".gz")
 PROC_STAT = "/proc/stat"
 INITRAMFS = ("/boot/initrd.img-{release}", "/boot/initramfs-{release}.img")
 _BTIME = re.compile(r"^btime\s+(\d+)\s*$", re.MULTILINE)
-_MODULES_DEP_NVIDIA = re.compile(r"^(\S*/nvidia\.ko(?:\.xz|\.zst|\.gz)?):", re.MULTILINE)
+_MODULES_DEP_NVIDIA = re.compile(r"^(\S*/nvidia(?:-current)?\.ko(?:\.xz|\.zst|\.gz)?):", re.MULTILINE)
 _PRECOMPILED = (
     re.compile(r"^linux-(?:modules|objects|signatures)-nvidia-(\d{3})(?:-server)?(?:-open)?-(.+)$"),
     re.compile(r"^kmod-nvidia(?:-open)?-(\d+\.\d+.*)$"),

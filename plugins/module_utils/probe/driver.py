@@ -131,24 +131,37 @@ def flavor_from_license(text):
     return MODULE_LICENSES.get((text or "").strip())
 
 
-def _modinfo(modinfo, field, timeout):
-    rc, out, _err, reason = run_command([modinfo, "-F", field, "nvidia"], timeout=timeout)
+# The module's name in the running kernel's tree: nvidia (NVIDIA's packages, Ubuntu, the runfile), and
+# nvidia-current on Debian, whose nvidia-kernel-dkms / nvidia-open-kernel-dkms install
+# updates/dkms/nvidia-current.ko (dkms.conf DEST_MODULE_NAME="$PACKAGE_NAME"); `modinfo nvidia` does not find
+# that one (seen in the lab's Debian 12 guest with 535.309.01, 2026-12-01).
+MODULE_NAMES = ("nvidia", "nvidia-current")
+
+
+def _modinfo(modinfo, field, timeout, name="nvidia"):
+    rc, out, _err, reason = run_command([modinfo, "-F", field, name], timeout=timeout)
     value = out.strip() if rc == 0 else ""
-    return value or None, reason or (None if value else f"modinfo reports no {field} for nvidia")
+    return value or None, reason or (None if value else f"modinfo reports no {field} for {name}")
 
 
 def module_for_running_kernel(live, timeout=10.0):
-    """({version, kernel_module}, reason): the nvidia.ko the running kernel would load next (modinfo)."""
+    """({version, kernel_module}, reason): the nvidia.ko the running kernel would load next (modinfo; Debian's
+    nvidia-current.ko when there is no nvidia.ko)."""
     module = {"version": None, "kernel_module": None}
     if not live:
         return module, NOT_LIVE
     modinfo = which("modinfo")
     if modinfo is None:
         return module, "modinfo not found"
-    module["version"], reason = _modinfo(modinfo, "version", timeout)
+    first_reason = None
+    for name in MODULE_NAMES:
+        module["version"], reason = _modinfo(modinfo, "version", timeout, name)
+        first_reason = first_reason or reason
+        if module["version"] is not None:
+            break
     if module["version"] is None:
-        return module, reason
-    license_text, reason = _modinfo(modinfo, "license", timeout)
+        return module, first_reason
+    license_text, reason = _modinfo(modinfo, "license", timeout, name)
     module["kernel_module"] = flavor_from_license(license_text)
     if module["kernel_module"] is None:
         return module, reason or f"modinfo: license {license_text!r} names no known flavor"

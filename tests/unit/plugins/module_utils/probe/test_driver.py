@@ -180,6 +180,26 @@ def test_module_for_running_kernel(monkeypatch, license_text, flavor):
     ]
 
 
+def test_debian_nvidia_current_module_is_found(monkeypatch):
+    """Debian's DKMS packages install nvidia-current.ko, which `modinfo nvidia` does not find (the lab's
+    Debian 12 guest): the probe then asks for nvidia-current."""
+    calls = []
+
+    def run_command(argv, timeout=10.0, env=None):
+        calls.append(argv)
+        if argv[3] == "nvidia":
+            return 1, "", "", "modinfo exited 1: modinfo: ERROR: Module nvidia not found."
+        return 0, {"version": "535.309.01\n", "license": "NVIDIA\n"}[argv[2]], "", None
+
+    monkeypatch.setattr(probe_driver, "which", lambda name, root=None: "/usr/sbin/modinfo")
+    monkeypatch.setattr(probe_driver, "run_command", run_command)
+    assert probe_driver.module_for_running_kernel(live=True) == (
+        {"version": "535.309.01", "kernel_module": "proprietary"},
+        None,
+    )
+    assert calls[-1] == ["/usr/sbin/modinfo", "-F", "license", "nvidia-current"]
+
+
 def test_module_for_running_kernel_absent_or_odd(monkeypatch):
     monkeypatch.setattr(probe_driver, "which", lambda name, root=None: None)
     assert probe_driver.module_for_running_kernel(live=True) == (
