@@ -44,6 +44,13 @@ def _headers(tmp_path, kver="6.1.0-57-amd64", cc_version="gcc-12 (Debian 12.2.0-
     (bindir / "gcc-12").chmod(0o755)
 
 
+def _clean(env):
+    """No outer make's state (make test runs these tests from make: MAKEFLAGS, MAKELEVEL)."""
+    for name in ("GPUFLEET_LAB_MAKE_INNER", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES"):
+        env.pop(name, None)
+    return env
+
+
 def _make(build, cache, tmp_path, mode, *args):
     (cache / "mode").write_text(mode + "\n")
     env = {
@@ -55,7 +62,7 @@ def _make(build, cache, tmp_path, mode, *args):
         "GPUFLEET_LAB_DKMS_MODULES": str(tmp_path / "modules"),
         "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
     }
-    env.pop("GPUFLEET_LAB_MAKE_INNER", None)
+    _clean(env)
     return subprocess.run(
         ["sh", str(vmdkms.WRAPPER), *args], cwd=build, env=env, capture_output=True, text=True, check=False
     )
@@ -114,7 +121,7 @@ def test_outside_a_dkms_build_tree_it_is_plain_make(tmp_path):
     (cache / "mode").write_text("replay\n")
     env = {**os.environ, **env_make, "GPUFLEET_LAB_DKMS_CACHE": str(cache)}
     env["GPUFLEET_LAB_DKMS_TREE"] = str(build.parent)
-    env.pop("GPUFLEET_LAB_MAKE_INNER", None)
+    _clean(env)
     res = subprocess.run(
         ["sh", str(vmdkms.WRAPPER)], cwd=other, env=env, capture_output=True, text=True, check=False
     )
