@@ -6,9 +6,10 @@ kernel module: DKMS built for it (``/var/lib/dkms/<module>/<version>/<release>``
 ``kmod-nvidia-<release>``), or an ``nvidia.ko`` in its module tree (``modules.dep``, the usual directories).
 
 Read from files only: ``/boot/vmlinuz-*`` and ``/usr/lib/modules/*`` (``/lib/modules`` on an unmerged /usr),
-GRUB's ``grubenv`` (``saved_entry``) and ``/etc/default/grub`` (``GRUB_DEFAULT``). Without a saved entry that
-names a kernel, the next boot is the newest installed kernel (what grub-mkconfig puts first on Debian, Ubuntu
-and what grubby makes the default on RHEL after a kernel install).
+GRUB's ``grubenv`` (``saved_entry``) and the ``/vmlinuz`` link. Without a saved entry that names a kernel, the
+next boot is the kernel of the ``/vmlinuz`` link where Debian and Ubuntu keep one, else the newest installed
+kernel in ``sort -V`` order (what grub-mkconfig puts first on Debian, Ubuntu and what grubby makes the
+default on RHEL after a kernel install).
 
 What waits for a reboot (``boot_pending``): the boot time (``/proc/stat`` ``btime``, the kernel's "boot time,
 in seconds since the Epoch", proc(5), high) against the modification times of the running kernel's
@@ -23,6 +24,7 @@ import re
 MODULE_TREES = ("/usr/lib/modules", "/lib/modules")
 BOOT = "/boot"
 GRUBENV = ("/boot/grub/grubenv", "/boot/grub2/grubenv")
+DEFAULT_LINKS = ("/vmlinuz", "/boot/vmlinuz")  # linux-update-symlinks (Debian, Ubuntu)
 MODULE_PATHS = (
     "updates/dkms/nvidia.ko",
     "updates/dkms/nvidia-current.ko",  # Debian's nvidia-kernel-dkms / nvidia-open-kernel-dkms
@@ -43,8 +45,12 @@ _PRECOMPILED = (
 
 
 def release_key(release):
-    """A sort key of a kernel release: its numbers, in order ("6.8.0-51-generic" > "6.8.0-49-generic")."""
-    return tuple(int(n) for n in re.findall(r"\d+", release))
+    """A sort key of a kernel release as ``sort -V`` orders them (what grub-mkconfig and Debian's
+    linux-update-symlinks use): runs of digits by value, the text between them by character
+    ("6.8.0-51-generic" > "6.8.0-49-generic"; "6.1.0-57-cloud-amd64" > "6.1.0-57-amd64", as
+    ``sort -V`` says)."""
+    runs = re.findall(r"\d+|\D+", release)
+    return tuple((1, int(run), "") if run.isdigit() else (0, 0, run) for run in runs)
 
 
 def _module_tree(root):
@@ -71,7 +77,10 @@ def installed_kernels(root):
 
 
 def default_kernel(root, releases):
-    """(release, why) of the kernel the bootloader starts next."""
+    """(release, why) of the kernel the bootloader starts next: GRUB's saved entry when it names one; else
+    the kernel Debian's and Ubuntu's default-kernel link points to (``/vmlinuz``, ``/boot/vmlinuz``: kept on
+    the newest kernel by linux-update-symlinks, and what a boot entry that boots the link starts); else the
+    newest installed kernel."""
     for path in GRUBENV:
         text, _reason = root.read_text(path, limit=65536) if root.exists(path) else (None, None)
         saved = re.search(r"^saved_entry=(.*)$", text or "", re.MULTILINE)
@@ -79,6 +88,11 @@ def default_kernel(root, releases):
             named = [r for r in releases if r in saved.group(1)]
             if named:
                 return max(named, key=len), f"{path} saved_entry"
+    for link in DEFAULT_LINKS:
+        target = root.readlink(link) if root.islink(link) else None
+        release = target.rsplit("/", 1)[-1][len("vmlinuz-") :] if target and "vmlinuz-" in target else None
+        if release in releases:
+            return release, f"the {link} link"
     return releases[-1], "the newest installed kernel (the bootloader's default entry)"
 
 

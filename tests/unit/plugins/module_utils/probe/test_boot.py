@@ -20,6 +20,33 @@ def test_release_key_orders_kernels_by_their_numbers():
     ]
 
 
+def test_release_key_orders_flavors_and_rhel_releases_as_sort_v():
+    """`sort -V` (grub-mkconfig's order, linux-update-symlinks'): text between the numbers counts too."""
+    releases = ["6.1.0-57-cloud-amd64", "6.1.0-57-amd64", "6.1.0-9", "6.1.0-57-rt-amd64"]
+    assert sorted(releases, key=probe_boot.release_key) == [
+        "6.1.0-9",
+        "6.1.0-57-amd64",
+        "6.1.0-57-cloud-amd64",
+        "6.1.0-57-rt-amd64",
+    ]
+
+
+def test_the_vmlinuz_link_names_the_next_boot(tmp_path):
+    """Debian's /vmlinuz link (linux-update-symlinks) wins over the newest kernel; a dangling link does not."""
+    roots.bare_metal(tmp_path, running="6.1.0-57-amd64", newer="6.1.0-57-cloud-amd64")
+    boot = gather(str(tmp_path), live=False)["driver"]["next_boot"]
+    assert (boot["kernel"], boot["why"]) == (
+        "6.1.0-57-cloud-amd64",
+        "the newest installed kernel (the bootloader's default entry)",
+    )
+    os.symlink("boot/vmlinuz-6.1.0-57-amd64", tmp_path / "vmlinuz")
+    boot = gather(str(tmp_path), live=False)["driver"]["next_boot"]
+    assert (boot["kernel"], boot["why"], boot["has_module"]) == ("6.1.0-57-amd64", "the /vmlinuz link", True)
+    os.remove(tmp_path / "vmlinuz")
+    os.symlink("boot/vmlinuz-6.1.0-50-amd64", tmp_path / "vmlinuz")
+    assert gather(str(tmp_path), live=False)["driver"]["next_boot"]["kernel"] == "6.1.0-57-cloud-amd64"
+
+
 def test_the_running_kernel_with_dkms_and_a_newer_one_without(tmp_path):
     roots.bare_metal(tmp_path, newer="6.8.0-51-generic")
     driver = gather(str(tmp_path), live=False)["driver"]
