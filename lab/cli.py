@@ -188,7 +188,7 @@ def cmd_vm_dkms_cache(args):
     from lab import vm, vmdkms
 
     with vm.vm_lock():
-        vmdkms.cache_guest(args.name, vmdkms.validate_flavor(args.flavor))
+        vmdkms.cache_guest(args.name, vmdkms.validate_flavor(args.flavor), also=args.kernel or ())
 
 
 def _add_vm_parser(sub):
@@ -230,6 +230,12 @@ def _add_vm_parser(sub):
     )
     s.add_argument("name", metavar="NAME")
     s.add_argument("--flavor", default="proprietary", help="proprietary (default) or open")
+    s.add_argument(
+        "--kernel",
+        action="append",
+        metavar="RELEASE",
+        help="also for kernel RELEASE, not installed in the guest yet (a kernel update); repeatable",
+    )
     s.set_defaults(func=cmd_vm_dkms_cache, check=check_vm)
 
 

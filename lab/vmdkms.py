@@ -143,8 +143,11 @@ def kernels_of(name):
     return out.split()
 
 
-def cache_guest(name, flavor="proprietary", log=print):
-    """Record (when missing) for every kernel with headers in guest ``name``, then seed it."""
+def cache_guest(name, flavor="proprietary", also=(), log=print):
+    """Record (when missing) for every kernel with headers in guest ``name`` and for the releases ``also``
+    (kernels a scenario installs later, e.g. a kernel update), then seed it."""
+    also = [validate_release(r) for r in also]
     guest = vm._running(name)
-    record(guest.dist, flavor, kernels_of(name), log=log)
+    releases = kernels_of(name)
+    record(guest.dist, flavor, releases + [r for r in also if r not in releases], log=log)
     seed(name, log=log)

@@ -140,6 +140,22 @@ def test_record_command_builds_for_each_kernel_and_keeps_nothing_else():
     assert "deb http://deb.example/debian-security bookworm-security " + vmdisk.COMPONENTS in cmd
 
 
+def test_cache_guest_also_records_kernels_the_guest_installs_later(monkeypatch):
+    """--kernel: a kernel update the scenario installs without headers still replays from the cache."""
+    calls = []
+    monkeypatch.setattr(vmdkms.vm, "_running", lambda name: type("G", (), {"dist": "bookworm"})())
+    monkeypatch.setattr(vmdkms, "kernels_of", lambda name: ["6.1.0-57-amd64"])
+    monkeypatch.setattr(vmdkms, "record", lambda *a, **k: calls.append(("record", a)))
+    monkeypatch.setattr(vmdkms, "seed", lambda name, **k: calls.append(("seed", name)))
+    vmdkms.cache_guest("g1", "proprietary", also=["6.1.0-57-cloud-amd64", "6.1.0-57-amd64"], log=None)
+    assert calls == [
+        ("record", ("bookworm", "proprietary", ["6.1.0-57-amd64", "6.1.0-57-cloud-amd64"])),
+        ("seed", "g1"),
+    ]
+    with pytest.raises(LabError, match="--kernel '6.1;rm'"):
+        vmdkms.cache_guest("g1", also=["6.1;rm"])
+
+
 @pytest.mark.parametrize("bad", ["", "6.1.0 57", "6.1;rm", "../x"])
 def test_bad_kernel_release_is_refused(bad):
     with pytest.raises(LabError, match="--kernel"):
