@@ -1,5 +1,6 @@
 """driver-vm scenario: what nvidia_driver left on a Debian 12 guest that boots its own kernel (after the
-converge with reboot policy never, the auto run that rebooted, and the idempotence run)."""
+converge with reboot policy never, the auto run that rebooted, the run after a kernel update without its
+headers, and the idempotence run)."""
 
 import re
 
@@ -25,6 +26,11 @@ def _planned_version(host):
     return version.split(":")[-1].split("-")[0]
 
 
+def _dkms_installed(status, version, kernel):
+    line = rf"^nvidia-current/{re.escape(version)}, {re.escape(kernel)}, x86_64: installed"
+    return re.search(line, status, re.M)
+
+
 def test_packages_installed_and_held(host):
     held = host.check_output("apt-mark showhold").split()
     for name in PACKAGES:
@@ -36,8 +42,7 @@ def test_packages_installed_and_held(host):
 def test_dkms_built_and_installed_for_the_running_kernel(host):
     kernel, version = _kernel(host), _planned_version(host)
     status = host.check_output("dkms status")
-    line = rf"^nvidia-current/{re.escape(version)}, {re.escape(kernel)}, x86_64: installed"
-    assert re.search(line, status, re.M), status
+    assert _dkms_installed(status, version, kernel), status
 
 
 def test_modinfo_reports_the_planned_version(host):
@@ -46,6 +51,21 @@ def test_modinfo_reports_the_planned_version(host):
     assert path == f"/lib/modules/{kernel}/updates/dkms/nvidia-current.ko", path
     assert host.file(path).is_file
     assert host.check_output(f"modinfo -k {kernel} -F version nvidia-current") == version
+
+
+def test_every_installed_kernel_has_the_module_and_its_headers(host):
+    """The kernel update guard: the second kernel (installed without headers, the next boot's) got its
+    headers and its DKMS module from the role."""
+    version = _planned_version(host)
+    kernels = [p.split("vmlinuz-", 1)[1] for p in host.check_output("ls /boot/vmlinuz-*").split()]
+    assert len(kernels) == 2, kernels
+    nxt = host.file("/vmlinuz").linked_to.rsplit("vmlinuz-", 1)[1]
+    assert nxt in kernels and nxt != _kernel(host), (nxt, kernels)
+    status = host.check_output("dkms status")
+    for kernel in kernels:
+        assert host.package(f"linux-headers-{kernel}").is_installed, kernel
+        assert _dkms_installed(status, version, kernel), status
+        assert host.check_output(f"modinfo -k {kernel} -F version nvidia-current") == version
 
 
 def test_nouveau_blacklisted_and_out_of_the_initramfs(host):
