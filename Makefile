@@ -11,6 +11,8 @@ export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 export ANSIBLE_COLLECTIONS_PATH := $(abspath .collections)
 export PYTHONDONTWRITEBYTECODE := 1
 
+# what `make test` runs, in this order (scripts/test_stages.sh prints each stage's time at the end)
+TEST_STAGES ?= lint sanity importer lab unit integration molecule matrix
 # molecule scenarios run by `make test`, in this order
 MOLECULE_SCENARIOS ?= smoke default brownfield repo airgap facts driver audit
 # molecule scenarios on lab VM guests (QEMU; SKIPPED where it cannot run): make test-vm (not in make test:
@@ -56,7 +58,8 @@ gpu: venv  ## molecule gpu (SKIPPED without an NVIDIA GPU)
 gpu-host: venv  ## the GPU tests against this machine itself
 	$(BIN)/pytest -p no:cacheprovider -rA --hosts=local:// tests/gpu
 
-test: lint sanity importer lab unit integration molecule matrix  ## the whole test suite (what CI runs)
+test: venv  ## the whole test suite (what CI runs): TEST_STAGES in order, then each stage's time
+	scripts/test_stages.sh $(TEST_STAGES)
 
 demo: venv  ## the main job: 4 lab hosts with different CUDA/cuDNN stacks, provisioned and audited over SSH
 	bash scripts/demo.sh
