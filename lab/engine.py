@@ -62,7 +62,7 @@ def apt_install(packages):
     cmd = ["apt-get", "-o", "DPkg::Lock::Timeout=600", "install", "-y", "--no-install-recommends", *packages]
     res = _run(cmd, env=env)
     if res.returncode != 0:
-        _run(["apt-get", "update"], env=env)
+        _run(["apt-get", "-o", "DPkg::Lock::Timeout=600", "update"], env=env)
         res = _run(cmd, env=env)
     if res.returncode != 0:
         last = (res.stderr.strip().splitlines() or ["?"])[-1]

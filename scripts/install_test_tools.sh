@@ -77,9 +77,11 @@ apt_fail() {
 echo "$me: installing: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 rc=0
-"${sudo[@]}" apt-get update -qq >"$log" 2>&1 || rc=$?
+# another apt (the lab's, a VM stage of make test) may hold the locks: wait for them, as the lab's apt does
+lock=(-o DPkg::Lock::Timeout=600)
+"${sudo[@]}" apt-get "${lock[@]}" update -qq >"$log" 2>&1 || rc=$?
 ((rc == 0)) || apt_fail update "$rc"
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >"$log" 2>&1 || rc=$?
+"${sudo[@]}" apt-get "${lock[@]}" install -y -qq --no-install-recommends "${missing[@]}" >"$log" 2>&1 || rc=$?
 ((rc == 0)) || apt_fail install "$rc"
 
 for p in "${missing[@]}"; do

@@ -1,0 +1,80 @@
+"""scripts/test_stages.sh (make test): stages in order, background stages, the time table, failures."""
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+MAKEFILE = """\
+good:
+\t@echo good-ran
+slow:
+\t@sleep 1; echo slow-ran; touch slow.done
+sleeper:
+\t@sleep 2; touch sleeper.done
+bad:
+\t@false
+lab:
+\t@echo lab-ran >> lab.count
+after: lab
+\t@echo after-ran
+"""
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "test_stages.sh", tmp_path / "scripts")
+    (tmp_path / "Makefile").write_text(MAKEFILE)
+    return tmp_path
+
+
+def _run(tree, *stages):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    argv = ["bash", str(tree / "scripts" / "test_stages.sh"), *stages]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
+
+
+def _rows(out):
+    table = out.split("make test: stage times", 1)[1]
+    return [m.group(1) for m in re.finditer(r"^  (\S+)\s+\d+\s+\d+%$", table, re.M)]
+
+
+def test_stages_run_in_order_and_the_table_names_each(tree):
+    res = _run(tree, "good", "lab", "after")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert _rows(res.stdout) == ["good", "lab", "after"]
+    # lab is built by its own stage only, not again as the next stage's prerequisite
+    assert (tree / "lab.count").read_text() == "lab-ran\n"
+    assert re.search(r"^  total\s+\d+ \(\d+ min \d+ s\)$", res.stdout, re.M)
+
+
+def test_a_background_stage_runs_beside_the_rest_and_is_waited_for(tree):
+    res = _run(tree, "bg:slow", "good")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (tree / "slow.done").exists()
+    assert _rows(res.stdout) == ["good", "bg:slow"]
+    assert "slow (background) ended with exit 0" in res.stdout
+    assert "slow-ran" in (tree / ".cache/test-stages/slow.log").read_text()
+
+
+def test_a_failing_background_stage_fails_the_run(tree):
+    res = _run(tree, "bg:bad", "good")
+    assert res.returncode != 0
+    assert "failed in bad (background)" in res.stdout
+
+
+def test_a_failing_stage_stops_the_run_and_the_background_stages(tree):
+    res = _run(tree, "bg:sleeper", "bad", "good")
+    assert res.returncode != 0
+    assert _rows(res.stdout) == ["bad"]
+    assert "failed in bad" in res.stdout
+    assert "stopped background stage sleeper" in res.stdout
+    assert "good-ran" not in res.stdout
+    time.sleep(3)  # it would have finished by now had it not been stopped
+    assert not (tree / "sleeper.done").exists()
