@@ -32,7 +32,7 @@ def test_release_key_orders_flavors_and_rhel_releases_as_sort_v():
 
 
 def test_the_vmlinuz_link_names_the_next_boot(tmp_path):
-    """Debian's /vmlinuz link (linux-update-symlinks) wins over the newest kernel; a dangling link does not."""
+    """Debian's /vmlinuz link (linux-update-symlinks) wins over the newest kernel; a dangling one does not."""
     roots.bare_metal(tmp_path, running="6.1.0-57-amd64", newer="6.1.0-57-cloud-amd64")
     boot = gather(str(tmp_path), live=False)["driver"]["next_boot"]
     assert (boot["kernel"], boot["why"]) == (
