@@ -282,6 +282,9 @@ def inventory_text(guests, key):
         f"            ansible_ssh_private_key_file: {key}",
         "            ansible_ssh_common_args: >-",
         "              -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+        # a reboot through QEMU's user-mode network can leave the ssh connection open with nobody behind
+        # it: keepalives end it within 15 s (driver-vm's reboot once waited on one for the whole timeout)
+        "              -o ServerAliveInterval=5 -o ServerAliveCountMax=3",
         "            ansible_python_interpreter: /usr/bin/python3",
     ]
     return "\n".join(lines) + "\n"

@@ -103,6 +103,8 @@ def test_inventory_entries(tmp_path, monkeypatch):
     assert group["vars"]["ansible_user"] == "root"
     assert group["vars"]["ansible_ssh_private_key_file"] == "/k/id_ed25519"
     assert "StrictHostKeyChecking=no" in group["vars"]["ansible_ssh_common_args"]
+    # a reboot through slirp can leave a dead connection open: keepalives end it
+    assert "-o ServerAliveInterval=5 -o ServerAliveCountMax=3" in group["vars"]["ansible_ssh_common_args"]
     empty = yaml.safe_load(vm.inventory_text([], "/k"))
     assert empty["all"]["children"]["lab_hosts"]["children"]["lab_vms"]["hosts"] == {}
 
