@@ -20,7 +20,7 @@ def test_release_key_orders_kernels_by_their_numbers():
     ]
 
 
-def test_release_key_orders_flavors_and_rhel_releases_as_sort_v():
+def test_release_key_orders_kernel_flavors_as_sort_v():
     """`sort -V` (grub-mkconfig's order, linux-update-symlinks'): text between the numbers counts too."""
     releases = ["6.1.0-57-cloud-amd64", "6.1.0-57-amd64", "6.1.0-9", "6.1.0-57-rt-amd64"]
     assert sorted(releases, key=probe_boot.release_key) == [
