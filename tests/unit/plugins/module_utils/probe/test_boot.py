@@ -2,6 +2,7 @@
 
 import os
 
+import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import boot as probe_boot
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
@@ -10,25 +11,23 @@ from tests.data.consumers import roots
 from tests.data.facts import fakeroot
 
 
-def test_release_key_orders_kernels_by_their_numbers():
-    releases = ["6.8.0-100-generic", "6.8.0-51-generic", "6.8.0-9-generic", "6.12.1"]
-    assert sorted(releases, key=probe_boot.release_key) == [
-        "6.8.0-9-generic",
-        "6.8.0-51-generic",
-        "6.8.0-100-generic",
-        "6.12.1",
-    ]
-
-
-def test_release_key_orders_kernel_flavors_as_sort_v():
-    """`sort -V` (grub-mkconfig's order, linux-update-symlinks'): text between the numbers counts too."""
-    releases = ["6.1.0-57-cloud-amd64", "6.1.0-57-amd64", "6.1.0-9", "6.1.0-57-rt-amd64"]
-    assert sorted(releases, key=probe_boot.release_key) == [
-        "6.1.0-9",
-        "6.1.0-57-amd64",
-        "6.1.0-57-cloud-amd64",
-        "6.1.0-57-rt-amd64",
-    ]
+@pytest.mark.parametrize(
+    ("releases", "ordered"),
+    [
+        # by their numbers
+        (
+            ["6.8.0-100-generic", "6.8.0-51-generic", "6.8.0-9-generic", "6.12.1"],
+            ["6.8.0-9-generic", "6.8.0-51-generic", "6.8.0-100-generic", "6.12.1"],
+        ),
+        # as `sort -V` does (grub-mkconfig's order, linux-update-symlinks'): the text between numbers counts
+        (
+            ["6.1.0-57-cloud-amd64", "6.1.0-57-amd64", "6.1.0-9", "6.1.0-57-rt-amd64"],
+            ["6.1.0-9", "6.1.0-57-amd64", "6.1.0-57-cloud-amd64", "6.1.0-57-rt-amd64"],
+        ),
+    ],
+)
+def test_release_key_orders_kernels(releases, ordered):
+    assert sorted(releases, key=probe_boot.release_key) == ordered
 
 
 def test_the_vmlinuz_link_names_the_next_boot(tmp_path):
