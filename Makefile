@@ -93,5 +93,5 @@ clean:  ## remove the toolchain and caches of this checkout (not the lab images)
 # meta/runtime.yml admits. `make test` runs the dev pin's minor (pyproject.toml) in .venv already.
 MATRIX_ENVS ?= core216,core217,core218
 
-matrix: lab  ## unit tests + molecule smoke on each older ansible-core minor (tox.ini; MATRIX_ENVS)
-	$(BIN)/tox -e $(MATRIX_ENVS)
+matrix: lab  ## unit tests + molecule smoke on each older ansible-core minor (tox.ini; MATRIX_ENVS), side by side
+	$(BIN)/tox -p all --parallel-no-spinner -e $(MATRIX_ENVS)

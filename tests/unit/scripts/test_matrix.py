@@ -84,8 +84,36 @@ def test_commands_run_the_unit_tests_and_molecule_smoke():
     assert commands == ["pytest -q tests/unit", "molecule test -s smoke"]
 
 
+def test_side_by_side_envs_have_molecule_instances_and_state_of_their_own():
+    """make matrix runs the envs at once (tox -p): one smoke instance name or ephemeral directory for all
+    of them would let one env's destroy remove another's instance."""
+    set_env = dict(
+        line.strip().split(" = ", 1) for line in _tox()["testenv"]["set_env"].splitlines() if line.strip()
+    )
+    assert set_env["GPUFLEET_MOLECULE_PREFIX"] == "gpufleet-{env_name}"
+    assert set_env["MOLECULE_EPHEMERAL_DIRECTORY"] == "{env_tmp_dir}/molecule"
+    config = yaml.safe_load((ROOT / ".config" / "molecule" / "config.yml").read_text())
+    assert config["platforms"][0]["name"] == "${GPUFLEET_MOLECULE_PREFIX:-gpufleet}-${MOLECULE_SCENARIO_NAME}"
+
+
 def test_make_matrix_runs_every_env_but_the_dev_minor():
     """`make test` runs the dev minor in .venv already; `make matrix` runs the others."""
     found = re.search(r"^MATRIX_ENVS \?= (.+)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
     assert found, "Makefile: MATRIX_ENVS ?= core216,..."
     assert found.group(1).split(",") == [f"core{a}{b}" for a, b in _wanted()[:-1]]
+
+
+def test_make_matrix_runs_the_envs_side_by_side():
+    """One env's unit tests use one core: tox -p runs them together."""
+    recipe = re.search(r"^matrix:.*\n\t(.+)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert recipe, "Makefile: a matrix target"
+    assert recipe.group(1).split()[:3] == ["$(BIN)/tox", "-p", "all"], recipe.group(1)
+
+
+def test_molecule_dependency_step_leaves_the_venv_alone():
+    """The matrix runs molecule in three tox envs at once; a dependency step that bootstrapped .venv too
+    (with the env's Python, whenever the pins had changed) removed it under the others' feet."""
+    config = yaml.safe_load((ROOT / ".config" / "molecule" / "config.yml").read_text())
+    command = config["dependency"]["command"].split()
+    assert command[1].endswith("scripts/bootstrap.py"), command
+    assert command[2:] == ["collections"], command
