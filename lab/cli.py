@@ -142,7 +142,7 @@ def cmd_vm_build(args):
     from lab import vm
 
     vm.ensure_qemu()
-    vm.build(args.dist, force=args.force)
+    vm.build(args.dist, force=args.force, secure_boot=args.secure_boot)
 
 
 def cmd_vm_start(args):
@@ -198,6 +198,9 @@ def _add_vm_parser(sub):
     b = vsub.add_parser("build", help="build the base disk (cached by recipe hash)")
     b.add_argument("--dist", **dist)
     b.add_argument("--force", action="store_true", help="rebuild even when up to date")
+    b.add_argument(
+        "--secure-boot", action="store_true", help="the base that boots Debian's signed shim, GRUB and kernel"
+    )
     b.set_defaults(func=cmd_vm_build, check=check_vm)
     s = vsub.add_parser(
         "start", help="start guest NAME (made on first use), wait for SSH, write the inventory"
@@ -205,7 +208,12 @@ def _add_vm_parser(sub):
     s.add_argument("name", metavar="NAME")
     s.add_argument("--dist", default=None, help="bookworm or trixie; default: the guest's own, else bookworm")
     s.add_argument("--accel", default="auto", help="auto (KVM when it works, else TCG), kvm or tcg")
-    s.add_argument("--secure-boot", action="store_true", help="Secure Boot firmware (OVMF secboot, SMM)")
+    s.add_argument(
+        "--secure-boot",
+        action="store_true",
+        help="Secure Boot: OVMF secboot firmware (SMM) with Microsoft's keys, the signed boot chain's base, "
+        "and the lab's MOK certificate enrolled (.lab/vm/mok)",
+    )
     s.add_argument("--timeout", type=int, default=600, help="seconds to wait for SSH (default 600)")
     s.set_defaults(func=cmd_vm_start, check=check_vm)
     s = vsub.add_parser("stop", help="power guest NAME off (ACPI, then SIGTERM)")

@@ -19,7 +19,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 
-from lab import STATE, LabError, engine, vmdisk
+from lab import STATE, LabError, engine, vmdisk, vmmok
 from lab.hosts import SSH_OPTS, ensure_key
 
 VM_DIR = STATE / "vm"
@@ -247,10 +247,15 @@ def pid_of(guest):
     return pid if QEMU.encode() in cmdline[0] and str(guest.pidfile).encode() in cmdline else None
 
 
-def recipe_for(dist):
+def recipe_for(dist, secure_boot=False):
+    """The base disk recipe of ``dist``; with ``secure_boot``, the one that boots Debian's signed chain."""
     key = ensure_key()
+    packages = vmdisk.PACKAGES + (vmdisk.SECURE_BOOT_PACKAGES if secure_boot else ())
     return vmdisk.DiskRecipe(
-        suite=vmdisk.validate_dist(dist), pubkey=key.with_suffix(".pub").read_text().strip()
+        suite=vmdisk.validate_dist(dist),
+        pubkey=key.with_suffix(".pub").read_text().strip(),
+        packages=packages,
+        secure_boot=secure_boot,
     )
 
 
@@ -312,8 +317,8 @@ def ensure_qemu(log=print):
     vmdisk.ensure_file(os.path.join(OVMF_DIR, FIRMWARE[False][0]), ["ovmf"], log)
 
 
-def build(dist="bookworm", force=False, log=print):
-    recipe = recipe_for(dist)
+def build(dist="bookworm", force=False, log=print, secure_boot=False):
+    recipe = recipe_for(dist, secure_boot)
     with vm_lock(log):
         path = vmdisk.build(recipe, force=force, log=log)
         _prune(log)
@@ -323,17 +328,20 @@ def build(dist="bookworm", force=False, log=print):
 def _prune(log):
     """Remove the base disks that no guest uses and that no dist's current recipe gives."""
     keep = {vmdisk.BASE_DIR / g.base for g in all_guests()}
-    keep |= {vmdisk.base_path(recipe_for(dist)) for dist in vmdisk.DISTS}
+    keep |= {vmdisk.base_path(recipe_for(dist, sb)) for dist in vmdisk.DISTS for sb in (False, True)}
     vmdisk.prune(keep, log=log)
 
 
 def _create(name, dist, secure_boot, log):
-    """A new guest: qcow2 overlay on the current base disk, its own OVMF variables."""
-    base = vmdisk.build(recipe_for(dist), log=log)
+    """A new guest: qcow2 overlay on the current base disk, its own OVMF variables (Secure Boot: with the
+    lab's MOK certificate enrolled, lab/vmmok.py)."""
+    base = vmdisk.build(recipe_for(dist, secure_boot), log=log)
     guest = Guest(name=name, dist=dist, base=base.name, port=free_port(), secure_boot=secure_boot)
     guest.dir.mkdir(parents=True, exist_ok=True)
     _, varstore = firmware(secure_boot)
     shutil.copyfile(varstore, guest.vars)
+    if secure_boot:
+        vmmok.enroll(guest.vars, log)
     res = subprocess.run(
         ["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(base), "-F", "raw", str(guest.disk)],
         capture_output=True,
@@ -383,7 +391,7 @@ def start(name, dist=None, accel="auto", *, secure_boot=False, timeout=BOOT_TIME
             raise LabError(
                 f"guest {name} was made with secure_boot={guest.secure_boot}: delete it to change that"
             )
-        current = vmdisk.base_path(recipe_for(dist)).name
+        current = vmdisk.base_path(recipe_for(dist, guest.secure_boot)).name
         if guest.base != current:
             log(
                 f"vm: {name}: its disk is on base {guest.base}, the recipe now gives {current}: "
@@ -580,7 +588,7 @@ def rows():
     """One row per guest: name, dist, state, port, accel, base (current/outdated)."""
     out = []
     for guest in all_guests():
-        current = vmdisk.base_path(recipe_for(guest.dist)).name
+        current = vmdisk.base_path(recipe_for(guest.dist, guest.secure_boot)).name
         state = "running" if pid_of(guest) else "stopped"
         base = "current" if guest.base == current else "outdated"
         out.append([guest.name, guest.dist, state, str(guest.port), guest.accel, f"{guest.base} ({base})"])

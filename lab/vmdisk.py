@@ -3,8 +3,11 @@
 Built without loop devices or mounts: mmdebstrap writes the root filesystem into a directory,
 ``mkfs.ext4 -E offset=... -d DIR`` writes it into the root partition of a sparse raw image, mtools
 writes the EFI system partition (a standalone GRUB EFI binary whose embedded config boots
-``/vmlinuz`` and ``/initrd.img`` of the root filesystem), and the GPT is written here.  The kernel and
-initramfs are the guest's own files: one installed or rebuilt in the guest is what the next boot uses.
+``/vmlinuz`` and ``/initrd.img`` of the root filesystem), and the GPT is written here.  The Secure Boot
+variant boots Debian's signed chain instead: shim (signed by Microsoft's UEFI CA), then Debian's signed
+GRUB, which reads the same config from the ESP and, in lockdown, boots only Debian's signed kernel.
+The kernel and initramfs are the guest's own files: one installed or rebuilt in the guest is what the
+next boot uses.
 
 Each base disk has a recipe; its sha256 names the file (``.lab/vm/base/<dist>-<digest12>.raw``), so
 a changed recipe gives a new base and an unchanged one is reused.
@@ -54,6 +57,15 @@ PACKAGES = (
     "iproute2",
     "procps",
     "e2fsprogs",
+)
+# the Secure Boot base adds Debian's signed boot chain (whose .efi files go into its ESP) and mokutil
+SECURE_BOOT_PACKAGES = ("shim-signed", "grub-efi-amd64-signed", "mokutil")
+# on the ESP, from the root filesystem: shim as the removable-media path, GRUB and MokManager next to it
+# (shim loads grubx64.efi from its own directory; without fbx64.efi there it boots GRUB directly)
+SECURE_BOOT_EFI = (
+    ("usr/lib/shim/shimx64.efi.signed", "BOOTX64.EFI"),
+    ("usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed", "grubx64.efi"),
+    ("usr/lib/shim/mmx64.efi.signed", "mmx64.efi"),
 )
 DPKG_EXCLUDES = (
     "path-exclude=/usr/share/man/*",
@@ -154,7 +166,9 @@ def gpt(lay, guids):
 
 
 def grub_config(root_uuid):
-    """The config embedded in the standalone GRUB: boot the root filesystem's own kernel and initramfs."""
+    """The config embedded in the standalone GRUB (the Secure Boot base: ``/EFI/BOOT/grub.cfg``, which
+    Debian's signed GRUB sources from its own directory): boot the root filesystem's own kernel and
+    initramfs."""
     return "\n".join(
         [
             "serial --unit=0 --speed=115200",
@@ -181,10 +195,11 @@ class DiskRecipe:
     packages: tuple = PACKAGES
     disk_gib: int = DISK_GIB
     extra: tuple = field(default=())
+    secure_boot: bool = False
 
     @property
     def name(self):
-        return f"debian{DISTS[self.suite]}"
+        return f"debian{DISTS[self.suite]}" + ("-sb" if self.secure_boot else "")
 
     def digest(self):
         """sha256 of everything that shapes the disk (not the mirror host)."""
@@ -200,6 +215,8 @@ class DiskRecipe:
             "extra": list(self.extra),
             "format": 1,
         }
+        if self.secure_boot:  # only then, so that the other bases keep their digest
+            doc["secure_boot"] = [list(pair) for pair in SECURE_BOOT_EFI]
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
     def guids(self):
@@ -339,19 +356,13 @@ def write_disk(recipe, work, image, out, logfile):
         fh.truncate(lay.total * SECTOR)
     cfg = work / "grub.cfg"
     cfg.write_text(grub_config(guids["rootfs"]), encoding="utf-8")
-    efi = work / "BOOTX64.EFI"
-    _run_logged(
-        ["grub-mkstandalone", "-O", "x86_64-efi", "-o", str(efi), f"boot/grub/grub.cfg={cfg}"],
-        out,
-        logfile,
-        "grub-mkstandalone",
-    )
     esp = work / "esp.img"
     with open(esp, "wb") as fh:
         fh.truncate(lay.esp_bytes)
     _run_logged(["mformat", "-i", str(esp), "-v", "EFI", "::"], out, logfile, "mformat")
     _run_logged(["mmd", "-i", str(esp), "::/EFI", "::/EFI/BOOT"], out, logfile, "mmd")
-    _run_logged(["mcopy", "-i", str(esp), str(efi), "::/EFI/BOOT/BOOTX64.EFI"], out, logfile, "mcopy")
+    for src, name in esp_files(recipe, work, cfg, out, logfile):
+        _run_logged(["mcopy", "-i", str(esp), str(src), f"::/EFI/BOOT/{name}"], out, logfile, "mcopy")
     with open(image, "r+b") as fh:
         for offset, data in gpt(lay, guids).items():
             fh.seek(offset)
@@ -360,6 +371,25 @@ def write_disk(recipe, work, image, out, logfile):
         with open(esp, "rb") as src:
             shutil.copyfileobj(src, fh, MIB)
     _run_logged(mkfs_cmd(lay, guids["rootfs"], work / "root", image), out, logfile, "mkfs.ext4")
+
+
+def esp_files(recipe, work, cfg, out, logfile):
+    """(file, name in /EFI/BOOT) for the ESP: a standalone GRUB with ``cfg`` embedded, or for Secure Boot
+    the signed shim, GRUB and MokManager from the root filesystem and ``cfg`` beside them."""
+    if recipe.secure_boot:
+        files = [(work / "root" / src, name) for src, name in SECURE_BOOT_EFI]
+        for src, _ in files:
+            if not src.is_file():
+                raise LabError(f"{src} missing from the root filesystem: its package did not install it")
+        return [*files, (cfg, "grub.cfg")]
+    efi = work / "BOOTX64.EFI"
+    _run_logged(
+        ["grub-mkstandalone", "-O", "x86_64-efi", "-o", str(efi), f"boot/grub/grub.cfg={cfg}"],
+        out,
+        logfile,
+        "grub-mkstandalone",
+    )
+    return [(efi, "BOOTX64.EFI")]
 
 
 def _run_logged(cmd, out, logfile, what):

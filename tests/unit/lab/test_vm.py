@@ -187,8 +187,14 @@ def test_prune_keeps_used_and_current_bases(tmp_path, monkeypatch):
     base_dir = tmp_path / "base"
     base_dir.mkdir()
     monkeypatch.setattr(vm.vmdisk, "BASE_DIR", base_dir)
-    monkeypatch.setattr(vm, "recipe_for", lambda dist: vm.vmdisk.DiskRecipe(suite=dist, pubkey="k"))
-    current = {vm.vmdisk.base_path(vm.recipe_for(d)).name for d in vm.vmdisk.DISTS}
+    monkeypatch.setattr(
+        vm, "recipe_for", lambda dist, sb=False: vm.vmdisk.DiskRecipe(suite=dist, pubkey="k", secure_boot=sb)
+    )
+    # each dist's current base, and its Secure Boot base
+    current = {
+        vm.vmdisk.base_path(vm.recipe_for(d, sb)).name for d in vm.vmdisk.DISTS for sb in (False, True)
+    }
+    assert len(current) == 2 * len(vm.vmdisk.DISTS)
     for name in [*current, "debian12-000000000000.raw", "debian12-111111111111.raw"]:
         (base_dir / name).write_bytes(b"")
     vm.save(_guest(tmp_path, monkeypatch, base="debian12-111111111111.raw"))

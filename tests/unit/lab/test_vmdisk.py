@@ -139,3 +139,29 @@ def test_missing_firmware_file_is_one_line(tmp_path, monkeypatch):
 def test_unknown_dist():
     with pytest.raises(LabError, match=r"--dist 'sid': choose from bookworm, trixie"):
         vmdisk.validate_dist("sid")
+
+
+def test_the_secure_boot_base_is_a_recipe_of_its_own():
+    sb = _recipe(packages=vmdisk.PACKAGES + vmdisk.SECURE_BOOT_PACKAGES, secure_boot=True)
+    assert sb.name == "debian12-sb"
+    assert sb.digest() != _recipe(packages=sb.packages).digest()  # the ESP differs, not only the packages
+    assert {"shim-signed", "grub-efi-amd64-signed", "mokutil"} <= set(sb.packages)
+
+
+def test_the_secure_boot_esp_holds_shim_signed_grub_and_its_config(tmp_path):
+    recipe = _recipe(secure_boot=True)
+    cfg = tmp_path / "grub.cfg"
+    cfg.write_text(vmdisk.grub_config("UUID"))
+    for src, _ in vmdisk.SECURE_BOOT_EFI:
+        (tmp_path / "root" / src).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "root" / src).write_bytes(b"MZ")
+    files = vmdisk.esp_files(recipe, tmp_path, cfg, out=None, logfile=None)
+    names = {name: src for src, name in files}
+    # shim is what the firmware starts; it loads grubx64.efi from its own directory, which reads grub.cfg
+    assert names["BOOTX64.EFI"] == tmp_path / "root/usr/lib/shim/shimx64.efi.signed"
+    assert names["grubx64.efi"] == tmp_path / "root/usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed"
+    assert names["mmx64.efi"] == tmp_path / "root/usr/lib/shim/mmx64.efi.signed"
+    assert names["grub.cfg"] == cfg
+    (tmp_path / "root/usr/lib/shim/mmx64.efi.signed").unlink()
+    with pytest.raises(LabError, match=r"mmx64\.efi\.signed missing from the root filesystem"):
+        vmdisk.esp_files(recipe, tmp_path, cfg, out=None, logfile=None)
