@@ -78,3 +78,23 @@ def test_a_failing_stage_stops_the_run_and_the_background_stages(tree):
     assert "good-ran" not in res.stdout
     time.sleep(3)  # it would have finished by now had it not been stopped
     assert not (tree / "sleeper.done").exists()
+
+
+def test_make_test_boots_a_vm_guest_beside_its_stages():
+    """Issue 18: make test runs the driver role on a VM guest (boot, install, reboot, verify), started first
+    so that it runs beside every other stage; make test-vm runs the longer scenarios."""
+    makefile = (ROOT / "Makefile").read_text()
+
+    def var(name):
+        found = re.search(rf"^{name} \?= (.+)$", makefile, re.MULTILINE)
+        assert found, f"Makefile: {name} ?= ..."
+        return found.group(1).split()
+
+    stages = var("TEST_STAGES")
+    assert stages[0] == "bg:vm", stages
+    assert [s for s in stages if s.startswith("bg:")] == ["bg:vm"], stages
+    assert re.search(r"^vm: .*\n\tscripts/molecule_vm_or_skip\.sh \$\(VM_TEST_SCENARIOS\)$", makefile, re.M)
+    assert var("VM_TEST_SCENARIOS") == ["driver-vm"]
+    assert {"driver-vm-kernel", "driver-vm-sb"} <= set(var("VM_SCENARIOS"))
+    for scenario in var("VM_TEST_SCENARIOS") + var("VM_SCENARIOS"):
+        assert (ROOT / "molecule" / scenario / "molecule.yml").is_file(), scenario
