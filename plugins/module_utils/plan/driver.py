@@ -302,14 +302,14 @@ def is_certificate(head):
     return head[:2] == b"\x30\x82" or bool(_PEM_CERTIFICATE.search(head))
 
 
-def _mok_errors(mok_key, mok_cert, mok_paths_exist, mok_paths_valid=None):
+def _mok_errors(mok_key, mok_cert, mok_paths_exist, mok_valid=None):
     errors = []
     for name, path in (("nvidia_driver_mok_key", mok_key), ("nvidia_driver_mok_cert", mok_cert)):
         if path in (None, ""):
             continue
         if mok_paths_exist is not None and not mok_paths_exist.get(path, False):
             errors.append(f"{name}: {path!r} does not exist on the host; give the path of an existing file")
-        elif (mok_paths_valid or {}).get(path) is False:
+        elif (mok_valid or {}).get(name) is False:
             errors.append(f"{name}: {path!r} {_MOK_NOT[name]}")
     if bool(mok_key) != bool(mok_cert):
         errors.append(
@@ -330,15 +330,16 @@ def validate_request(
     mok_key=None,
     mok_cert=None,
     mok_paths_exist=None,
-    mok_paths_valid=None,
+    mok_valid=None,
     is_controller=False,
 ):
     """Every refusal about the variables, as a list of one-line messages (empty = fine).
 
-    ``mok_paths_exist`` maps each given MOK path to whether it exists on the target, ``mok_paths_valid``
-    to whether it holds what it must (the key a PEM private key, the certificate PEM or DER; a path not in
-    it is not judged). ``is_controller``: the host is the Ansible controller, which auto/always would
-    reboot.
+    ``mok_paths_exist`` maps each given MOK path to whether it exists on the target, ``mok_valid`` each
+    MOK variable (``nvidia_driver_mok_key``, ``nvidia_driver_mok_cert``) to whether its file holds what it
+    must (the key a PEM private key, the certificate PEM or DER; a variable not in it is not judged). By
+    variable, not by path: one file given as both is a certificate or a key, never both.
+    ``is_controller``: the host is the Ansible controller, which auto/always would reboot.
     """
     errors = _choice_errors(source, kernel_module, reboot)
     if is_controller and reboot in ("auto", "always"):
@@ -353,7 +354,7 @@ def validate_request(
         errors.append(str(exc))
     errors += _branch_errors(os_name, source, branch, branch_int, kernel_module)
     errors += _version_errors(version, branch, branch_int)
-    errors += _mok_errors(mok_key, mok_cert, mok_paths_exist, mok_paths_valid)
+    errors += _mok_errors(mok_key, mok_cert, mok_paths_exist, mok_valid)
     return errors
 
 
@@ -1210,7 +1211,7 @@ def validate(request, facts):
         if req[key] and req[f"{key}_exists"] is not None:
             mok_exists[req[key]] = bool(req[f"{key}_exists"])
         if req[key] and req[f"{key}_valid"] is not None:
-            mok_valid[req[key]] = bool(req[f"{key}_valid"])
+            mok_valid[f"nvidia_driver_{key}"] = bool(req[f"{key}_valid"])
     errors = validate_request(
         os_name,
         req["source"],
@@ -1221,7 +1222,7 @@ def validate(request, facts):
         mok_key=req["mok_key"],
         mok_cert=req["mok_cert"],
         mok_paths_exist=mok_exists if mok_exists else None,
-        mok_paths_valid=mok_valid,
+        mok_valid=mok_valid,
         # a container or a host-managed driver is never rebooted by the role: nothing to refuse there
         is_controller=bool(req["is_controller"]) and not state["container"] and not state["host_managed"],
     )

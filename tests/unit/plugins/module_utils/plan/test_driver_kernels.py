@@ -181,6 +181,20 @@ def test_mok_files_of_the_wrong_kind_are_refused_with_their_variable(tmp_path):
     assert dp.decide({"branch": "580", **moks, **flags}, facts())["errors"] == []
 
 
+def test_one_file_given_as_both_key_and_certificate_is_refused_as_the_key(tmp_path):
+    """Found in the Secure Boot guest (molecule driver-vm-sb): with the certificate's path as
+    nvidia_driver_mok_key too, the certificate's verdict (valid) replaced the key's, and the plan passed."""
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/MOK.der").write_bytes(b"\x30\x82\x03\x0b")
+    moks = {"mok_key": "/etc/MOK.der", "mok_cert": "/etc/MOK.der"}
+    flags = mod.mok_exists(moks, str(tmp_path))
+    assert flags["mok_key_valid"] is False and flags["mok_cert_valid"] is True
+    errors = dp.decide({"branch": "580", **moks, **flags}, facts())["errors"]
+    assert errors == [
+        "nvidia_driver_mok_key: '/etc/MOK.der' is not a private key (PEM \"-----BEGIN PRIVATE KEY-----\")"
+    ]
+
+
 def test_a_missing_mok_file_is_not_judged_for_its_content(tmp_path):
     flags = mod.mok_exists({"mok_key": "/nope.priv", "mok_cert": ""}, str(tmp_path))
     assert flags == {
