@@ -352,8 +352,9 @@ def _head(path):
 
 
 def mok_exists(request, root):
-    """{mok_key_exists, mok_cert_exists, mok_key_valid, mok_cert_valid}: the given MOK paths are files under
-    root, and their first bytes hold a PEM private key / a PEM or DER certificate (None: not judged)."""
+    """{mok_key_exists, mok_cert_exists, mok_key_valid, mok_cert_valid, mok_cert_sha256}: the given MOK paths
+    are files under root, their first bytes hold a PEM private key / a PEM or DER certificate (None: not
+    judged), and the certificate's DER sha256 (to find it among the enrolled ones)."""
     found = {}
     for key, check in MOK_CHECKS.items():
         path = request.get(key) or ""
@@ -361,6 +362,8 @@ def mok_exists(request, root):
         found[f"{key}_exists"] = os.path.isfile(outer) if path else None
         head = _head(outer) if found[f"{key}_exists"] else None
         found[f"{key}_valid"] = check(head) if head is not None else None
+        if key == "mok_cert":  # what shim's MokListRT would hold (the facts' driver.mok_enrolled)
+            found["mok_cert_sha256"] = dp.certificate_sha256(head) if found["mok_cert_valid"] else None
     return found
 
 

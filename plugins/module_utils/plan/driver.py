@@ -28,6 +28,9 @@ high = NVIDIA's / the distribution's own text or index; medium = indirect.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver as kb_driver
@@ -64,6 +67,7 @@ REQUEST_DEFAULTS = {
     "mok_cert_exists": None,
     "mok_key_valid": None,
     "mok_cert_valid": None,
+    "mok_cert_sha256": None,
     "hold": True,
     "persistenced": True,
     "debian_mirror": "",
@@ -300,6 +304,25 @@ def is_certificate(head):
     """The first bytes of a file are a PEM certificate (its BEGIN line) or a DER one (0x30 0x82)."""
     head = bytes(head or b"")[:MOK_READ]
     return head[:2] == b"\x30\x82" or bool(_PEM_CERTIFICATE.search(head))
+
+
+_PEM_CERTIFICATE_BODY = re.compile(rb"-----BEGIN CERTIFICATE-----(.+?)-----END CERTIFICATE-----", re.DOTALL)
+
+
+def certificate_sha256(head):
+    """sha256 (hex) of the DER bytes of the certificate at the start of ``head`` (DER, or the first PEM
+    CERTIFICATE block), as shim's MokListRT stores it; None when it cannot be told."""
+    head = bytes(head or b"")[:MOK_READ]
+    if head[:2] == b"\x30\x82":
+        length = 4 + int.from_bytes(head[2:4], "big")
+        der = head[:length] if len(head) >= length else None
+    else:
+        found = _PEM_CERTIFICATE_BODY.search(head)
+        try:
+            der = base64.b64decode(b"".join(found.group(1).split()), validate=True) if found else None
+        except (binascii.Error, ValueError):
+            der = None
+    return hashlib.sha256(der).hexdigest() if der else None
 
 
 def _mok_errors(mok_key, mok_cert, mok_paths_exist, mok_valid=None):
@@ -1165,6 +1188,8 @@ def host_state(facts):
         "family": kb_hosts.OS_TABLE.get(os_info.get("key") or "", {}).get("family"),
         "owned_by_package": driver.get("install_method") == "package",
         "secure_boot": driver.get("secure_boot") == "enabled",
+        "mok_enrolled": driver.get("mok_enrolled") if isinstance(driver.get("mok_enrolled"), list) else None,
+        "mok_enrolled_reason": _section(driver, "reasons").get("mok_enrolled") or "",
         "nvswitch_count": int((facts or {}).get("nvswitch_count") or 0),
         "gpu_present": gpu_present(facts),
         "boot_pending": _section(driver, "boot_pending"),
@@ -1312,12 +1337,10 @@ def _add_state(plan, req, state, errors, warnings):
             state["held"],
             replaced=existing["replace"],
         )
-        if state["secure_boot"] and plan["module_signing_needed_with_secure_boot"] and not req["mok_key"]:
-            errors.append(
-                "Secure Boot is enabled and the plan builds the nvidia module with DKMS (unsigned): set "
-                "nvidia_driver_mok_key and nvidia_driver_mok_cert to a MOK key pair enrolled with "
-                "'mokutil --import <cert>' (then reboot to confirm), or disable Secure Boot"
-            )
+        if state["secure_boot"] and plan["module_signing_needed_with_secure_boot"]:
+            refused, unsure = _secure_boot_errors(req, state)
+            errors += refused
+            warnings += unsure
     plan["existing"] = {k: v for k, v in existing.items() if k not in ("errors", "warnings")}
     _add_runfile(plan, req, state, errors, warnings)
     plan.update(
@@ -1330,6 +1353,32 @@ def _add_state(plan, req, state, errors, warnings):
         install=not managed,
         mok_signing=state["secure_boot"] and plan["module_signing_needed_with_secure_boot"] and not managed,
     )
+
+
+def _secure_boot_errors(req, state):
+    """(errors, warnings) when Secure Boot is on and DKMS builds the module: a MOK pair must be given, and
+    its certificate must be one that shim hands to the kernel (the facts' mok_enrolled, from MokListRT), or
+    the module is signed with a key the kernel rejects. A list the facts could not read is a warning."""
+    if not req["mok_key"]:
+        return [
+            "Secure Boot is enabled and the plan builds the nvidia module with DKMS (unsigned): set "
+            "nvidia_driver_mok_key and nvidia_driver_mok_cert to a MOK key pair enrolled with "
+            "'mokutil --import <cert>' (then reboot to confirm), or disable Secure Boot"
+        ], []
+    enrolled, digest, cert = state["mok_enrolled"], req["mok_cert_sha256"], req["mok_cert"]
+    if enrolled is None:
+        why = state["mok_enrolled_reason"] or "the facts hold no MOK list"
+        return [], [
+            f"nvidia_driver_mok_cert: cannot tell whether {cert!r} is enrolled ({why}); the module will not "
+            "load under Secure Boot if it is not (mokutil --test-key tells)"
+        ]
+    if not digest or digest in enrolled:
+        return [], []
+    return [
+        f"nvidia_driver_mok_cert: {cert!r} is not enrolled (shim's MokListRT holds {len(enrolled)} other "
+        f"certificate(s)): run 'mokutil --import {cert}', reboot and confirm the enrollment in MokManager, "
+        "then run again"
+    ], []
 
 
 def _add_runfile(plan, req, state, errors, warnings):

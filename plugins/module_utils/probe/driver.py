@@ -25,7 +25,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common impor
     run_isolated,
     which,
 )
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.host import secure_boot
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.host import mok_enrolled, secure_boot
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.packages import DRIVER_PACKAGES
 
 __all__ = [
@@ -556,6 +556,7 @@ def empty_driver():
         "cuda_driver_version": UNKNOWN,
         "cuda_driver_version_int": None,
         "secure_boot": UNKNOWN,
+        "mok_enrolled": None,
         "loaded_version": None,
         "loaded_kernel_module": None,
         "module_for_running_kernel": {"version": None, "kernel_module": None},
@@ -761,6 +762,9 @@ def probe(root, live, packages, *, nvml, gpu_driver_info, host, timeout=10.0, us
     driver["secure_boot"], reason = secure_boot(root)
     if reason:
         reasons["secure_boot"] = reason
+    driver["mok_enrolled"], reason = mok_enrolled(root)
+    if reason:
+        reasons["mok_enrolled"] = reason
     driver["module_for_running_kernel"], reason = module_for_running_kernel(live, timeout)
     if reason:
         reasons["module_for_running_kernel"] = reason

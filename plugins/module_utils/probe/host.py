@@ -5,6 +5,7 @@ managed from outside this filesystem (the one definition of a host-managed drive
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import distributions as kb_distributions
@@ -16,6 +17,16 @@ OS_RELEASE = ("/etc/os-release", "/usr/lib/os-release")  # os-release(5): the se
 KERNEL_RELEASE = "/proc/sys/kernel/osrelease"
 EFI_DIR = "/sys/firmware/efi"
 SECURE_BOOT_VAR = EFI_DIR + "/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+# shim's MokListRT, what the kernel trusts for module signatures besides its own keys: the MOKvar
+# configuration table (kernel 5.11+, shim 15.3+) or, before that, a runtime EFI variable (4 bytes of
+# attributes, then the data). Both hold EFI_SIGNATURE_LISTs (UEFI 2.10, 32.4.1).
+MOK_LIST_RT = (
+    (EFI_DIR + "/mok-variables/MokListRT", 0),
+    (EFI_DIR + "/efivars/MokListRT-605dab50-e046-4300-abb6-3dd810dd8b23", 4),
+)
+# EFI_CERT_X509_GUID a5c059a1-94e4-4aa7-87b5-ab155c2bf072, as stored (first three fields little-endian)
+EFI_CERT_X509 = bytes.fromhex("a159c0a5e494a74a87b5ab155c2bf072")
+MOK_READ = 256 * 1024
 CONTAINER_FILES = (("/.dockerenv", "docker"), ("/run/.containerenv", "podman"))
 CONTAINER_ENV = {"lxc": "lxc", "podman": "podman", "docker": "docker", "systemd-nspawn": "systemd-nspawn"}
 CGROUP_MARKERS = (
@@ -230,6 +241,44 @@ def secure_boot(root):
     if len(data) < 5:
         return UNKNOWN, f"SecureBoot EFI variable is {len(data)} bytes long (expected 5)"
     return ("enabled" if data[4] == 1 else "disabled"), None
+
+
+def _le32(data, at):
+    return int.from_bytes(data[at : at + 4], "little")
+
+
+def x509_in_signature_lists(data):
+    """The DER X.509 certificates in a run of EFI_SIGNATURE_LISTs (type GUID, list size, header size,
+    signature size, header, then entries of a 16-byte owner GUID and the data). Stops at the first
+    malformed list: what came before it is kept."""
+    found, offset = [], 0
+    while offset + 28 <= len(data):
+        kind = data[offset : offset + 16]
+        size, header, entry = (
+            int.from_bytes(data[offset + i : offset + i + 4], "little") for i in (16, 20, 24)
+        )
+        if size < 28 + header or entry <= 16 or offset + size > len(data) or (size - 28 - header) % entry:
+            break
+        if kind == EFI_CERT_X509:
+            start = offset + 28 + header
+            for at in range(start, offset + size, entry):
+                found.append(bytes(data[at + 16 : at + entry]))
+        offset += size
+    return found
+
+
+def mok_enrolled(root):
+    """(sha256 hex of each X.509 certificate in shim's MokListRT, or None, reason). An empty list: shim
+    exposed the list and it holds no certificate."""
+    if not efi(root):
+        return None, "no EFI variables (legacy BIOS boot or not exposed)"
+    for path, skip in MOK_LIST_RT:
+        if root.exists(path):
+            data, reason = root.read_bytes(path, limit=MOK_READ)
+            if data is None:
+                return None, reason
+            return [hashlib.sha256(cert).hexdigest() for cert in x509_in_signature_lists(data[skip:])], None
+    return None, "no MokListRT (shim did not boot this kernel, or it exposes no MOK list)"
 
 
 def empty_host():

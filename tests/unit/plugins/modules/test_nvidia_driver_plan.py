@@ -4,7 +4,9 @@ The facts dicts are what ``ansible_facts.nvidia`` holds (docs/facts.md); the H20
 host (open 580.159.04 loaded, a container whose driver sits read-only under /usr/local/nvidia).
 """
 
+import base64
 import copy
+import hashlib
 
 import pytest
 import yaml
@@ -368,3 +370,37 @@ def test_documentation_matches_the_argument_spec():
     returned = yaml.safe_load(mod.RETURN)["plan"]["contains"]
     plan = dp.decide(request(), facts_for())
     assert sorted(set(returned) - set(plan)) == []
+
+
+def test_secure_boot_refuses_a_certificate_that_shim_does_not_hold(tmp_path):
+    """Checked in the plan, before any change: the role used to find an unenrolled certificate with mokutil
+    only after it had written the package sources (molecule driver-vm-sb)."""
+    cert = b"\x30\x82\x00\x04" + b"cert"  # a DER SEQUENCE of 4 bytes: what the plan hashes
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root/MOK.priv").write_text(PEM_KEY)
+    (tmp_path / "root/MOK.der").write_bytes(cert + b"trailing bytes are not the certificate")
+    moks = {"mok_key": "/root/MOK.priv", "mok_cert": "/root/MOK.der"}
+    found = mod.mok_exists(moks, str(tmp_path))
+    assert found["mok_cert_sha256"] == hashlib.sha256(cert).hexdigest()
+
+    def plan(enrolled):
+        facts = facts_for(host_efi=True, driver_secure_boot="enabled", driver_mok_enrolled=enrolled)
+        return dp.decide(request(**moks) | found, facts)
+
+    assert plan([hashlib.sha256(b"other").hexdigest()])["errors"] == [
+        "nvidia_driver_mok_cert: '/root/MOK.der' is not enrolled (shim's MokListRT holds 1 other "
+        "certificate(s)): run 'mokutil --import /root/MOK.der', reboot and confirm the enrollment in "
+        "MokManager, then run again"
+    ]
+    assert plan([hashlib.sha256(b"other").hexdigest(), found["mok_cert_sha256"]])["errors"] == []
+    unsure = plan(None)  # the facts could not read the list: not judged, but said
+    assert unsure["errors"] == []
+    assert any("cannot tell whether '/root/MOK.der' is enrolled" in w for w in unsure["warnings"])
+
+
+def test_a_pem_certificate_hashes_as_its_der():
+    der = b"\x30\x82\x00\x04" + b"cert"
+    pem = b"-----BEGIN CERTIFICATE-----\n" + base64.encodebytes(der) + b"-----END CERTIFICATE-----\n"
+    assert dp.certificate_sha256(pem) == dp.certificate_sha256(der) == hashlib.sha256(der).hexdigest()
+    assert dp.certificate_sha256(b"\x30\x82\x03\x0b\x30") is None  # shorter than its own length
+    assert dp.certificate_sha256(b"-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----") is None

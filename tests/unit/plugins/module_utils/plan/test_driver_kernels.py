@@ -167,6 +167,7 @@ def test_mok_files_of_the_wrong_kind_are_refused_with_their_variable(tmp_path):
         "mok_key_valid": False,
         "mok_cert_exists": True,
         "mok_cert_valid": False,
+        "mok_cert_sha256": None,
     }
     errors = dp.decide({"branch": "580", **moks, **flags}, facts())["errors"]
     assert errors == [
@@ -202,6 +203,7 @@ def test_a_missing_mok_file_is_not_judged_for_its_content(tmp_path):
         "mok_key_valid": None,
         "mok_cert_exists": None,
         "mok_cert_valid": None,
+        "mok_cert_sha256": None,
     }
 
 

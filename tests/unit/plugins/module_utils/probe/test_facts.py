@@ -248,6 +248,7 @@ ADDED_SINCE_THE_AUDIT_FIXTURE = {
         "kernels",
         "next_boot",
         "boot_pending",
+        "mok_enrolled",
     },
 }
 # keys of each toolkit (facts.cuda.toolkits[]) added since the fixture

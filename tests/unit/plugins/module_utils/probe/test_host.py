@@ -1,5 +1,7 @@
 """probe_host: OS (os-release), kernel release, EFI and Secure Boot, container markers."""
 
+import hashlib
+
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import host as probe_host
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
@@ -65,6 +67,39 @@ def test_efi_and_secure_boot(tmp_path):
     assert probe_host.secure_boot(root) == ("unknown", "no SecureBoot EFI variable")
     fakeroot.write(tmp_path, probe_host.SECURE_BOOT_VAR, b"\x06\x00\x00\x00\x01")
     assert probe_host.secure_boot(root) == ("enabled", None)
+
+
+def _signature_list(kind, entries, size=None):
+    """An EFI_SIGNATURE_LIST: type GUID, list size, header size 0, signature size, entries (owner + data)."""
+    entry = size or 16 + len(entries[0])
+    body = b"".join(b"\x11" * 16 + e for e in entries)
+    return (
+        kind
+        + (28 + len(body)).to_bytes(4, "little")
+        + (0).to_bytes(4, "little")
+        + entry.to_bytes(4, "little")
+        + body
+    )
+
+
+def test_mok_list_rt_certificates(tmp_path):
+    root = Root(str(tmp_path))
+    assert probe_host.mok_enrolled(root) == (None, "no EFI variables (legacy BIOS boot or not exposed)")
+    (tmp_path / "sys/firmware/efi/efivars").mkdir(parents=True)
+    assert probe_host.mok_enrolled(root)[0] is None
+    assert "no MokListRT" in probe_host.mok_enrolled(root)[1]
+    vendor, lab = b"\x30\x82\x00\x02ve", b"\x30\x82\x00\x03lab"
+    sha256_list = _signature_list(bytes.fromhex("2616c4c14c509240aca941f936934328"), [b"h" * 32])
+    data = _signature_list(probe_host.EFI_CERT_X509, [vendor]) + sha256_list
+    data += _signature_list(probe_host.EFI_CERT_X509, [lab]) + b"\xff" * 5  # a torn tail is ignored
+    assert probe_host.x509_in_signature_lists(data) == [vendor, lab]
+    # before the MOKvar table: a runtime EFI variable, 4 bytes of attributes first
+    fakeroot.write(tmp_path, probe_host.MOK_LIST_RT[1][0], b"\x06\x00\x00\x00" + data)
+    digests = [hashlib.sha256(vendor).hexdigest(), hashlib.sha256(lab).hexdigest()]
+    assert probe_host.mok_enrolled(root) == (digests, None)
+    # the MOKvar table (kernel 5.11+) comes first when both are there
+    fakeroot.write(tmp_path, probe_host.MOK_LIST_RT[0][0], _signature_list(probe_host.EFI_CERT_X509, [lab]))
+    assert probe_host.mok_enrolled(root) == ([digests[1]], None)
 
 
 @pytest.mark.parametrize(
