@@ -12,18 +12,21 @@ cd "$(dirname "$0")/.."
 [[ $# -gt 0 ]] || { echo "usage: $0 STAGE..." >&2; exit 2; }
 
 logs=.cache/test-stages
-cpu() { awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
+# busy and all jiffies of all CPUs (user nice system irq softirq; plus idle iowait)
+# shellcheck disable=SC2016 # an awk program
+export CPU_AWK='/^cpu /{ print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }'
+cpu() { awk "$CPU_AWK" /proc/stat; }
 rows=()
 start=$(date +%s)
 failed=
 done_stages=()
 declare -A bg_pid bg_t0 bg_busy0 bg_all0
 
-row() {  # stage, t0, busy0, all0
-  local busy1 all1
-  read -r busy1 all1 < <(cpu)
+row() {  # stage, t0, busy0, all0[, t1, busy1, all1: its end, else now]
+  local t1=${5:-} busy1=${6:-} all1=${7:-}
+  [[ -n $t1 ]] || { t1=$(date +%s); read -r busy1 all1 < <(cpu); }
   local span=$((all1 - $4))
-  rows+=("$1 $(($(date +%s) - $2)) $(((busy1 - $3) * 100 / (span > 0 ? span : 1)))")
+  rows+=("$1 $((t1 - $2)) $(((busy1 - $3) * 100 / (span > 0 ? span : 1)))")
 }
 
 summary() {
@@ -53,7 +56,10 @@ skips() {
 finish_background() {  # name: wait for it, show its log, record its row
   local name=$1 rc=0
   wait "${bg_pid[$name]}" || rc=$?
-  row "bg:$name" "${bg_t0[$name]}" "${bg_busy0[$name]}" "${bg_all0[$name]}"
+  # its own end (written by the stage itself), not when the foreground came to wait for it
+  local end=()
+  read -r -a end <"$logs/$name.end" 2>/dev/null || true
+  row "bg:$name" "${bg_t0[$name]}" "${bg_busy0[$name]}" "${bg_all0[$name]}" "${end[@]}"
   unset "bg_pid[$name]"
   echo "=== make test: $name (background) ended with exit $rc; log $logs/$name.log; its failures and its end:"
   grep -aE 'fatal:|FAILED|ERROR|failed=[1-9]|SKIPPED|passed|failed' "$logs/$name.log" | tail -n 40 || true
@@ -76,9 +82,14 @@ for stage in "$@"; do
     bg_busy0[$name]=$busy0
     bg_all0[$name]=$all0
     bg_t0[$name]=$(date +%s)
-    # its own session (so a failure elsewhere can stop all of it) and its own fact cache
+    # its own session (so a failure elsewhere can stop all of it) and its own fact cache; at its end it
+    # writes its end time and CPU counters to NAME.end, for its row
+    rm -f "$logs/$name.end"
+    # shellcheck disable=SC2016 # expanded by the inner bash
     ANSIBLE_CACHE_PLUGIN_CONNECTION="$PWD/.cache/facts-$name" \
-      setsid nice -n 10 make --no-print-directory "${skip[@]}" "$name" >"$logs/$name.log" 2>&1 &
+      setsid nice -n 10 bash -c 'make --no-print-directory "${@:3}" "$1" >"$2.log" 2>&1; rc=$?
+        echo "$(date +%s) $(awk "$CPU_AWK" /proc/stat)" >"$2.end"; exit "$rc"' \
+      bg "$name" "$logs/$name" "${skip[@]}" &
     bg_pid[$name]=$!
     continue
   fi

@@ -17,6 +17,8 @@ slow:
 \t@sleep 1; echo slow-ran; touch slow.done
 sleeper:
 \t@sleep 2; touch sleeper.done
+longer:
+\t@sleep 5
 bad:
 \t@false
 lab:
@@ -61,6 +63,16 @@ def test_a_background_stage_runs_beside_the_rest_and_is_waited_for(tree):
     assert _rows(res.stdout) == ["good", "bg:slow"]
     assert "slow (background) ended with exit 0" in res.stdout
     assert "slow-ran" in (tree / ".cache/test-stages/slow.log").read_text()
+
+
+def test_a_background_stage_row_is_its_own_time_not_the_wait(tree):
+    """bg:vm ended 11 min before the foreground in a make test, and its row said 3292 s: the time until it
+    was waited for. The row is the stage's own run."""
+    res = _run(tree, "bg:sleeper", "longer")
+    assert res.returncode == 0, res.stdout + res.stderr
+    seconds = dict(re.findall(r"^  (\S+)\s+(\d+)\s+\d+%$", res.stdout, re.M))
+    assert int(seconds["longer"]) >= 5
+    assert int(seconds["bg:sleeper"]) <= 3, res.stdout
 
 
 def test_a_failing_background_stage_fails_the_run(tree):
