@@ -1,10 +1,9 @@
-"""driver-vm scenario: what nvidia_driver left on a Debian 12 guest that boots its own kernel (after the
-converge with reboot policy never, the auto run that rebooted, and the idempotence run). driver-vm-kernel
-runs them too, after its kernel update."""
+"""driver-vm scenario: what nvidia_driver left on a Debian guest that boots its own kernel (after the
+converge with reboot policy never, the auto run that rebooted, and the idempotence run). driver-vm-kernel,
+driver-vm-sb, driver-vm-debian13 and driver-vm-upgrade run them too."""
 
 import re
 
-BRANCH = "535"
 PACKAGES = [
     "nvidia-kernel-dkms",
     "nvidia-smi",
@@ -14,6 +13,11 @@ PACKAGES = [
     "firmware-nvidia-gsp",
     "nvidia-persistenced",
 ]
+
+
+def _branch(host):
+    """The guest's planned branch: its release's group_vars (debian12.yml 535, debian13.yml 550)."""
+    return host.ansible.get_variables()["nvidia_driver_branch"]
 
 
 def _kernel(host):
@@ -36,7 +40,7 @@ def test_packages_installed_and_held(host):
     for name in PACKAGES:
         assert host.package(name).is_installed, name
         assert name in held, name
-    assert _planned_version(host).startswith(BRANCH + ".")
+    assert _planned_version(host).startswith(_branch(host) + ".")
 
 
 def test_dkms_built_and_installed_for_the_running_kernel(host):
