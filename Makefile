@@ -20,7 +20,7 @@ MOLECULE_SCENARIOS ?= smoke default brownfield repo airgap facts driver audit
 # molecule scenarios on lab VM guests (QEMU; SKIPPED where it cannot run or with GPUFLEET_VM=0):
 # `make vm` (in make test) runs VM_TEST_SCENARIOS, `make test-vm` the longer VM_SCENARIOS
 VM_TEST_SCENARIOS ?= driver-vm
-VM_SCENARIOS ?= driver-vm-kernel driver-vm-sb
+VM_SCENARIOS ?= driver-vm-kernel driver-vm-sb driver-vm-debian13 driver-vm-upgrade
 
 .PHONY: help venv lint unit test-tools integration lab molecule vm test-vm gpu gpu-host test demo audit bench sanity changelog importer clean matrix
 
