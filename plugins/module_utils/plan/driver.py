@@ -1180,6 +1180,7 @@ def host_state(facts):
         "loaded_flavor": _flavor_or_none(driver.get("loaded_kernel_module")),
         "installed_version": running.get("version") or None,
         "installed_flavor": _flavor_or_none(running.get("kernel_module")),
+        "installed_reason": _section(driver, "reasons").get("module_for_running_kernel") or "",
         "packages": packages,
         "held": sorted(p["name"] for p in packages if p.get("held")),
         "runfile_markers": list(driver.get("runfile_markers") or []),
@@ -1549,14 +1550,14 @@ def reboot_after(plan, facts_after, changed=False, policy="auto", *, is_controll
         boot_pending=state["boot_pending"],
     )
     managed = state["host_managed"] or bool((plan or {}).get("host_managed"))
-    failure = _after_reboot_failure(state) if rebooted and not managed else ""
+    failure = _after_reboot_failure(state, plan or {}) if rebooted and not managed else ""
     idle = not state["gpu_present"] and state["installed_version"] and not state["loaded_version"]
     checkable = not state["container"] and bool(state["installed_version"])
     decision.update(
         container=state["container"],
         loaded_version=state["loaded_version"],
         installed_version=state["installed_version"],
-        check_running=bool(failure) or (checkable and not decision["needed"] and not idle),
+        check_running=checkable and (bool(failure) or (not decision["needed"] and not idle)),
         loaded_in_branch=branch_of(state["loaded_version"]) == (plan or {}).get("branch"),
         note=_after_note(state, decision, bool(idle)),
         failure=failure,
@@ -1579,10 +1580,20 @@ def _after_note(state, decision, idle):
     return ""
 
 
-def _after_reboot_failure(state):
-    """The health check after the role's reboot: the installed module must be the loaded one (GPU hosts)."""
+def _after_reboot_failure(state, plan):
+    """The health check after the role's reboot: the running kernel has the module the plan builds (any
+    host: a reboot into a kernel without it leaves the host without a driver), and on GPU hosts the
+    installed module is the loaded one."""
     installed, loaded = state["installed_version"], state["loaded_version"]
-    if state["container"] or not state["gpu_present"] or not installed:
+    if state["container"]:
+        return ""
+    if not installed:
+        if not plan.get("build_kernel_module"):
+            return ""
+        why = f" ({state['installed_reason']})" if state["installed_reason"] else ""
+        kernel = state["kernel_release"] or "(unknown)"
+        return f"health check: after the reboot the running kernel {kernel} has no NVIDIA module{why}"
+    if not state["gpu_present"]:
         return ""
     flavors = state["installed_flavor"], state["loaded_flavor"]
     other_flavor = all(flavors) and flavors[0] != flavors[1]

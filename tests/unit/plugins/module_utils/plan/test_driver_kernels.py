@@ -114,6 +114,24 @@ def test_after_the_reboot_the_loaded_module_or_no_gpu_is_no_failure():
     assert not_rebooted["check_running"] is False
 
 
+@pytest.mark.parametrize("gpus", [(H200,), ()], ids=["gpu", "gpu-less"])
+def test_after_the_reboot_a_running_kernel_without_the_built_module_fails_the_health_check(gpus):
+    """Found in the Debian 13 guest (molecule driver-vm-debian13): after the role's reboot the facts found no
+    module for the running kernel, and the role reported nothing (no failure, no note)."""
+    reasons = {"module_for_running_kernel": "modinfo timed out after 20.0s"}
+    gone = facts(gpus=gpus, installed=None, reasons=reasons)
+    after = dp.reboot_after({"build_kernel_module": True}, gone, policy="auto", rebooted=True)
+    assert after["failure"] == (
+        f"health check: after the reboot the running kernel {RUNNING} has no NVIDIA module "
+        "(modinfo timed out after 20.0s)"
+    )
+    assert after["check_running"] is False  # nvidia-smi cannot answer without a module: the failure says why
+    no_build = dp.reboot_after({"build_kernel_module": False}, gone, policy="auto", rebooted=True)
+    assert no_build["failure"] == ""
+    not_rebooted = dp.reboot_after({"build_kernel_module": True}, gone, policy="auto")
+    assert not_rebooted["failure"] == ""
+
+
 def test_the_filter_takes_rebooted_as_a_keyword():
     assert filters.driver_reboot({}, facts(), False, "never", False, rebooted=True)["failure"].startswith(
         "health check: after the reboot"
