@@ -15,14 +15,17 @@ export PYTHONDONTWRITEBYTECODE := 1
 # runs in the background beside the stages after it: bg:vm boots a Debian 12 VM guest (QEMU) and runs the
 # driver role in it (VM_TEST_SCENARIOS; about 30 min under TCG on 2 cores, docs/lab.md). GPUFLEET_VM=0 skips it.
 TEST_STAGES ?= bg:vm lint sanity importer lab unit integration molecule matrix
-# molecule scenarios run by `make test`, in this order
-MOLECULE_SCENARIOS ?= smoke default brownfield repo airgap facts driver audit
+# molecule scenarios run by `make test`, in this order (scripts/molecule_run.sh prints each one's time):
+# NAME runs all of the scenario's platforms, NAME:PLATFORM only gpufleet-NAME-PLATFORM. default and brownfield
+# run one Debian release each here (half their time); repo (apt 2.6 and apt 3.0 with sqv against the signed
+# repository) and airgap (two hosts, one download) keep both. `make molecule-all` runs every platform.
+MOLECULE_SCENARIOS ?= smoke default:debian12 brownfield:debian13 repo airgap facts driver audit
 # molecule scenarios on lab VM guests (QEMU; SKIPPED where it cannot run or with GPUFLEET_VM=0):
 # `make vm` (in make test) runs VM_TEST_SCENARIOS, `make test-vm` the longer VM_SCENARIOS
 VM_TEST_SCENARIOS ?= driver-vm
 VM_SCENARIOS ?= driver-vm-kernel driver-vm-sb driver-vm-debian13 driver-vm-upgrade
 
-.PHONY: help venv lint unit test-tools integration lab molecule vm test-vm gpu gpu-host test demo audit bench sanity changelog importer clean matrix
+.PHONY: help venv lint unit test-tools integration lab molecule molecule-all vm test-vm gpu gpu-host test demo audit bench sanity changelog importer clean matrix
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -48,9 +51,12 @@ integration: venv test-tools  ## playbook tests on localhost (no lab) and the mo
 lab: venv  ## docker engine, base images, NVIDIA redist mirror (built only when missing)
 	$(PY) -m lab up
 
-molecule: lab  ## every molecule scenario in MOLECULE_SCENARIOS
-	for s in $(MOLECULE_SCENARIOS); do $(BIN)/molecule test -s $$s; done
+molecule: lab  ## the molecule scenarios of MOLECULE_SCENARIOS, then gpu (SKIPPED without an NVIDIA GPU)
+	scripts/molecule_run.sh $(MOLECULE_SCENARIOS)
 	scripts/molecule_gpu_or_skip.sh
+
+molecule-all: lab  ## MOLECULE_SCENARIOS on every platform of each (default and brownfield on Debian 12 and 13)
+	scripts/molecule_run.sh $(foreach s,$(MOLECULE_SCENARIOS),$(firstword $(subst :, ,$(s))))
 
 vm: venv  ## what make test runs on a VM guest: boot, install, reboot, verify (VM_TEST_SCENARIOS; SKIPPED without QEMU)
 	scripts/molecule_vm_or_skip.sh $(VM_TEST_SCENARIOS)

@@ -81,7 +81,27 @@ def test_dev_minor_env_is_the_dev_toolchain():
 
 def test_commands_run_the_unit_tests_and_molecule_smoke():
     commands = [line.strip() for line in _tox()["testenv"]["commands"].splitlines() if line.strip()]
-    assert commands == ["pytest -q tests/unit", "molecule test -s smoke"]
+    assert commands == [
+        "pytest -q tests/unit/plugins tests/unit/roles tests/unit/scripts/test_collection.py",
+        "molecule test -s smoke",
+    ]
+
+
+def test_the_unit_tests_left_out_of_the_matrix_do_not_use_ansible_core():
+    """The matrix runs the unit tests that import or run ansible-core; the rest run once, in `make unit`.
+    A test elsewhere that starts using ansible-core must join the matrix's list."""
+    commands = _tox()["testenv"]["commands"].split()
+    chosen = [ROOT / p for p in commands[commands.index("pytest") + 2 : commands.index("molecule")]]
+    # an import of ansible-core itself (not of the collection's pure module_utils), or one of its programs run
+    program = r"[\"'/]ansible-(playbook|galaxy|test)[\"']"
+    uses = re.compile(r"^\s*(import ansible\b|from ansible\b)|" + program, re.M)
+    outside = []
+    for test in sorted((ROOT / "tests" / "unit").rglob("test_*.py")):
+        if any(test == c or c in test.parents for c in chosen):
+            continue
+        if uses.search(test.read_text()):
+            outside.append(str(test.relative_to(ROOT)))
+    assert outside == []
 
 
 def test_side_by_side_envs_have_molecule_instances_and_state_of_their_own():
