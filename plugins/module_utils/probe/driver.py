@@ -139,9 +139,11 @@ MODULE_NAMES = ("nvidia", "nvidia-current")
 
 
 def _modinfo(modinfo, field, timeout, name="nvidia"):
+    """(value, reason, answered): answered is false when modinfo did not finish (timed out, could not run)."""
     rc, out, _err, reason = run_command([modinfo, "-F", field, name], timeout=timeout)
     value = out.strip() if rc == 0 else ""
-    return value or None, reason or (None if value else f"modinfo reports no {field} for {name}")
+    reason = reason or (None if value else f"modinfo reports no {field} for {name}")
+    return value or None, reason, rc is not None
 
 
 def module_for_running_kernel(live, timeout=10.0):
@@ -153,15 +155,17 @@ def module_for_running_kernel(live, timeout=10.0):
     modinfo = which("modinfo")
     if modinfo is None:
         return module, "modinfo not found"
-    first_reason = None
+    reasons = []
     for name in MODULE_NAMES:
-        module["version"], reason = _modinfo(modinfo, "version", timeout, name)
-        first_reason = first_reason or reason
+        module["version"], reason, answered = _modinfo(modinfo, "version", timeout, name)
         if module["version"] is not None:
             break
+        reasons.append((answered, reason))
     if module["version"] is None:
-        return module, first_reason
-    license_text, reason = _modinfo(modinfo, "license", timeout, name)
+        # a modinfo that did not finish (a compressed module read cold under load past the timeout) says
+        # more than the other name's "not found": the module may well be there
+        return module, min(reasons, key=lambda r: r[0])[1]
+    license_text, reason, _answered = _modinfo(modinfo, "license", timeout, name)
     module["kernel_module"] = flavor_from_license(license_text)
     if module["kernel_module"] is None:
         return module, reason or f"modinfo: license {license_text!r} names no known flavor"

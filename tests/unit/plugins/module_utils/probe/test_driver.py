@@ -200,6 +200,24 @@ def test_debian_nvidia_current_module_is_found(monkeypatch):
     assert calls[-1] == ["/usr/sbin/modinfo", "-F", "license", "nvidia-current"]
 
 
+def test_a_modinfo_that_timed_out_is_the_reason_not_the_other_names_not_found(monkeypatch):
+    """Debian 13's nvidia-current.ko.xz read cold after a boot under load: `modinfo nvidia` answers "not
+    found" at once, `modinfo nvidia-current` runs past the timeout. The reason must say so: the module may
+    be there (a driver-vm-debian13 run reported only the first name's "not found")."""
+
+    def run_command(argv, timeout=10.0, env=None):
+        if argv[3] == "nvidia":
+            return 1, "", "", "modinfo exited 1: modinfo: ERROR: Module nvidia not found."
+        return None, "", "", f"/usr/sbin/modinfo timed out after {timeout}s"
+
+    monkeypatch.setattr(probe_driver, "which", lambda name, root=None: "/usr/sbin/modinfo")
+    monkeypatch.setattr(probe_driver, "run_command", run_command)
+    assert probe_driver.module_for_running_kernel(live=True, timeout=4.0) == (
+        {"version": None, "kernel_module": None},
+        "/usr/sbin/modinfo timed out after 4.0s",
+    )
+
+
 def test_module_for_running_kernel_absent_or_odd(monkeypatch):
     monkeypatch.setattr(probe_driver, "which", lambda name, root=None: None)
     assert probe_driver.module_for_running_kernel(live=True) == (
