@@ -35,6 +35,11 @@ ACCELS = ("auto", "kvm", "tcg")
 MEMORY_MIB = 2048
 CPUS = 2
 BOOT_TIMEOUT = 600
+# ssh to a guest: a reboot through QEMU's user-mode network can leave the connection (and the ControlMaster
+# every later ssh goes through) open with nobody behind it; keepalives end it within 15 s (driver-vm's reboot
+# once waited on one for its whole timeout). The lab's VM inventory, ssh_cmd and the driver-vm scenarios'
+# group_vars use these (tests/unit/lab/test_vm.py holds the group_vars to them).
+SSH_KEEPALIVE = ("-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
 MAX_NAME = 40
 # ioctls of /dev/kvm (linux/kvm.h): _IO(0xAE, 0x00) and _IO(0xAE, 0x01)
 KVM_GET_API_VERSION = 0xAE00
@@ -287,9 +292,7 @@ def inventory_text(guests, key):
         f"            ansible_ssh_private_key_file: {key}",
         "            ansible_ssh_common_args: >-",
         "              -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
-        # a reboot through QEMU's user-mode network can leave the ssh connection open with nobody behind
-        # it: keepalives end it within 15 s (driver-vm's reboot once waited on one for the whole timeout)
-        "              -o ServerAliveInterval=5 -o ServerAliveCountMax=3",
+        "              " + " ".join(SSH_KEEPALIVE),
         "            ansible_python_interpreter: /usr/bin/python3",
     ]
     return "\n".join(lines) + "\n"
@@ -415,8 +418,8 @@ def start(name, dist=None, accel="auto", *, secure_boot=False, timeout=BOOT_TIME
 
 def ssh_cmd(guest, command=(), key=None):
     key = key or ensure_key()
-    alive = ["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
-    return ["ssh", *SSH_OPTS, *alive, "-i", str(key), "-p", str(guest.port), "root@127.0.0.1", *command]
+    target = ["-i", str(key), "-p", str(guest.port), "root@127.0.0.1"]
+    return ["ssh", *SSH_OPTS, *SSH_KEEPALIVE, *target, *command]
 
 
 def wait_ssh(guest, timeout, began=None, log=print):

@@ -2,11 +2,14 @@
 
 import os
 import socket
+from pathlib import Path
 
 import pytest
 import yaml
 
 from lab import LabError, cli, vm
+
+ROOT = Path(__file__).resolve().parents[3]
 
 USABLE = {"dev": True, "pvm": False, "cpu_virt": True, "api": 12, "create_vm": True}
 
@@ -104,7 +107,14 @@ def test_inventory_entries(tmp_path, monkeypatch):
     assert group["vars"]["ansible_ssh_private_key_file"] == "/k/id_ed25519"
     assert "StrictHostKeyChecking=no" in group["vars"]["ansible_ssh_common_args"]
     # a reboot through slirp can leave a dead connection open: keepalives end it
-    assert "-o ServerAliveInterval=5 -o ServerAliveCountMax=3" in group["vars"]["ansible_ssh_common_args"]
+    assert " ".join(vm.SSH_KEEPALIVE) in group["vars"]["ansible_ssh_common_args"]
+    assert "ServerAliveInterval=5" in vm.SSH_KEEPALIVE
+
+
+def test_the_driver_vm_scenarios_use_the_labs_keepalives():
+    """molecule's delegated driver writes its own inventory: the scenarios' group_vars carry the options."""
+    group_vars = ROOT / "molecule" / "driver-vm" / "group_vars" / "driver_vm.yml"
+    assert yaml.safe_load(group_vars.read_text())["ansible_ssh_extra_args"] == " ".join(vm.SSH_KEEPALIVE)
     empty = yaml.safe_load(vm.inventory_text([], "/k"))
     assert empty["all"]["children"]["lab_hosts"]["children"]["lab_vms"]["hosts"] == {}
 
