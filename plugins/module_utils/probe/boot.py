@@ -6,10 +6,13 @@ kernel module: DKMS built for it (``/var/lib/dkms/<module>/<version>/<release>``
 ``kmod-nvidia-<release>``), or an ``nvidia.ko`` in its module tree (``modules.dep``, the usual directories).
 
 Read from files only: ``/boot/vmlinuz-*`` and ``/usr/lib/modules/*`` (``/lib/modules`` on an unmerged /usr),
-GRUB's ``grubenv`` (``saved_entry``) and the ``/vmlinuz`` link. Without a saved entry that names a kernel, the
-next boot is the kernel of the ``/vmlinuz`` link where Debian and Ubuntu keep one, else the newest installed
-kernel in ``sort -V`` order (what grub-mkconfig puts first on Debian, Ubuntu and what grubby makes the
-default on RHEL after a kernel install).
+GRUB's ``grubenv`` (``next_entry``, which ``grub-reboot``/``grub2-reboot`` set for the next boot only, then
+``saved_entry``; on RHEL 8-10 an entry is grubby's BLS id, ``<machine-id>-<release>``, whose
+``/boot/loader/entries/<id>.conf`` names the kernel on its ``linux`` line; Oracle Linux 8/9 "About the GRUB 2
+Bootloader", high) and the ``/vmlinuz`` link. Without an entry that names a kernel, the next boot is the
+kernel of the ``/vmlinuz`` link where Debian and Ubuntu keep one, else the newest installed kernel in
+``sort -V`` order (what grub-mkconfig puts first on Debian, Ubuntu and what grubby makes the default on RHEL
+after a kernel install).
 
 What waits for a reboot (``boot_pending``): the boot time (``/proc/stat`` ``btime``, the kernel's "boot time,
 in seconds since the Epoch", proc(5), high) against the modification times of the running kernel's
@@ -25,6 +28,11 @@ MODULE_TREES = ("/usr/lib/modules", "/lib/modules")
 BOOT = "/boot"
 GRUBENV = ("/boot/grub/grubenv", "/boot/grub2/grubenv")
 DEFAULT_LINKS = ("/vmlinuz", "/boot/vmlinuz")  # linux-update-symlinks (Debian, Ubuntu)
+# Boot Loader Specification entries (RHEL 8-10, Fedora: grubby writes one per kernel, GRUB's blscfg reads
+# them; `linux` is the kernel image's path on the partition the entries are on; high, the BLS text)
+GRUBENV_KEYS = ("next_entry", "saved_entry")  # grub-reboot's one-time entry wins over the saved default
+BLS_ENTRIES = "/boot/loader/entries"
+_BLS_LINUX = re.compile(r"^linux\s+\S*?vmlinuz-(\S+)\s*$", re.MULTILINE)
 MODULE_PATHS = (
     "updates/dkms/nvidia.ko",
     "updates/dkms/nvidia-current.ko",  # Debian's nvidia-kernel-dkms / nvidia-open-kernel-dkms
@@ -83,17 +91,40 @@ def default_kernel(root, releases):
     newest installed kernel."""
     for path in GRUBENV:
         text, _reason = root.read_text(path, limit=65536) if root.exists(path) else (None, None)
-        saved = re.search(r"^saved_entry=(.*)$", text or "", re.MULTILINE)
-        if saved:
-            named = [r for r in releases if r in saved.group(1)]
-            if named:
-                return max(named, key=len), f"{path} saved_entry"
+        for key in GRUBENV_KEYS:
+            found = _grubenv_entry_kernel(root, releases, text, key)
+            if found:
+                return found[0], f"{path} {key}{found[1]}"
     for link in DEFAULT_LINKS:
         target = root.readlink(link) if root.islink(link) else None
         release = target.rsplit("/", 1)[-1][len("vmlinuz-") :] if target and "vmlinuz-" in target else None
         if release in releases:
             return release, f"the {link} link"
     return releases[-1], "the newest installed kernel (the bootloader's default entry)"
+
+
+def _grubenv_entry_kernel(root, releases, text, key):
+    """(release, detail) of the installed kernel that grubenv's ``key`` names (in its title or id, or
+    through its BLS entry file), or None."""
+    saved = re.search(rf"^{key}=(.*)$", text or "", re.MULTILINE)
+    entry = saved.group(1).strip() if saved else ""
+    if not entry:
+        return None
+    named = [r for r in releases if r in entry]
+    if named:
+        return max(named, key=len), ""
+    release = _bls_entry_kernel(root, entry)
+    return (release, f" ({BLS_ENTRIES}/{entry}.conf)") if release in releases else None
+
+
+def _bls_entry_kernel(root, entry):
+    """The kernel release of the BLS entry ``entry`` (its ``linux`` line), or None."""
+    if "/" in entry or entry.startswith("."):
+        return None
+    path = f"{BLS_ENTRIES}/{entry}.conf"
+    text, _reason = root.read_text(path, limit=65536) if root.exists(path) else (None, None)
+    found = _BLS_LINUX.search(text or "")
+    return found.group(1) if found else None
 
 
 def _package_module(release, packages):

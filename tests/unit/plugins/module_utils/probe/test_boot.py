@@ -46,6 +46,62 @@ def test_the_vmlinuz_link_names_the_next_boot(tmp_path):
     assert gather(str(tmp_path), live=False)["driver"]["next_boot"]["kernel"] == "6.1.0-57-cloud-amd64"
 
 
+RHEL9 = ["5.14.0-427.13.1.el9_4.x86_64", "5.14.0-503.11.1.el9_5.x86_64"]
+MACHINE_ID = "0f3c1e7a9b2d4c5e8f6a7b8c9d0e1f2a"
+
+
+def _next_boot(tmp_path):
+    root = Root(str(tmp_path))
+    facts, reason = probe_boot.probe(root, running=RHEL9[1], dkms=[], packages=[])
+    assert reason is None
+    return facts["next_boot"]["kernel"], facts["next_boot"]["why"]
+
+
+def test_grubbys_saved_entry_names_the_next_boot_on_rhel(tmp_path):
+    """grubby --set-default on RHEL 8-10 writes saved_entry=<machine-id>-<release> into /boot/grub2/grubenv:
+    an older kernel set as the default is the next boot, not the newest."""
+    roots.kernels(tmp_path, RHEL9)
+    assert _next_boot(tmp_path) == (RHEL9[1], "the newest installed kernel (the bootloader's default entry)")
+    fakeroot.write(
+        tmp_path, "/boot/grub2/grubenv", f"# GRUB Environment Block\nsaved_entry={MACHINE_ID}-{RHEL9[0]}\n"
+    )
+    assert _next_boot(tmp_path) == (RHEL9[0], "/boot/grub2/grubenv saved_entry")
+
+
+def test_grub_reboots_one_time_entry_wins_over_the_saved_default(tmp_path):
+    """grub2-reboot / grub-reboot set next_entry for the next boot only: that is the next boot."""
+    roots.kernels(tmp_path, RHEL9)
+    fakeroot.write(
+        tmp_path,
+        "/boot/grub2/grubenv",
+        f"saved_entry={MACHINE_ID}-{RHEL9[1]}\nnext_entry={MACHINE_ID}-{RHEL9[0]}\n",
+    )
+    assert _next_boot(tmp_path) == (RHEL9[0], "/boot/grub2/grubenv next_entry")
+    fakeroot.write(tmp_path, "/boot/grub2/grubenv", f"saved_entry={MACHINE_ID}-{RHEL9[1]}\nnext_entry=\n")
+    assert _next_boot(tmp_path) == (RHEL9[1], "/boot/grub2/grubenv saved_entry")
+
+
+def test_a_saved_bls_entry_without_the_release_in_its_id_is_read_for_its_kernel(tmp_path):
+    """A BLS entry id of the admin's own (grub2-editenv - set saved_entry=rescue-test): its `linux` line names
+    the kernel. An entry that names no installed kernel, or an id that is a path, leaves the default."""
+    roots.kernels(tmp_path, RHEL9)
+    fakeroot.write(tmp_path, "/boot/grub2/grubenv", "saved_entry=pinned\n")
+    fakeroot.write(
+        tmp_path,
+        "/boot/loader/entries/pinned.conf",
+        f"title Red Hat Enterprise Linux (pinned)\nversion {RHEL9[0]}\nlinux /vmlinuz-{RHEL9[0]}\n"
+        f"initrd /initramfs-{RHEL9[0]}.img\noptions root=/dev/vda2\n",
+    )
+    assert _next_boot(tmp_path) == (
+        RHEL9[0],
+        "/boot/grub2/grubenv saved_entry (/boot/loader/entries/pinned.conf)",
+    )
+    fakeroot.write(tmp_path, "/boot/loader/entries/pinned.conf", "linux /vmlinuz-5.14.0-1.el9.x86_64\n")
+    assert _next_boot(tmp_path)[0] == RHEL9[1]
+    fakeroot.write(tmp_path, "/boot/grub2/grubenv", "saved_entry=../entries/pinned\n")
+    assert _next_boot(tmp_path)[0] == RHEL9[1]
+
+
 def test_the_running_kernel_with_dkms_and_a_newer_one_without(tmp_path):
     roots.bare_metal(tmp_path, newer="6.8.0-51-generic")
     driver = gather(str(tmp_path), live=False)["driver"]
