@@ -123,6 +123,19 @@ def test_make_matrix_runs_every_env_but_the_dev_minor():
     assert found.group(1).split(",") == [f"core{a}{b}" for a, b in _wanted()[:-1]]
 
 
+def test_make_test_runs_the_lowest_admitted_minor_of_the_matrix():
+    """`make test` runs the two ends of the admitted range: the dev minor in .venv, the lowest in tox."""
+    makefile = (ROOT / "Makefile").read_text()
+    found = re.search(r"^MATRIX_TEST_ENVS \?= (.+)$", makefile, re.MULTILINE)
+    assert found, "Makefile: MATRIX_TEST_ENVS ?= core216"
+    (major, low) = _lowest()
+    assert found.group(1).split(",") == [f"core{major}{low}"]
+    stages = re.search(r"^TEST_STAGES \?= (.+)$", makefile, re.MULTILINE).group(1).split()
+    assert "matrix-lowest" in stages
+    recipe = re.search(r"^matrix-lowest:.*\n\t(.+)$", makefile, re.MULTILINE)
+    assert recipe and recipe.group(1) == "$(BIN)/tox -e $(MATRIX_TEST_ENVS)"
+
+
 def test_make_matrix_runs_the_envs_side_by_side():
     """One env's unit tests use one core: tox -p runs them together."""
     recipe = re.search(r"^matrix:.*\n\t(.+)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
