@@ -102,8 +102,8 @@ clean:  ## remove the toolchain and caches of this checkout (not the lab images)
 
 # ansible-core version matrix (issue 15; tox.ini): the unit tests and molecule smoke on each older minor that
 # meta/runtime.yml admits. `make test` runs the dev pin's minor (pyproject.toml) in .venv already, and of the
-# older ones the lowest (MATRIX_TEST_ENVS: the two ends of the admitted range in every run; the three envs
-# side by side took 834 s of its 4591 s on 2 cores, 2026-12-03); `make matrix` runs all of MATRIX_ENVS.
+# older ones the lowest (MATRIX_TEST_ENVS: the two ends of the admitted range in every run; docs/collection.md
+# says what the three cost); `make matrix` runs all of MATRIX_ENVS.
 MATRIX_ENVS ?= core216,core217,core218
 MATRIX_TEST_ENVS ?= core216
 

@@ -24,13 +24,19 @@ except OSError:
 sys.exit(sys.argv[2] not in names)' "molecule/$1/molecule.yml" "$2"
 }
 
+# the molecule arguments of each item, checked before the first one runs
+runs=()
 for item in "$@"; do
-  [[ $item == *:* ]] || continue
   name=${item%%:*}
-  platform="gpufleet-$name-${item#*:}"
-  if ! has_platform "$name" "$platform"; then
-    echo "molecule: $item: molecule/$name/molecule.yml has no platform $platform" >&2
-    exit 2
+  if [[ $item == *:* ]]; then
+    platform="gpufleet-$name-${item#*:}"
+    if ! has_platform "$name" "$platform"; then
+      echo "molecule: $item: molecule/$name/molecule.yml has no platform $platform" >&2
+      exit 2
+    fi
+    runs+=("test -s $name -p $platform")
+  else
+    runs+=("test -s $name")
   fi
 done
 
@@ -49,10 +55,9 @@ summary() {
 }
 trap summary EXIT
 
-for item in "$@"; do
-  name=${item%%:*}
-  args=(test -s "$name")
-  [[ $item != *:* ]] || args+=(-p "gpufleet-$name-${item#*:}")
+for i in "${!runs[@]}"; do
+  item=${*:i+1:1}
+  read -r -a args <<<"${runs[$i]}"
   t0=$(date +%s)
   echo "=== molecule: ${args[*]} ($(date -u +%H:%M:%S) UTC)"
   rc=0

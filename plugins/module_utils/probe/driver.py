@@ -164,7 +164,7 @@ def module_for_running_kernel(live, timeout=10.0):
     if module["version"] is None:
         # a modinfo that did not finish (a compressed module read cold under load past the timeout) says
         # more than the other name's "not found": the module may well be there
-        return module, min(reasons, key=lambda r: r[0])[1]
+        return module, next((r for answered, r in reasons if not answered), reasons[0][1])
     license_text, reason, _answered = _modinfo(modinfo, "license", timeout, name)
     module["kernel_module"] = flavor_from_license(license_text)
     if module["kernel_module"] is None:
