@@ -11,6 +11,9 @@ driver_kernels   plan | gpufleet.nvidia.driver_kernels(facts)
                  -> {build, headers_missing, header_packages, next_boot, next_boot_ok, message}: the installed
                      kernels DKMS builds for, those whose headers are missing (and their packages), and
                      whether the kernel the host boots next has an NVIDIA module (message: why not)
+driver_initramfs plan | gpufleet.nvidia.driver_initramfs(facts, check_mode)
+                 -> {commands, kernels, current, reason}: the initramfs images older than the files they
+                     carry (the role's modprobe files, its hook) and the commands that rebuild them
 driver_unlocked  plan | gpufleet.nvidia.driver_unlocked(facts)
                  -> the plan's dnf versionlock names that no held package of the facts covers yet
 
@@ -35,6 +38,10 @@ def driver_kernels(plan, facts):
     return dp.kernel_guard(plan, facts)
 
 
+def driver_initramfs(plan, facts, check_mode=False):
+    return dp.initramfs_rebuild(plan, facts, check_mode=bool(check_mode))
+
+
 def driver_unlocked(plan, facts):
     return dp.versionlock_missing(plan, facts)
 
@@ -44,5 +51,6 @@ class FilterModule:
         return {
             "driver_reboot": driver_reboot,
             "driver_kernels": driver_kernels,
+            "driver_initramfs": driver_initramfs,
             "driver_unlocked": driver_unlocked,
         }

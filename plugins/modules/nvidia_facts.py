@@ -40,7 +40,9 @@ description:
     (C(version_mismatch)), list the GSP firmware versions, the installed kernels with their NVIDIA module
     (DKMS, precompiled package, file) and headers, the kernel the host boots next (C(next_boot)), and what
     waits for a reboot (C(boot_pending), the boot time from C(/proc/stat) C(btime), and whether the running
-    kernel's initramfs and nvidia module file changed after it).
+    kernel's initramfs and nvidia module file changed after it). Each kernel's C(initramfs) says whether its
+    image is older than the newest file the initramfs tools read (C(/etc/modprobe.d),
+    C(/etc/initramfs-tools), C(/etc/dracut.conf.d)), in C(stale), with C(older_than) naming that file.
     Each CUDA toolkit reports its forward-compatibility directory (C(compat)).
   - These probes are the only readers of these facts in the collection; other modules take them as input
     (their C(facts) option) instead of reading the host again.

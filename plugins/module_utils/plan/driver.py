@@ -88,6 +88,12 @@ INITRAMFS_COMMANDS = {
     "debian": ["update-initramfs", "-u", "-k", "all"],
     "rhel": ["dracut", "--force", "--regenerate-all"],
 }
+# One kernel's image (update-initramfs(8) -u -k <version>; dracut(8) --kver <version>, high).
+INITRAMFS_KERNEL_COMMANDS = {
+    "ubuntu": ["update-initramfs", "-u", "-k", "{release}"],
+    "debian": ["update-initramfs", "-u", "-k", "{release}"],
+    "rhel": ["dracut", "--force", "--kver", "{release}"],
+}
 
 # ---------------------------------------------------------------------------------------------------
 # Branches each source packages, per OS
@@ -1644,6 +1650,45 @@ def _kernel_guard(plan, state):
     if next_boot and not next_boot.get("has_module"):
         out["next_boot_ok"] = False
         out["message"] = _next_boot_message(plan, state, out, dkms)
+    return out
+
+
+def initramfs_rebuild(plan, facts, *, check_mode=False):
+    """The initramfs images to rebuild after the role changed a file they carry (the nouveau blacklist, the
+    hook that keeps nouveau out, the module options), from facts read after that change.
+
+    Returns {commands: [argv, ...], kernels: [releases], current: [releases whose image is newer than every
+    file it carries: the package install's own rebuild came after the role's files], reason}. Only images
+    older than the newest such file (facts ``driver.kernels[].initramfs.stale``) are rebuilt, one command per
+    kernel; facts without that field (an older nvidia_facts) get the plan's rebuild of every image. Check mode
+    lists every image: the files it would write are newer than all of them. Nothing where the plan runs no
+    rebuild (a container boots no initramfs).
+    """
+    plan = plan or {}
+    out = {"commands": [], "kernels": [], "current": [], "reason": ""}
+    if not _section(plan, "initramfs").get("run"):
+        out["reason"] = "no initramfs is rebuilt here (a container boots none)"
+        return out
+    state = host_state(facts)
+    images = [k for k in state["kernels"] if _section(k, "initramfs").get("path")]
+    known = [k for k in state["kernels"] if isinstance(k.get("initramfs"), dict)]
+    family = plan.get("family") or state["family"]
+    if not known or family not in INITRAMFS_KERNEL_COMMANDS:
+        out["commands"] = [list(_section(plan, "initramfs").get("command") or INITRAMFS_COMMANDS[family])]
+        out["reason"] = "the facts do not say which images carry the new files: every image is rebuilt"
+        return out
+    stale = images if check_mode else [k for k in images if k["initramfs"].get("stale")]
+    out["kernels"] = [k["release"] for k in stale]
+    out["current"] = [k["release"] for k in images if k not in stale]
+    form = INITRAMFS_KERNEL_COMMANDS[family]
+    out["commands"] = [[part.format(release=release) for part in form] for release in out["kernels"]]
+    if check_mode:
+        out["reason"] = "check mode: the files would be newer than every image"
+    elif stale:
+        older = sorted({k["initramfs"].get("older_than") or "?" for k in stale})
+        out["reason"] = f"older than {', '.join(older)}: {', '.join(out['kernels'])}"
+    else:
+        out["reason"] = "every image is newer than the files it carries (the package install rebuilt it)"
     return out
 
 

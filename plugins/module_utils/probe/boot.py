@@ -18,6 +18,12 @@ What waits for a reboot (``boot_pending``): the boot time (``/proc/stat`` ``btim
 in seconds since the Epoch", proc(5), high) against the modification times of the running kernel's
 initramfs (``/boot/initrd.img-<release>``: initramfs-tools on Debian/Ubuntu;
 ``/boot/initramfs-<release>.img``: dracut on RHEL, high) and of its nvidia module file.
+
+Whether each kernel's initramfs carries the current configuration (``kernels[].initramfs.stale``): its image
+against the newest file the initramfs tools copy or obey (``/etc/modprobe.d``, which both copy into the
+image; ``/etc/initramfs-tools`` with its hooks, ``modules`` and ``conf.d``: initramfs-tools(7) and
+initramfs.conf(5); ``/etc/dracut.conf`` and ``/etc/dracut.conf.d``: dracut.conf(5); high). An image older
+than one of them was built before that file changed: the next boot of that kernel does not see it.
 """
 
 from __future__ import annotations
@@ -44,6 +50,14 @@ MODULE_PATHS = (
 COMPRESSED = ("", ".xz", ".zst", ".gz")
 PROC_STAT = "/proc/stat"
 INITRAMFS = ("/boot/initrd.img-{release}", "/boot/initramfs-{release}.img")
+# What the initramfs tools read when they build an image: (path, how deep to look under it; 0: the file).
+INITRAMFS_INPUTS = (
+    ("/etc/modprobe.d", 1),
+    ("/etc/initramfs-tools", 3),
+    ("/etc/dracut.conf", 0),
+    ("/etc/dracut.conf.d", 1),
+)
+INITRAMFS_INPUTS_LIMIT = 2000  # files looked at, in all
 _BTIME = re.compile(r"^btime\s+(\d+)\s*$", re.MULTILINE)
 _MODULES_DEP_NVIDIA = re.compile(r"^(\S*/nvidia(?:-current)?\.ko(?:\.xz|\.zst|\.gz)?):", re.MULTILINE)
 _PRECOMPILED = (
@@ -222,16 +236,59 @@ def pending(root, tree, running, kernels):
     return out
 
 
+def _input_files(root, path, depth, budget):
+    """The files under ``path`` down to ``depth`` levels (the path itself when it is a file), at most
+    ``budget[0]`` of them (it counts down)."""
+    if not root.isdir(path):
+        return [path] if depth == 0 and root.isfile(path) else []
+    names, _reason = root.listdir(path) if depth > 0 else ([], None)
+    files = []
+    for name in names or ():
+        if budget[0] <= 0:
+            break
+        child = f"{path}/{name}"
+        if root.isdir(child):
+            files += _input_files(root, child, depth - 1, budget)
+        elif root.isfile(child):
+            budget[0] -= 1
+            files.append(child)
+    return files
+
+
+def initramfs_input(root):
+    """(mtime, path) of the newest file the initramfs tools read (INITRAMFS_INPUTS), or (None, None)."""
+    budget = [INITRAMFS_INPUTS_LIMIT]
+    newest = (None, None)
+    for path, depth in INITRAMFS_INPUTS:
+        for name in _input_files(root, path, depth, budget):
+            when, _reason = root.mtime(name)
+            if when is not None and (newest[0] is None or when > newest[0]):
+                newest = (when, name)
+    return newest
+
+
+def initramfs(root, release, newest_input):
+    """{path, stale, older_than} of a kernel's initramfs: stale when the image is older than the newest file
+    the initramfs tools read (older_than names it); path None when the kernel has no image."""
+    names = [form.format(release=release) for form in INITRAMFS]
+    path = next((name for name in names if root.exists(name)), None)
+    when, _reason = root.mtime(path) if path else (None, None)
+    stale = when is not None and newest_input[0] is not None and when < newest_input[0]
+    return {"path": path, "stale": stale, "older_than": newest_input[1] if stale else None}
+
+
 def probe(root, *, running, dkms, packages):
-    """({kernels: [{release, running, module, headers}], next_boot: {...} | None, boot_pending: {...}},
-    reason)."""
+    """({kernels: [{release, running, module, headers, initramfs}], next_boot: {...} | None,
+    boot_pending: {...}}, reason)."""
     releases, tree = installed_kernels(root)
+    newest_input = initramfs_input(root) if releases else (None, None)
     kernels = [
         {
             "release": release,
             "running": release == running,
             "module": nvidia_module(root, tree, release, dkms=dkms, packages=packages),
             "headers": headers(root, tree, release),
+            "initramfs": initramfs(root, release, newest_input),
         }
         for release in releases
     ]

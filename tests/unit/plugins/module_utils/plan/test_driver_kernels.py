@@ -302,3 +302,59 @@ def test_the_controller_that_is_a_container_or_host_managed_is_not_refused(host)
     base["host"] = {**base["host"], **host}
     plan = dp.decide({"branch": "580", "reboot": "auto", "is_controller": True}, base)
     assert CONTROLLER.format("auto") not in plan["errors"]
+
+
+# --------------------------------------------------------------------------- initramfs older than its files
+def _image(release, stale, older_than="/etc/modprobe.d/blacklist-nouveau-gpufleet.conf"):
+    k = kernel(release)
+    path = f"/boot/initrd.img-{release}" if stale is not None else None
+    k["initramfs"] = {"path": path, "stale": bool(stale), "older_than": older_than if stale else None}
+    return k
+
+
+def _plan(run=True, os_key="ubuntu2404"):
+    plan = dp.decide({"branch": "580"}, facts(os_key=os_key))
+    plan["initramfs"]["run"] = run
+    return plan
+
+
+def test_initramfs_the_package_trigger_rebuilt_after_the_files_nothing_to_do():
+    out = dp.initramfs_rebuild(_plan(), facts(kernels=[_image(RUNNING, False)]))
+    assert out["commands"] == []
+    assert out["current"] == [RUNNING]
+    assert "newer than the files" in out["reason"]
+
+
+def test_initramfs_only_the_images_older_than_the_files_one_command_each():
+    kernels = [_image(RUNNING, True), _image(NEWER, False), _image("6.8.0-52-generic", None)]
+    out = dp.initramfs_rebuild(_plan(), facts(kernels=kernels))
+    assert out["commands"] == [["update-initramfs", "-u", "-k", RUNNING]]
+    assert out["kernels"] == [RUNNING]
+    assert out["current"] == [NEWER]
+    assert out["reason"] == f"older than /etc/modprobe.d/blacklist-nouveau-gpufleet.conf: {RUNNING}"
+
+
+def test_initramfs_rhel_uses_dracut_per_kernel():
+    kernels = [_image("5.14.0-503.el9.x86_64", True, "/etc/dracut.conf.d/gpufleet-omit-nouveau.conf")]
+    plan = dp.decide({"branch": "580"}, facts(os_key="rhel9"))
+    out = dp.initramfs_rebuild(plan, facts(os_key="rhel9", kernels=kernels))
+    assert out["commands"] == [["dracut", "--force", "--kver", "5.14.0-503.el9.x86_64"]]
+
+
+def test_initramfs_check_mode_lists_every_image_and_facts_without_the_field_rebuild_all():
+    kernels = [_image(RUNNING, False), _image(NEWER, False)]
+    out = dp.initramfs_rebuild(_plan(), facts(kernels=kernels), check_mode=True)
+    assert out["kernels"] == [RUNNING, NEWER]
+    out = dp.initramfs_rebuild(_plan(), facts(kernels=[kernel(RUNNING)]))
+    assert out["commands"] == [["update-initramfs", "-u", "-k", "all"]]
+    assert "every image is rebuilt" in out["reason"]
+
+
+def test_initramfs_a_container_rebuilds_nothing_and_the_filter_is_the_plan_function():
+    out = dp.initramfs_rebuild(_plan(run=False), facts(kernels=[_image(RUNNING, True)]))
+    assert (out["commands"], out["kernels"]) == ([], [])
+    kernels = [_image(RUNNING, True)]
+    assert filters.driver_initramfs(_plan(), facts(kernels=kernels)) == dp.initramfs_rebuild(
+        _plan(), facts(kernels=kernels)
+    )
+    assert filters.FilterModule().filters()["driver_initramfs"] is filters.driver_initramfs

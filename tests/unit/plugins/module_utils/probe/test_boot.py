@@ -258,3 +258,56 @@ def test_root_mtime_follows_links_inside_the_root(tmp_path):
     assert root.mtime("/boot/initrd.img") == (BTIME, None)
     assert root.mtime("/boot/nope")[0] is None
     assert "cannot stat /boot/nope" in root.mtime("/boot/nope")[1]
+
+
+# --------------------------------------------------------------------------- initramfs staleness (issue 18)
+def test_initramfs_older_than_a_modprobe_file_is_stale_and_names_it(tmp_path):
+    roots.kernels(tmp_path, ["6.1.0-57-amd64", "6.1.0-57-cloud-amd64"])
+    fakeroot.write(tmp_path, "/boot/initrd.img-6.1.0-57-amd64", "initramfs")
+    fakeroot.write(tmp_path, "/boot/initrd.img-6.1.0-57-cloud-amd64", "initramfs")
+    fakeroot.write(tmp_path, "/etc/modprobe.d/blacklist-nouveau-gpufleet.conf", "blacklist nouveau\n")
+    fakeroot.write(tmp_path, "/etc/initramfs-tools/hooks/gpufleet-omit-nouveau", "#!/bin/sh\n")
+    _touch(tmp_path, "/etc/initramfs-tools/hooks/gpufleet-omit-nouveau", BTIME - 100)
+    _touch(tmp_path, "/etc/modprobe.d/blacklist-nouveau-gpufleet.conf", BTIME)
+    _touch(tmp_path, "/boot/initrd.img-6.1.0-57-amd64", BTIME - 10)
+    _touch(tmp_path, "/boot/initrd.img-6.1.0-57-cloud-amd64", BTIME + 10)
+    facts, _reason = probe_boot.probe(Root(str(tmp_path)), running="6.1.0-57-amd64", dkms=[], packages=[])
+    by_release = {k["release"]: k["initramfs"] for k in facts["kernels"]}
+    assert by_release["6.1.0-57-amd64"] == {
+        "path": "/boot/initrd.img-6.1.0-57-amd64",
+        "stale": True,
+        "older_than": "/etc/modprobe.d/blacklist-nouveau-gpufleet.conf",
+    }
+    assert by_release["6.1.0-57-cloud-amd64"] == {
+        "path": "/boot/initrd.img-6.1.0-57-cloud-amd64",
+        "stale": False,
+        "older_than": None,
+    }
+    # a hook under /etc/initramfs-tools/hooks counts as well
+    _touch(tmp_path, "/etc/initramfs-tools/hooks/gpufleet-omit-nouveau", BTIME + 20)
+    facts, _reason = probe_boot.probe(Root(str(tmp_path)), running="6.1.0-57-amd64", dkms=[], packages=[])
+    assert [k["initramfs"]["older_than"] for k in facts["kernels"]] == [
+        "/etc/initramfs-tools/hooks/gpufleet-omit-nouveau"
+    ] * 2
+
+
+def test_initramfs_dracut_conf_and_a_kernel_without_an_image(tmp_path):
+    roots.kernels(tmp_path, ["5.14.0-503.el9.x86_64", "5.14.0-570.el9.x86_64"])
+    fakeroot.write(tmp_path, "/boot/initramfs-5.14.0-570.el9.x86_64.img", "initramfs")
+    fakeroot.write(tmp_path, "/etc/dracut.conf.d/gpufleet-omit-nouveau.conf", 'omit_drivers+=" nouveau "\n')
+    _touch(tmp_path, "/boot/initramfs-5.14.0-570.el9.x86_64.img", BTIME)
+    _touch(tmp_path, "/etc/dracut.conf.d/gpufleet-omit-nouveau.conf", BTIME + 1)
+    root = Root(str(tmp_path))
+    facts, _reason = probe_boot.probe(root, running="5.14.0-570.el9.x86_64", dkms=[], packages=[])
+    assert [k["initramfs"] for k in facts["kernels"]] == [
+        {"path": None, "stale": False, "older_than": None},
+        {"path": "/boot/initramfs-5.14.0-570.el9.x86_64.img", "stale": True,
+         "older_than": "/etc/dracut.conf.d/gpufleet-omit-nouveau.conf"},
+    ]  # fmt: skip
+
+
+def test_initramfs_without_any_input_file_is_current(tmp_path):
+    roots.kernels(tmp_path, ["6.8.0-49-generic"])
+    fakeroot.write(tmp_path, "/boot/initrd.img-6.8.0-49-generic", "initramfs")
+    facts, _reason = probe_boot.probe(Root(str(tmp_path)), running="6.8.0-49-generic", dkms=[], packages=[])
+    assert facts["kernels"][0]["initramfs"]["stale"] is False
