@@ -211,6 +211,12 @@ def _running_module_file(root, tree, running, kernels):
     return _file_module(root, tree, running) if tree else None
 
 
+def _initramfs_path(root, release):
+    """(the kernel's initramfs image that exists, or None; the names looked for)."""
+    names = [form.format(release=release) for form in INITRAMFS]
+    return next((name for name in names if root.exists(name)), None), names
+
+
 def pending(root, tree, running, kernels):
     """{boot_time, initramfs_changed, module_changed, reason}: whether the running kernel's initramfs and
     its nvidia module file changed after this boot (mtime later than btime); reason: why a value could not
@@ -221,8 +227,7 @@ def pending(root, tree, running, kernels):
         out["reason"] = reason or "the running kernel release is unknown"
         return out
     reasons = []
-    names = [form.format(release=running) for form in INITRAMFS]
-    initramfs = next((name for name in names if root.exists(name)), None)
+    initramfs, names = _initramfs_path(root, running)
     if initramfs:
         out["initramfs_changed"] = _changed_after(root, initramfs, out["boot_time"], reasons)
     else:
@@ -270,8 +275,7 @@ def initramfs_input(root):
 def initramfs(root, release, newest_input):
     """{path, stale, older_than} of a kernel's initramfs: stale when the image is older than the newest file
     the initramfs tools read (older_than names it); path None when the kernel has no image."""
-    names = [form.format(release=release) for form in INITRAMFS]
-    path = next((name for name in names if root.exists(name)), None)
+    path, _names = _initramfs_path(root, release)
     when, _reason = root.mtime(path) if path else (None, None)
     stale = when is not None and newest_input[0] is not None and when < newest_input[0]
     return {"path": path, "stale": stale, "older_than": newest_input[1] if stale else None}
