@@ -8,6 +8,8 @@ internal docker network, and SSH-reachable systemd hosts. Stdlib + docker SDK on
 import contextlib
 import fcntl
 import os
+import shlex
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,3 +39,23 @@ def locked(log=print):
             log("lab: another lab command is running; waiting for it")
             fcntl.flock(fh, fcntl.LOCK_EX)
         yield
+
+
+def run_checked(cmd, what):
+    """Run ``cmd``, its output captured; a failure is a LabError naming ``what``, its exit and last line."""
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or res.stdout.strip().splitlines() or ["no output"])[-1]
+        raise LabError(f"{what} failed (exit {res.returncode}): {last}")
+    return res
+
+
+def run_logged(cmd, out, logfile, what):
+    """Run ``cmd`` with its output appended to ``out`` (the open ``logfile``), after the command line itself;
+    a failure is a LabError that points at the log."""
+    out.write(f"$ {shlex.join(cmd)}\n")
+    out.flush()
+    res = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, check=False)
+    if res.returncode != 0:
+        out.flush()
+        raise LabError(f"{what} failed (exit {res.returncode}): see {logfile}")

@@ -19,13 +19,12 @@ import os
 import shlex
 import shutil
 import struct
-import subprocess
 import time
 import uuid
 import zlib
 from dataclasses import dataclass, field
 
-from lab import STATE, LabError, aptsources, engine
+from lab import STATE, LabError, aptsources, engine, run_logged
 
 SECTOR = 512
 MIB = 1 << 20
@@ -333,7 +332,7 @@ def build(recipe, force=False, log=print):
     start = time.monotonic()
     log(f"vm: building base {path.name} ({recipe.suite}; log {logfile})")
     with open(logfile, "w", encoding="utf-8") as out:
-        _run_logged(mmdebstrap_cmd(recipe, mirror, work / "root"), out, logfile, "mmdebstrap")
+        run_logged(mmdebstrap_cmd(recipe, mirror, work / "root"), out, logfile, "mmdebstrap")
         took = time.monotonic() - start
         log(f"vm: root filesystem in {took:.0f}s")
         part = path.with_name(path.name + ".part")
@@ -359,10 +358,10 @@ def write_disk(recipe, work, image, out, logfile):
     esp = work / "esp.img"
     with open(esp, "wb") as fh:
         fh.truncate(lay.esp_bytes)
-    _run_logged(["mformat", "-i", str(esp), "-v", "EFI", "::"], out, logfile, "mformat")
-    _run_logged(["mmd", "-i", str(esp), "::/EFI", "::/EFI/BOOT"], out, logfile, "mmd")
+    run_logged(["mformat", "-i", str(esp), "-v", "EFI", "::"], out, logfile, "mformat")
+    run_logged(["mmd", "-i", str(esp), "::/EFI", "::/EFI/BOOT"], out, logfile, "mmd")
     for src, name in esp_files(recipe, work, cfg, out, logfile):
-        _run_logged(["mcopy", "-i", str(esp), str(src), f"::/EFI/BOOT/{name}"], out, logfile, "mcopy")
+        run_logged(["mcopy", "-i", str(esp), str(src), f"::/EFI/BOOT/{name}"], out, logfile, "mcopy")
     with open(image, "r+b") as fh:
         for offset, data in gpt(lay, guids).items():
             fh.seek(offset)
@@ -370,7 +369,7 @@ def write_disk(recipe, work, image, out, logfile):
         fh.seek(lay.esp_offset)
         with open(esp, "rb") as src:
             shutil.copyfileobj(src, fh, MIB)
-    _run_logged(mkfs_cmd(lay, guids["rootfs"], work / "root", image), out, logfile, "mkfs.ext4")
+    run_logged(mkfs_cmd(lay, guids["rootfs"], work / "root", image), out, logfile, "mkfs.ext4")
 
 
 def esp_files(recipe, work, cfg, out, logfile):
@@ -383,22 +382,13 @@ def esp_files(recipe, work, cfg, out, logfile):
                 raise LabError(f"{src} missing from the root filesystem: its package did not install it")
         return [*files, (cfg, "grub.cfg")]
     efi = work / "BOOTX64.EFI"
-    _run_logged(
+    run_logged(
         ["grub-mkstandalone", "-O", "x86_64-efi", "-o", str(efi), f"boot/grub/grub.cfg={cfg}"],
         out,
         logfile,
         "grub-mkstandalone",
     )
     return [(efi, "BOOTX64.EFI")]
-
-
-def _run_logged(cmd, out, logfile, what):
-    out.write(f"$ {shlex.join(cmd)}\n")
-    out.flush()
-    res = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, check=False)
-    if res.returncode != 0:
-        out.flush()
-        raise LabError(f"{what} failed (exit {res.returncode}): see {logfile}")
 
 
 def _allocated(path):

@@ -20,7 +20,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from lab import LabError, aptsources, vm, vmdisk
+from lab import LabError, aptsources, run_logged, vm, vmdisk
 
 WRAPPER = Path(__file__).with_name("data") / "dkms-make-cache.sh"
 GUEST_CACHE = "/var/cache/gpufleet-lab/dkms"
@@ -93,11 +93,7 @@ def record(dist, flavor, releases, log=print):
     log(f"vm: recording the DKMS cache for {PACKAGES[flavor]} on {dist} {' '.join(todo)} (log {logfile})")
     with open(logfile, "w", encoding="utf-8") as out:
         cmd = record_cmd(dist, flavor, todo, aptsources.debian_mirror(aptsources.read_sources()), cache)
-        out.write("$ " + shlex.join(cmd) + "\n")
-        out.flush()
-        res = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, check=False)
-    if res.returncode != 0:
-        raise LabError(f"DKMS cache recording failed (exit {res.returncode}): see {logfile}")
+        run_logged(cmd, out, logfile, "DKMS cache recording")
     for release in todo:
         kept = list((cache / release).glob("*.tar"))
         if not kept:

@@ -11,11 +11,10 @@ The pair is made once per lab: ``.lab/vm/mok/mok.key`` (PEM, PKCS#8) and ``mok.d
 """
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-from lab import STATE, LabError
+from lab import STATE, LabError, run_checked
 
 MOK_DIR = STATE / "vm" / "mok"
 KEY = MOK_DIR / "mok.key"
@@ -41,7 +40,7 @@ def ensure_pair(log=print):
         return KEY, CERT
     MOK_DIR.mkdir(parents=True, exist_ok=True)
     MOK_DIR.chmod(0o700)
-    _run(pair_cmd(KEY.with_suffix(".key.part"), CERT.with_suffix(".der.part")), "openssl req")
+    run_checked(pair_cmd(KEY.with_suffix(".key.part"), CERT.with_suffix(".der.part")), "openssl req")
     KEY.with_suffix(".key.part").chmod(0o600)
     KEY.with_suffix(".key.part").replace(KEY)
     CERT.with_suffix(".der.part").replace(CERT)
@@ -65,12 +64,5 @@ def enroll_cmd(varstore, cert=CERT, tool="virt-fw-vars"):
 def enroll(varstore, log=print):
     """Add the lab's MOK certificate to shim's MokList in ``varstore`` (a guest's OVMF variables)."""
     _, cert = ensure_pair(log)
-    _run(enroll_cmd(varstore, cert, virt_fw_vars()), "virt-fw-vars --add-mok")
+    run_checked(enroll_cmd(varstore, cert, virt_fw_vars()), "virt-fw-vars --add-mok")
     log(f"vm: enrolled the lab MOK {cert.name} in {varstore}")
-
-
-def _run(cmd, what):
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        last = (res.stderr.strip().splitlines() or res.stdout.strip().splitlines() or ["no output"])[-1]
-        raise LabError(f"{what} failed (exit {res.returncode}): {last}")

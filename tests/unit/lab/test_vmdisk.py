@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 
-from lab import LabError, aptsources, vmdisk
+from lab import LabError, aptsources, run_logged, vmdisk
 
 GIB = 1 << 30
 
@@ -165,3 +165,17 @@ def test_the_secure_boot_esp_holds_shim_signed_grub_and_its_config(tmp_path):
     (tmp_path / "root/usr/lib/shim/mmx64.efi.signed").unlink()
     with pytest.raises(LabError, match=r"mmx64\.efi\.signed missing from the root filesystem"):
         vmdisk.esp_files(recipe, tmp_path, cfg, out=None, logfile=None)
+
+
+def test_a_logged_command_writes_its_line_and_output_and_a_failure_points_at_the_log(tmp_path):
+    logfile = tmp_path / "build.log"
+    with open(logfile, "w", encoding="utf-8") as out:
+        run_logged(["sh", "-c", "echo made it"], out, logfile, "first")
+        with pytest.raises(LabError, match=rf"^second failed \(exit 3\): see {logfile}$"):
+            run_logged(["sh", "-c", "echo broke >&2; exit 3"], out, logfile, "second")
+    assert logfile.read_text(encoding="utf-8").splitlines() == [
+        "$ sh -c 'echo made it'",
+        "made it",
+        "$ sh -c 'echo broke >&2; exit 3'",
+        "broke",
+    ]

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as plan
 
-from lab import LabError, vm, vmmok
+from lab import LabError, run_checked, vm, vmmok
 
 MS_VARS = os.path.join(vm.OVMF_DIR, vm.FIRMWARE[True][1])
 
@@ -59,4 +59,4 @@ def test_enroll_adds_the_certificate_to_shims_mok_list(mok):
 def test_a_failing_tool_is_one_line(mok):
     argv = vmmok.enroll_cmd(mok / "nosuch.fd", mok / "nosuch.der", vmmok.virt_fw_vars())
     with pytest.raises(LabError, match=r"^virt-fw-vars --add-mok failed \(exit \d+\): \S"):
-        vmmok._run(argv, "virt-fw-vars --add-mok")
+        run_checked(argv, "virt-fw-vars --add-mok")
