@@ -46,7 +46,7 @@ RUNFILE_UNINSTALLER = "/usr/bin/nvidia-uninstall"
 RUNFILE_LOG = "/var/log/nvidia-installer.log"
 RUNFILE_MARKERS = (RUNFILE_UNINSTALLER, RUNFILE_LOG)
 RUNFILE_INSTALLER = "/usr/bin/nvidia-installer"
-# modinfo -F license nvidia -> flavor (high: the open modules are "Dual MIT/GPL", the proprietary "NVIDIA";
+# modinfo's license field of nvidia -> flavor (high: the open modules are "Dual MIT/GPL", the proprietary "NVIDIA";
 # observed on the H200 host and in open-gpu-kernel-modules' kernel-open/nvidia/nv.c MODULE_LICENSE)
 MODULE_LICENSES = {"Dual MIT/GPL": "open", "NVIDIA": "proprietary"}
 NOT_LIVE = "runtime probe skipped: root is not /"
@@ -138,12 +138,34 @@ def flavor_from_license(text):
 MODULE_NAMES = ("nvidia", "nvidia-current")
 
 
-def _modinfo(modinfo, field, timeout, name="nvidia"):
-    """(value, reason, answered): answered is false when modinfo did not finish (timed out, could not run)."""
-    rc, out, _err, reason = run_command([modinfo, "-F", field, name], timeout=timeout)
-    value = out.strip() if rc == 0 else ""
-    reason = reason or (None if value else f"modinfo reports no {field} for {name}")
-    return value or None, reason, rc is not None
+# `modinfo NAME` reads the whole module file to find its .modinfo section, decompressing it first when the
+# kernel's modules are compressed (Debian 13's DKMS writes nvidia-current.ko.xz, Ubuntu's .ko.zst): for
+# NVIDIA's proprietary module that is tens of MB, which took past 10 s on a Debian 13 guest under software
+# emulation (driver-vm-debian13, 2026-12-02 and 2026-12-03: "/usr/sbin/modinfo timed out after 10.0s", twice,
+# after the reboot and before it). So the probe first asks for the file name only (`modinfo -n`: the module
+# index, no decompression), which finds which name exists; then reads every field in one run, under a
+# timeout of its own.
+MODINFO_TIMEOUT = 60.0
+
+
+def _modinfo_path(modinfo, name, timeout):
+    """(path, reason, answered) of module ``name`` for the running kernel; answered is false when modinfo
+    did not finish (timed out, could not run)."""
+    rc, out, _err, reason = run_command([modinfo, "-n", name], timeout=timeout)
+    path = out.strip() if rc == 0 else ""
+    reason = reason or (None if path else f"modinfo reports no file for {name}")
+    return path or None, reason, rc is not None
+
+
+_MODINFO_FIELD = re.compile(r"^(\w+):[ \t]*(.*)$", re.MULTILINE)
+
+
+def parse_modinfo(text):
+    """{field: value} from `modinfo` output ("field:   value" lines; the first of a repeated field)."""
+    fields = {}
+    for match in _MODINFO_FIELD.finditer(text or ""):
+        fields.setdefault(match.group(1), match.group(2).strip())
+    return fields
 
 
 def module_for_running_kernel(live, timeout=10.0):
@@ -156,19 +178,32 @@ def module_for_running_kernel(live, timeout=10.0):
     if modinfo is None:
         return module, "modinfo not found"
     reasons = []
+    path = None
     for name in MODULE_NAMES:
-        module["version"], reason, answered = _modinfo(modinfo, "version", timeout, name)
-        if module["version"] is not None:
+        path, reason, answered = _modinfo_path(modinfo, name, timeout)
+        if path is not None:
             break
         reasons.append((answered, reason))
-    if module["version"] is None:
-        # a modinfo that did not finish (a compressed module read cold under load past the timeout) says
-        # more than the other name's "not found": the module may well be there
+    if path is None:
+        # a modinfo that did not finish says more than the other name's "not found": the module may be there
         return module, next((r for answered, r in reasons if not answered), reasons[0][1])
-    license_text, reason, _answered = _modinfo(modinfo, "license", timeout, name)
+    return _module_fields(module, modinfo, name, path, max(timeout, MODINFO_TIMEOUT))
+
+
+def _module_fields(module, modinfo, name, path, timeout):
+    """(module, reason): ``module`` with the version and flavor that one `modinfo NAME` gives."""
+    rc, out, _err, reason = run_command([modinfo, name], timeout=timeout)
+    fields = parse_modinfo(out) if rc == 0 else {}
+    module["version"] = fields.get("version") or None
+    license_text = fields.get("license")
     module["kernel_module"] = flavor_from_license(license_text)
+    if module["version"] is None:
+        module["kernel_module"] = None
+        return module, reason or f"modinfo reports no version for {name} ({path})"
+    if license_text is None:
+        return module, f"modinfo reports no license for {name} ({path})"
     if module["kernel_module"] is None:
-        return module, reason or f"modinfo: license {license_text!r} names no known flavor"
+        return module, f"modinfo: license {license_text!r} names no known flavor"
     return module, None
 
 

@@ -53,10 +53,23 @@ class FakeUname:
         self.release = release
 
 
+OPEN_580_PATH = "/lib/modules/6.18.44/updates/dkms/nvidia.ko.zst"
+OPEN_580_MODINFO = f"""filename:       {OPEN_580_PATH}
+import_ns:      DMA_BUF
+alias:          char-major-195-*
+version:        580.159.04
+supported:      external
+license:        Dual MIT/GPL
+srcversion:     0123456789ABCDEF0123456
+vermagic:       6.18.44 SMP preempt mod_unload modversions
+parm:           NvSwitchRegDwords:NvSwitch regkey (charp)
+"""
+
+
 def modinfo_of_the_open_580(argv, timeout=10.0, env=None):
-    """`modinfo -F version|license nvidia` as a host with the open 580.159.04 module installed answers."""
-    assert argv[1:] in (["-F", "version", "nvidia"], ["-F", "license", "nvidia"])
-    return 0, {"version": "580.159.04\n", "license": "Dual MIT/GPL\n"}[argv[2]], "", None
+    """`modinfo -n nvidia`, then `modinfo nvidia`, as a host with the open 580.159.04 module answers."""
+    assert argv[1:] in (["-n", "nvidia"], ["nvidia"])
+    return 0, OPEN_580_PATH + "\n" if argv[1] == "-n" else OPEN_580_MODINFO, "", None
 
 
 def test_h200_everything(h200_live):
