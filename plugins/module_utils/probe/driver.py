@@ -46,7 +46,7 @@ RUNFILE_UNINSTALLER = "/usr/bin/nvidia-uninstall"
 RUNFILE_LOG = "/var/log/nvidia-installer.log"
 RUNFILE_MARKERS = (RUNFILE_UNINSTALLER, RUNFILE_LOG)
 RUNFILE_INSTALLER = "/usr/bin/nvidia-installer"
-# modinfo's license field of nvidia -> flavor (high: the open modules are "Dual MIT/GPL", the proprietary "NVIDIA";
+# modinfo's license of nvidia -> flavor (high: the open modules are "Dual MIT/GPL", the proprietary "NVIDIA";
 # observed on the H200 host and in open-gpu-kernel-modules' kernel-open/nvidia/nv.c MODULE_LICENSE)
 MODULE_LICENSES = {"Dual MIT/GPL": "open", "NVIDIA": "proprietary"}
 NOT_LIVE = "runtime probe skipped: root is not /"
