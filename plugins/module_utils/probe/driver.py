@@ -195,11 +195,10 @@ def _module_fields(module, modinfo, name, path, timeout):
     rc, out, _err, reason = run_command([modinfo, name], timeout=timeout)
     fields = parse_modinfo(out) if rc == 0 else {}
     module["version"] = fields.get("version") or None
+    if module["version"] is None:
+        return module, reason or f"modinfo reports no version for {name} ({path})"
     license_text = fields.get("license")
     module["kernel_module"] = flavor_from_license(license_text)
-    if module["version"] is None:
-        module["kernel_module"] = None
-        return module, reason or f"modinfo reports no version for {name} ({path})"
     if license_text is None:
         return module, f"modinfo reports no license for {name} ({path})"
     if module["kernel_module"] is None:
