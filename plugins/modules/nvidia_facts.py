@@ -98,8 +98,9 @@ options:
       - Seconds for the whole filesystem scan; when reached, lists hold what was found so far and
         C(probes.cudnn.state) is V(partial).
       - Each child process (library load, command) gets at most 10 seconds, except the C(modinfo) that
-        reads the NVIDIA module's fields, which gets 60: it decompresses the whole module (tens of MB) when
-        the kernel's modules are compressed, which takes longer than 10 seconds on slow or emulated hosts.
+        reads the NVIDIA module's fields, which gets 60 seconds because it decompresses the whole module
+        (tens of MB) when the kernel's modules are compressed, which takes longer than 10 seconds on slow
+        or emulated hosts.
     type: float
     default: 20
 notes:
