@@ -8,6 +8,7 @@ internal docker network, and SSH-reachable systemd hosts. Stdlib + docker SDK on
 import contextlib
 import fcntl
 import os
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -59,3 +60,26 @@ def run_logged(cmd, out, logfile, what):
     if res.returncode != 0:
         out.flush()
         raise LabError(f"{what} failed (exit {res.returncode}): see {logfile}")
+
+
+def unmount_below(path, mounts="/proc/self/mounts"):
+    """Lazily unmount every mount point at or below ``path``, deepest first, and return them: what an
+    interrupted mmdebstrap leaves in its root (proc, sys, dev/pts, dev/shm) before that root is removed."""
+    root = os.path.realpath(path)
+    try:
+        with open(mounts, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    points = set()
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 1:
+            # /proc/mounts writes a space, tab, newline or backslash in a path as an octal escape
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1])
+            if point == root or point.startswith(root + "/"):
+                points.add(point)
+    ordered = sorted(points, key=lambda p: (-p.count("/"), p))
+    for point in ordered:
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+    return ordered

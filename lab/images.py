@@ -15,7 +15,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from lab import STATE, LabError, aptsources, engine
+from lab import STATE, LabError, aptsources, engine, unmount_below
 
 # What ansible (and the roles' tasks) need on every target.
 BASE_PACKAGES = (
@@ -263,10 +263,7 @@ def _release_leftover_mounts(logfile):
     for tempdir in sorted(set(re.findall(r"removing tempdir (/\S+?)\.\.\.", text))):
         if not tempdir.startswith("/tmp/mmdebstrap."):
             continue
-        for sub in ("proc", "sys", "dev"):
-            path = os.path.join(tempdir, sub)
-            if os.path.ismount(path):
-                subprocess.run(["umount", "-l", path], capture_output=True, check=False)
+        unmount_below(tempdir)
         shutil.rmtree(tempdir, ignore_errors=True)
 
 

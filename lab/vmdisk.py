@@ -24,7 +24,7 @@ import uuid
 import zlib
 from dataclasses import dataclass, field
 
-from lab import STATE, LabError, aptsources, engine, run_logged
+from lab import STATE, LabError, aptsources, engine, run_logged, unmount_below
 
 SECTOR = 512
 MIB = 1 << 20
@@ -325,6 +325,7 @@ def build(recipe, force=False, log=print):
     ensure_file(GRUB_EFI_MODULES, ["grub-efi-amd64-bin"], log)
     mirror = aptsources.debian_mirror(aptsources.read_sources())
     work = BUILD_DIR / recipe.name
+    unmount_below(work)  # a build stopped midway (make test stops its background stages) left them mounted
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     path.parent.mkdir(parents=True, exist_ok=True)

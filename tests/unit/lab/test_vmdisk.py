@@ -6,7 +6,8 @@ import zlib
 
 import pytest
 
-from lab import LabError, aptsources, run_logged, vmdisk
+import lab
+from lab import LabError, aptsources, run_logged, unmount_below, vmdisk
 
 GIB = 1 << 30
 
@@ -179,3 +180,36 @@ def test_a_logged_command_writes_its_line_and_output_and_a_failure_points_at_the
         "$ sh -c 'echo broke >&2; exit 3'",
         "broke",
     ]
+
+
+def test_unmount_below_takes_only_that_tree_deepest_first(tmp_path, monkeypatch):
+    """What a stopped `lab vm build` left mounted in its mmdebstrap root (seen 2026-12-03: make test stopped
+    its background stage, and proc, sys, dev/pts and dev/shm stayed mounted under .lab/vm/build)."""
+    root = tmp_path / "build" / "debian12" / "root"
+    mounts = tmp_path / "mounts"
+    mounts.write_text(
+        "\n".join(
+            [
+                "proc /proc proc rw 0 0",
+                f"proc {root}/proc proc ro,relatime 0 0",
+                f"none {root}/dev/pts devpts rw 0 0",
+                f"tmpfs {root}/dev/shm tmpfs rw 0 0",
+                f"sys {root}/sys sysfs ro 0 0",
+                f"tmpfs {root}/odd\\040name tmpfs rw 0 0",
+                f"proc {tmp_path}/build/debian12x/proc proc rw 0 0",
+            ]
+        )
+        + "\n"
+    )
+    calls = []
+    monkeypatch.setattr(lab.subprocess, "run", lambda argv, **kw: calls.append(argv))
+    assert unmount_below(tmp_path / "build" / "debian12", mounts) == [
+        f"{root}/dev/pts",
+        f"{root}/dev/shm",
+        f"{root}/odd name",
+        f"{root}/proc",
+        f"{root}/sys",
+    ]
+    assert calls[0] == ["umount", "-l", f"{root}/dev/pts"]
+    assert len(calls) == 5
+    assert unmount_below(tmp_path / "nosuch", tmp_path / "no-mounts-file") == []
