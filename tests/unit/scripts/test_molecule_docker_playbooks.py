@@ -46,7 +46,7 @@ def test_every_platform_key_of_a_docker_scenario_is_read_by_create():
     for name, platforms in scenarios.items():
         for platform in platforms:
             unread = set(platform) - read - MOLECULE_KEYS
-            assert not unread, f"molecule/{name}: platform key(s) {sorted(unread)} not read by docker-create.yml"
+            assert not unread, f"molecule/{name}: {sorted(unread)} not read by docker-create.yml"
 
 
 def test_destroy_removes_every_platform_and_leaves_the_networks():
