@@ -46,6 +46,10 @@ def driver_unlocked(plan, facts):
     return dp.versionlock_missing(plan, facts)
 
 
+def driver_unheld(plan, facts):
+    return dp.hold_missing(plan, facts)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -53,4 +57,5 @@ class FilterModule:
             "driver_kernels": driver_kernels,
             "driver_initramfs": driver_initramfs,
             "driver_unlocked": driver_unlocked,
+            "driver_unheld": driver_unheld,
         }

@@ -1707,6 +1707,16 @@ def _next_boot_message(plan, state, guard, dkms):
     )
 
 
+def hold_missing(plan, facts):
+    """The plan's apt hold names that ``facts`` (dpkg's selections) do not show held yet.
+
+    A run that changes nothing then holds nothing: one ``dpkg_selections`` call per name costs a module run
+    each (seconds on a slow host), for a state the facts have already read.
+    """
+    held = set(host_state(facts)["held"])
+    return [name for name in (plan or {}).get("hold_names") or [] if name not in held]
+
+
 def versionlock_missing(plan, facts):
     """The plan's versionlock names (dnf) that no held package of ``facts`` covers yet."""
     held = set(host_state(facts)["held"])

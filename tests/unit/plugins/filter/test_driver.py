@@ -15,6 +15,7 @@ def test_filters_are_registered():
     names = filters.FilterModule().filters()
     assert names["driver_reboot"] is filters.driver_reboot
     assert names["driver_unlocked"] is filters.driver_unlocked
+    assert names["driver_unheld"] is filters.driver_unheld
 
 
 def test_driver_reboot_is_reboot_after():
@@ -34,3 +35,9 @@ def test_driver_unlocked():
     plan = {"versionlock_names": ["nvidia-open", "kmod-nvidia-open-dkms"]}
     facts = {"driver": {"packages": [{"name": "nvidia-open", "version": "580", "held": True}]}}
     assert filters.driver_unlocked(plan, facts) == ["kmod-nvidia-open-dkms"]
+
+
+def test_driver_unheld():
+    plan = {"hold_names": ["nvidia-smi", "libcuda1"]}
+    facts = {"driver": {"packages": [{"name": "libcuda1", "version": "535", "held": True}]}}
+    assert filters.driver_unheld(plan, facts) == ["nvidia-smi"]

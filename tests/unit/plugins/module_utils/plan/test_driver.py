@@ -621,6 +621,17 @@ def test_rhel_versionlock_names_are_bare_and_module_reset_only_on_change():
     assert change["versionlock_delete"] == ["kmod-nvidia-open-dkms", "nvidia-driver"]
 
 
+def test_hold_missing_leaves_out_what_dpkg_already_holds():
+    plan = dp.decide({"source": "distro", "branch": "535", "kernel_module": "proprietary"}, facts("debian12"))
+    assert "nvidia-kernel-dkms" in plan["hold_names"] and "libcuda1" in plan["hold_names"]
+    assert dp.hold_missing(plan, facts("debian12")) == plan["hold_names"]
+    held = [{"name": n, "version": "535.309.01-1", "held": True} for n in plan["hold_names"]]
+    assert dp.hold_missing(plan, facts("debian12", packages=held)) == []
+    held[1]["held"] = False  # installed, not held (an admin's apt-mark unhold)
+    assert dp.hold_missing(plan, facts("debian12", packages=held)) == [plan["hold_names"][1]]
+    assert dp.hold_missing({}, facts("debian12", packages=held)) == []
+
+
 def test_versionlock_missing_uses_the_held_flags_of_the_facts():
     plan = dp.decide({"branch": "580"}, facts("rhel10"))
     after = facts("rhel10", packages=[{"name": "nvidia-open", "version": "580.95.05-1.el10", "held": True}])
