@@ -1,6 +1,7 @@
 """The VM base disk's pure parts: GPT layout and bytes, recipe hash, build commands (no build here)."""
 
 import struct
+import subprocess
 import uuid
 import zlib
 
@@ -107,6 +108,23 @@ def test_mmdebstrap_command():
     fstab = next(h for h in hooks if "/etc/fstab" in h)
     assert f"UUID={recipe.guids()['rootfs']} / ext4" in fstab and "@ROOTFS@" not in fstab
     assert any("ssh-ed25519 AAAA lab" in h and "authorized_keys" in h for h in hooks)
+
+
+def test_the_initramfs_carries_nouveau_and_guest_rebuilds_list_only_the_boot_modules(tmp_path):
+    """The first image (native, MODULES=most) holds nouveau for the role to take out; rebuilds in the guest
+    use MODULES=list with the modules that mount the root, set after that first build."""
+    hooks = vmdisk.hooks(_recipe())
+    build = next(i for i, h in enumerate(hooks) if "update-initramfs" in h)
+    listed = next(i for i, h in enumerate(hooks) if "etc/initramfs-tools/modules" in h)
+    conf = next(i for i, h in enumerate(hooks) if "gpufleet-lab.conf" in h)
+    assert listed < build < conf
+    assert "MODULES=list" in hooks[conf]
+    root = tmp_path / "root"
+    (root / "etc/initramfs-tools").mkdir(parents=True)
+    subprocess.run(["sh", "-c", hooks[listed], "hook", str(root)], check=True)
+    assert (root / "etc/initramfs-tools/modules").read_text().split() == [
+        "nouveau", "virtio_pci", "virtio_blk", "ext4",
+    ]  # fmt: skip
 
 
 def test_mkfs_writes_into_the_root_partition():
