@@ -84,6 +84,7 @@ bench: venv  ## benchmarks, each a ratio to a baseline measured in the same run 
 	$(PY) bench/bench_facts.py
 	$(PY) -m lab up
 	$(PY) bench/bench_pipelining.py
+	$(PY) bench/bench_molecule_docker.py
 	$(PY) bench/bench_audit.py --count $(or $(BENCH_HOSTS),20) --down
 	$(PY) bench/bench_install.py
 
