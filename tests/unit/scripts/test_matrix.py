@@ -131,7 +131,7 @@ def test_make_test_runs_the_lowest_admitted_minor_of_the_matrix():
     (major, low) = _lowest()
     assert found.group(1).split(",") == [f"core{major}{low}"]
     stages = re.search(r"^TEST_STAGES \?= (.+)$", makefile, re.MULTILINE).group(1).split()
-    assert "matrix-lowest" in stages
+    assert "bg:matrix-lowest" in stages or "matrix-lowest" in stages, stages
     recipe = re.search(r"^matrix-lowest:.*\n\t(.+)$", makefile, re.MULTILINE)
     assert recipe and recipe.group(1) == "$(BIN)/tox -e $(MATRIX_TEST_ENVS)"
 

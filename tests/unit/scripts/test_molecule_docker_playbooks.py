@@ -1,4 +1,4 @@
-"""The docker scenarios' own create/destroy (.config/molecule/docker-{create,destroy}.yml).
+"""The shared molecule config: the docker scenarios' create/destroy (.config/molecule/docker-*.yml), facts.
 
 They replace molecule-plugins' playbooks and read only the platform keys our scenarios use: a key added to a
 platform that the create playbook does not read would be dropped without a word, so every key must be read
@@ -49,9 +49,41 @@ def test_every_platform_key_of_a_docker_scenario_is_read_by_create():
             assert not unread, f"molecule/{name}: {sorted(unread)} not read by docker-create.yml"
 
 
-def test_destroy_removes_every_platform_and_leaves_the_networks():
-    plays = _config(SHARED / "docker-destroy.yml")
-    tasks = plays[0]["tasks"]
-    assert [t["community.docker.docker_container"]["state"] for t in tasks] == ["absent"]
+def test_destroy_removes_every_platform_and_the_fact_cache_and_leaves_the_networks():
+    tasks = _config(SHARED / "docker-destroy.yml")[0]["tasks"]
+    containers = [
+        t["community.docker.docker_container"] for t in tasks if "community.docker.docker_container" in t
+    ]
+    assert [c["state"] for c in containers] == ["absent"]
     assert tasks[0]["loop"] == "{{ molecule_yml.platforms }}"
+    files = [t["ansible.builtin.file"] for t in tasks if "ansible.builtin.file" in t]
+    assert files == [{"path": "{{ molecule_ephemeral_directory }}/facts", "state": "absent"}]
     assert "docker_network" not in (SHARED / "docker-destroy.yml").read_text()
+
+
+# What the roles and playbooks may read of the gathered facts, which molecule caches for a whole scenario
+# (.config/molecule/config.yml): things a converge, a reboot or a package install does not change.
+STATIC_FACTS = {"distribution", "distribution_version", "distribution_major_version", "machine", "os_family"}
+
+
+def test_the_scenario_fact_cache_is_molecules_own_and_destroy_clears_it():
+    env = _config(SHARED / "config.yml")["provisioner"]["env"]
+    assert env["ANSIBLE_CACHE_PLUGIN"] == "jsonfile"
+    assert env["ANSIBLE_CACHE_PLUGIN_CONNECTION"] == "${MOLECULE_EPHEMERAL_DIRECTORY}/facts"
+    for destroy in (ROOT / "molecule/driver-vm/destroy.yml", ROOT / "molecule/gpu/destroy.yml"):
+        assert "{{ molecule_ephemeral_directory }}/facts" in destroy.read_text(), destroy
+
+
+def test_roles_and_playbooks_read_only_static_gathered_facts():
+    read = {}
+    for path in [
+        *ROOT.glob("roles/*/tasks/*.yml"),
+        *ROOT.glob("roles/*/vars/*.yml"),
+        *ROOT.glob("playbooks/*.yml"),
+    ]:
+        for key in re.findall(r"ansible_facts\[['\"](\w+)['\"]\]|ansible_facts\.(\w+)", path.read_text()):
+            name = key[0] or key[1]
+            if name != "nvidia":  # nvidia_facts' own, set fresh by the task that reads it
+                read.setdefault(name, []).append(path.name)
+    assert read, "no gathered fact read at all: the pattern is wrong"
+    assert set(read) <= STATIC_FACTS, {k: v for k, v in read.items() if k not in STATIC_FACTS}
