@@ -2,6 +2,8 @@
 
 import os
 import socket
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -82,6 +84,54 @@ def test_qemu_command_kvm_and_secure_boot(tmp_path, monkeypatch):
     assert _opt(cmd, "-machine") == ["q35,smm=on"]
     assert _opt(cmd, "-global") == ["driver=cfi.pflash01,property=secure,value=on"]
     assert "file=/fw/OVMF_CODE_4M.secboot.fd" in _opt(cmd, "-drive")[0]
+
+
+def test_autogroup_nice_is_written_where_the_kernel_has_autogroups(tmp_path):
+    (tmp_path / "4242").mkdir()
+    (tmp_path / "4242" / "autogroup").write_text("/autogroup-7 nice 0\n", encoding="ascii")
+    assert vm.set_autogroup_nice(4242, proc=str(tmp_path)) is True
+    assert (tmp_path / "4242" / "autogroup").read_text(encoding="ascii") == "10\n"
+    # no such process, or a kernel without autogroups: nothing to do, and no error
+    assert vm.set_autogroup_nice(4343, proc=str(tmp_path)) is False
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="this kernel has no autogroups")
+def test_a_daemonized_process_gets_the_nice_for_its_whole_session():
+    """QEMU -daemonize is a session of its own; plain nice counts only inside a session."""
+    proc = subprocess.Popen(["setsid", "sleep", "30"])
+    try:
+        deadline = time.monotonic() + 5
+        while Path(f"/proc/{proc.pid}/cmdline").read_bytes().startswith(b"setsid"):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        before = Path(f"/proc/{proc.pid}/autogroup").read_text(encoding="ascii")
+        assert vm.set_autogroup_nice(proc.pid) is True
+        after = Path(f"/proc/{proc.pid}/autogroup").read_text(encoding="ascii")
+        assert after.split()[0] == before.split()[0] and after.split()[-1] == "10", (before, after)
+        assert after.split()[0] != Path("/proc/self/autogroup").read_text(encoding="ascii").split()[0]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_launch_gives_qemus_session_the_nice(tmp_path, monkeypatch):
+    guest = _guest(tmp_path, monkeypatch)
+    monkeypatch.setattr(vm, "VM_DIR", tmp_path)
+    monkeypatch.setattr(vm, "kvm_facts", lambda: {**USABLE, "pvm": True})
+    monkeypatch.setattr(vm, "firmware", lambda secure_boot: ("/fw/code", "/fw/vars"))
+    monkeypatch.setattr(vm, "free_port", lambda port: port)
+    monkeypatch.setattr(vm, "save", lambda g: None)
+    ran, niced = [], []
+
+    def run(cmd, **kw):
+        ran.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(vm.subprocess, "run", run)
+    monkeypatch.setattr(vm, "pid_of", lambda g: 4242)
+    monkeypatch.setattr(vm, "set_autogroup_nice", lambda pid, nice=vm.NICE: niced.append((pid, nice)))
+    vm._launch(guest, "auto", lambda line: None)
+    assert ran[0][:3] == ["nice", "-n", "10"] and niced == [(4242, 10)]
 
 
 def test_firmware_files(tmp_path):

@@ -25,6 +25,8 @@ lab:
 \t@echo lab-ran >> lab.count
 after: lab
 \t@echo after-ran
+group:
+\t@cat /proc/self/autogroup > group.txt
 """
 
 
@@ -73,6 +75,17 @@ def test_a_background_stage_row_is_its_own_time_not_the_wait(tree):
     seconds = dict(re.findall(r"^  (\S+)\s+(\d+)\s+\d+%$", res.stdout, re.M))
     assert int(seconds["longer"]) >= 5
     assert int(seconds["bg:sleeper"]) <= 3, res.stdout
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="this kernel has no autogroups")
+def test_a_background_stage_is_niced_as_a_session(tree):
+    """setsid makes the stage a session, and where the kernel groups by session its plain nice 10 counts only
+    inside it: measured, such a stage took half the CPUs from the foreground. Its autogroup gets nice 10."""
+    res = _run(tree, "bg:group", "good")
+    assert res.returncode == 0, res.stdout + res.stderr
+    group = (tree / "group.txt").read_text().split()
+    assert group[-2:] == ["nice", "10"], group
+    assert group[0] != Path("/proc/self/autogroup").read_text().split()[0]
 
 
 def test_a_failing_background_stage_fails_the_run(tree):
