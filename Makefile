@@ -13,7 +13,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 # what `make test` runs, in this order (scripts/test_stages.sh prints each stage's time at the end); bg:NAME
 # runs in the background beside the stages after it: bg:vm boots a Debian 12 VM guest (QEMU) and runs the
-# driver role in it (VM_TEST_SCENARIOS; about 30 min under TCG on 2 cores, docs/lab.md). GPUFLEET_VM=0 skips it.
+# driver role in it (VM_TEST_SCENARIOS; about 13 min alone under TCG on 2 cores, docs/lab.md). GPUFLEET_VM=0 skips it.
 # bg:matrix-lowest (one core's work: its unit tests, then molecule smoke) runs beside molecule, after the lab.
 TEST_STAGES ?= bg:vm lint sanity importer lab unit integration bg:matrix-lowest molecule
 # molecule scenarios run by `make test`, in this order (scripts/molecule_run.sh prints each one's time):
