@@ -6,9 +6,10 @@
 # Stages are make targets; `lab` is built once, by its own stage, and not again by the stages after it.
 # A stage written `bg:NAME` starts in the background (under nice 10, its output in .cache/test-stages/NAME.log)
 # and the stages after it run meanwhile (nice 10 for its session's autogroup too: where the kernel groups
-# each session, as Debian's does, a process's nice counts only inside its session, and a setsid'd
-# background stage at nice 10 took half the CPUs from the foreground, measured); the script waits for it at the end, prints its log's failures and
-# tail, and fails when it failed. When a foreground stage fails, the background ones are stopped.
+# each session, as Debian's does, a nice counts only inside its session, and a setsid'd background stage
+# at nice 10 took half the CPUs from the foreground, measured); the script waits for it at the end, prints
+# its log's failures and tail, and fails when it failed. When a foreground stage fails, the background ones
+# are stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $# -gt 0 ]] || { echo "usage: $0 STAGE..." >&2; exit 2; }
@@ -18,13 +19,8 @@ logs=.cache/test-stages
 # shellcheck disable=SC2016 # an awk program
 export CPU_AWK='/^cpu /{ print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }'
 cpu() { awk "$CPU_AWK" /proc/stat; }
-# the background stages' nice; autogroup_nice gives the caller's session (autogroup) the same, where the
-# kernel has autogroups (/proc/self/autogroup; raising a nice needs no privilege)
+# the background stages' nice, for their processes and (where the kernel has autogroups) their session
 export BG_NICE=10
-autogroup_nice() {
-  if [[ -w /proc/self/autogroup ]]; then echo "$BG_NICE" >/proc/self/autogroup; fi
-}
-export -f autogroup_nice
 rows=()
 start=$(date +%s)
 failed=
@@ -96,7 +92,8 @@ for stage in "$@"; do
     rm -f "$logs/$name.end"
     # shellcheck disable=SC2016 # expanded by the inner bash
     ANSIBLE_CACHE_PLUGIN_CONNECTION="$PWD/.cache/facts-$name" \
-      setsid nice -n "$BG_NICE" bash -c 'autogroup_nice; make --no-print-directory "${@:3}" "$1" >"$2.log" 2>&1; rc=$?
+      setsid nice -n "$BG_NICE" bash -c 'g=/proc/self/autogroup; [[ ! -w $g ]] || echo "$BG_NICE" >"$g"
+        make --no-print-directory "${@:3}" "$1" >"$2.log" 2>&1; rc=$?
         echo "$(date +%s) $(awk "$CPU_AWK" /proc/stat)" >"$2.end"; exit "$rc"' \
       bg "$name" "$logs/$name" "${skip[@]}" &
     bg_pid[$name]=$!
