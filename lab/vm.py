@@ -9,6 +9,7 @@ in the lab hosts' inventory format (group ``lab_hosts`` -> ``lab_vms``).
 """
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -171,16 +172,25 @@ def firmware(secure_boot, ovmf_dir=OVMF_DIR):
 NICE = 10
 
 
-def set_autogroup_nice(pid, nice=NICE, proc="/proc"):
+def set_autogroup_nice(pid, nice=NICE, proc="/proc", log=None, tries=5):
     """Give the autogroup (session) of ``pid`` the nice ``nice``; True when written, False where the kernel
-    has no autogroups or refuses (a nice is only a preference: QEMU runs the same either way)."""
+    has no autogroups or refuses (a nice is only a preference: QEMU runs the same either way; ``log`` gets
+    why). The kernel takes one such write per 100 ms from a writer without CAP_SYS_ADMIN (EAGAIN): retried;
+    a process in the kernel's default group, one whose session never called setsid, gets EINVAL."""
     path = os.path.join(proc, str(pid), "autogroup")
-    try:
-        with open(path, "w", encoding="ascii") as fh:
-            fh.write(f"{nice}\n")
-    except OSError:
-        return False
-    return True
+    for attempt in range(tries):
+        try:
+            with open(path, "w", encoding="ascii") as fh:
+                fh.write(f"{nice}\n")
+        except OSError as err:
+            if err.errno == errno.EAGAIN and attempt + 1 < tries:
+                time.sleep(0.12)
+                continue
+            if log is not None:
+                log(f"vm: pid {pid} keeps its session's nice: {path}: {err.strerror or err}")
+            return False
+        return True
+    return False
 
 
 def qemu_cmd(guest, accel, code, nice=NICE):
@@ -391,7 +401,7 @@ def _launch(guest, accel_request, log):
         raise LabError(f"qemu failed to start {guest.name}: {last}")
     pid = pid_of(guest)
     if pid:
-        set_autogroup_nice(pid)
+        set_autogroup_nice(pid, log=log)
 
 
 def start(name, dist=None, accel="auto", *, secure_boot=False, timeout=BOOT_TIMEOUT, log=print):

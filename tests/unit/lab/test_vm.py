@@ -1,5 +1,6 @@
 """VM guests' pure parts: accelerator choice, QEMU command line, inventory, CLI errors (no boot here)."""
 
+import errno
 import os
 import socket
 import subprocess
@@ -95,6 +96,41 @@ def test_autogroup_nice_is_written_where_the_kernel_has_autogroups(tmp_path):
     assert vm.set_autogroup_nice(4343, proc=str(tmp_path)) is False
 
 
+def test_autogroup_nice_is_retried_on_eagain_and_refusals_are_logged(tmp_path, monkeypatch):
+    """Without CAP_SYS_ADMIN the kernel takes one autogroup write per 100 ms and answers EAGAIN meanwhile."""
+    answers = [OSError(errno.EAGAIN, "Resource temporarily unavailable")] * 2
+    written, slept, logged = [], [], []
+
+    class File:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def write(self, text):
+            written.append(text)
+
+    def fake_open(path, mode, encoding):
+        assert (path, mode) == (f"{tmp_path}/4242/autogroup", "w")
+        if answers:
+            raise answers.pop(0)
+        return File()
+
+    monkeypatch.setattr(vm, "open", fake_open, raising=False)
+    monkeypatch.setattr(vm.time, "sleep", slept.append)
+    assert vm.set_autogroup_nice(4242, proc=str(tmp_path), log=logged.append) is True
+    assert written == ["10\n"] and len(slept) == 2 and logged == []
+    # EINVAL: a process in the kernel's default group (its session never called setsid); logged, not raised
+    answers[:] = [OSError(errno.EINVAL, "Invalid argument")]
+    assert vm.set_autogroup_nice(4242, proc=str(tmp_path), log=logged.append) is False
+    assert logged == [f"vm: pid 4242 keeps its session's nice: {tmp_path}/4242/autogroup: Invalid argument"]
+    # EAGAIN on every try: gives up after the last one
+    answers[:] = [OSError(errno.EAGAIN, "Resource temporarily unavailable")] * 5
+    assert vm.set_autogroup_nice(4242, proc=str(tmp_path), log=logged.append) is False
+    assert len(slept) == 2 + 4 and logged[-1].endswith("Resource temporarily unavailable")
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="this kernel has no autogroups")
 def test_a_daemonized_process_gets_the_nice_for_its_whole_session():
     """QEMU -daemonize is a session of its own; plain nice counts only inside a session."""
@@ -105,10 +141,16 @@ def test_a_daemonized_process_gets_the_nice_for_its_whole_session():
             assert time.monotonic() < deadline
             time.sleep(0.01)
         before = Path(f"/proc/{proc.pid}/autogroup").read_text(encoding="ascii")
-        assert vm.set_autogroup_nice(proc.pid) is True
+        if not before.startswith("/autogroup-"):
+            pytest.skip(f"setsid gave the process no group of its own here: {before!r}")
+        logged = []
+        if not vm.set_autogroup_nice(proc.pid, log=logged.append):
+            pytest.skip(f"this kernel refuses the write here: {logged}")
         after = Path(f"/proc/{proc.pid}/autogroup").read_text(encoding="ascii")
         assert after.split()[0] == before.split()[0] and after.split()[-1] == "10", (before, after)
-        assert after.split()[0] != Path("/proc/self/autogroup").read_text(encoding="ascii").split()[0]
+        # not ours: the runner's session is another group (or the kernel's default one, which shows nothing)
+        own = Path("/proc/self/autogroup").read_text(encoding="ascii").split()
+        assert not own or after.split()[0] != own[0], (own, after)
     finally:
         proc.kill()
         proc.wait()
@@ -129,9 +171,12 @@ def test_launch_gives_qemus_session_the_nice(tmp_path, monkeypatch):
 
     monkeypatch.setattr(vm.subprocess, "run", run)
     monkeypatch.setattr(vm, "pid_of", lambda g: 4242)
-    monkeypatch.setattr(vm, "set_autogroup_nice", lambda pid, nice=vm.NICE: niced.append((pid, nice)))
-    vm._launch(guest, "auto", lambda line: None)
-    assert ran[0][:3] == ["nice", "-n", "10"] and niced == [(4242, 10)]
+    monkeypatch.setattr(
+        vm, "set_autogroup_nice", lambda pid, nice=vm.NICE, log=None: niced.append((pid, nice, log))
+    )
+    log = [].append
+    vm._launch(guest, "auto", log)
+    assert ran[0][:3] == ["nice", "-n", "10"] and niced == [(4242, 10, log)]
 
 
 def test_firmware_files(tmp_path):
