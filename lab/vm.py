@@ -9,7 +9,6 @@ in the lab hosts' inventory format (group ``lab_hosts`` -> ``lab_vms``).
 """
 
 import contextlib
-import errno
 import fcntl
 import json
 import os
@@ -172,25 +171,19 @@ def firmware(secure_boot, ovmf_dir=OVMF_DIR):
 NICE = 10
 
 
-def set_autogroup_nice(pid, nice=NICE, proc="/proc", log=None, tries=5):
+def set_autogroup_nice(pid, nice=NICE, proc="/proc", log=None):
     """Give the autogroup (session) of ``pid`` the nice ``nice``; True when written, False where the kernel
-    has no autogroups or refuses (a nice is only a preference: QEMU runs the same either way; ``log`` gets
-    why). The kernel takes one such write per 100 ms from a writer without CAP_SYS_ADMIN (EAGAIN): retried;
-    a process in the kernel's default group, one whose session never called setsid, gets EINVAL."""
+    has no autogroups or refuses, e.g. EINVAL for a process in its default group, one whose session never
+    called setsid (a nice is only a preference: QEMU runs the same either way; ``log`` gets why)."""
     path = os.path.join(proc, str(pid), "autogroup")
-    for attempt in range(tries):
-        try:
-            with open(path, "w", encoding="ascii") as fh:
-                fh.write(f"{nice}\n")
-        except OSError as err:
-            if err.errno == errno.EAGAIN and attempt + 1 < tries:
-                time.sleep(0.12)
-                continue
-            if log is not None:
-                log(f"vm: pid {pid} keeps its session's nice: {path}: {err.strerror or err}")
-            return False
-        return True
-    return False
+    try:
+        with open(path, "w", encoding="ascii") as fh:
+            fh.write(f"{nice}\n")
+    except OSError as err:
+        if log is not None:
+            log(f"vm: pid {pid} keeps its session's nice: {path}: {err.strerror or err}")
+        return False
+    return True
 
 
 def qemu_cmd(guest, accel, code, nice=NICE):
