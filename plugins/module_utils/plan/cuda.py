@@ -2,8 +2,8 @@
 # Apache-2.0
 """The CUDA toolkit plan: validated variables -> versions, paths, alternatives, files, removal, verify target.
 
-Stdlib only, Python >= 3.9, pure. ``default_cuda`` is THE default-CUDA decision: the cuda_toolkit role, the
-cudnn role (the CUDA major of its main build) and playbooks/preflight.yml all ask it.
+Stdlib only, Python >= 3.9, pure. ``default_cuda`` is THE default-CUDA decision: the cuda_toolkit role and the
+cudnn role (the CUDA major of its main build) both ask it.
 """
 
 from __future__ import annotations
@@ -24,9 +24,6 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import 
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import parse_version
 
-# The cuda_toolkit role's default list (roles/cuda_toolkit/defaults/main.yml: cuda_toolkit_versions; a unit
-# test ties the two). The fallback whenever a host sets no cuda_toolkit_versions.
-DEFAULT_VERSIONS = ("13.0",)
 SOURCES = ("nvidia_repo", "redist", "distro")
 PREFIX = "/usr/local"
 PROFILE_FILE = "/etc/profile.d/gpufleet-cuda.sh"
@@ -55,16 +52,12 @@ def xy(version):
     return ".".join(str(version).split(".")[:2])
 
 
-def listed(versions):
-    """The versions a host asks for: its own list, else the role's default list."""
-    return [str(v) for v in versions] if versions else list(DEFAULT_VERSIONS)
-
-
-def default_cuda(versions=None, default=""):
-    """THE default CUDA (X.Y): the explicit default, else the last listed (the role's list when none)."""
+def default_cuda(versions, default=""):
+    """THE default CUDA (X.Y): the explicit default, else the last of cuda_toolkit_versions (validated first:
+    never empty; the role's defaults apply where the host sets none, resolved by the plan action)."""
     if default not in (None, ""):
         return xy(default)
-    return xy(listed(versions)[-1])
+    return xy(str(versions[-1]))
 
 
 def _known_cuda(item, versions):

@@ -24,7 +24,6 @@ USER_NAMES = {
     "driver_branch": "nvidia_driver_branch",
     "kernel_module": "nvidia_driver_kernel_module",
     "gpus": "nvidia_driver_gpus",
-    "os": "gpufleet_os",
 }
 
 
@@ -43,6 +42,16 @@ def user_wording(message):
     if match and match.group(1) in USER_NAMES:
         return USER_NAMES[match.group(1)] + message[len(match.group(1)) :]
     return message
+
+
+_COMPAT_WORDS = re.compile(r"(?<![\w.])(cuda_version|driver_version|driver_branch|kernel_module)\b")
+
+
+def user_words(text, names=None):
+    """compat's parameter names in a sentence -> the variables the user sets (``names``: compat parameter ->
+    variable; USER_NAMES by default, the CUDA toolkit and cuDNN roles' view)."""
+    names = USER_NAMES if names is None else names
+    return _COMPAT_WORDS.sub(lambda m: names.get(m.group(1), m.group(1)), str(text))
 
 
 def _known(value):
@@ -127,7 +136,8 @@ def run_checks(checks, inputs):
         except compat.CompatInputError as exc:
             raise PlanError(user_wording(str(exc))) from None
         for key in ("errors", "warnings"):
-            merged[key].extend(m for m in found[key] if m not in merged[key])
+            worded = [user_words(m) for m in found[key]]
+            merged[key].extend(m for m in worded if m not in merged[key])
         merged["recommended"] = found["recommended"]
         merged["gpus"] = merged["gpus"] or found["gpus"]
         merged["checked"].append(label)
@@ -151,22 +161,3 @@ def failure_message(role, errors):
     """What a role fails with for an incompatible plan (the compat sentences, numbered when several)."""
     text = errors[0] if len(errors) == 1 else " ".join(f"({i}) {e}" for i, e in enumerate(errors, 1))
     return f"{role}: the plan cannot work on this host: {text}"
-
-
-# The controller's download cache of both roles (cuda_toolkit_/cudnn_controller_cache_dir default).
-CONTROLLER_CACHE = "/var/tmp/gpufleet-redist"
-
-# The plan modules' shared options (documented in plugins/doc_fragments/plan_checks.py): the facts, and the
-# overrides playbooks/preflight.yml passes instead of the host's own GPUs, driver and OS.
-OVERRIDES = ("gpus", "driver_version", "driver_branch", "kernel_module", "os", "cuda_forward_compat")
-CHECK_ARGUMENT_SPEC = {
-    "facts": {"type": "dict"},
-    "machine": {"type": "str", "default": ""},
-    "check_only": {"type": "bool", "default": False},
-    "gpus": {"type": "list", "elements": "dict"},
-    "driver_version": {"type": "str"},
-    "driver_branch": {"type": "str"},
-    "kernel_module": {"type": "str", "choices": ["auto", "open", "proprietary"], "default": "auto"},
-    "os": {"type": "dict"},
-    "cuda_forward_compat": {"type": "bool", "default": False},
-}

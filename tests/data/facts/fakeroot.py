@@ -261,3 +261,28 @@ def h200(root):
     # the torch virtualenv with nvidia-cudnn-cu13 9.19.0.56
     pip_wheel(root, "/opt/torch/.venv", "9.19.0.56", cuda_major=13)
     return root
+
+
+def bare(root, distribution="debian", version="12", *, gpu=None, kernel="6.1.0-40-amd64", container=False):
+    """A host as a fresh install leaves it: os-release, the kernel release, an empty dpkg database, no driver,
+    no CUDA; ``gpu`` a PCI device id (e.g. "0x1db5") puts one NVIDIA GPU without a driver in sysfs;
+    ``container`` makes it a docker container (never rebooted, no kernel module built)."""
+    root = Path(root)
+    if container:
+        write(root, "/.dockerenv")
+    (root / "usr/lib").mkdir(parents=True, exist_ok=True)
+    link(root, "/lib", "usr/lib")
+    (root / "usr/local").mkdir(parents=True, exist_ok=True)
+    write(root, "/proc/sys/kernel/osrelease", kernel + "\n")
+    write(root, "/proc/cpuinfo", "processor\t: 0\nflags\t\t: fpu sse2 avx\n")
+    write(root, "/proc/1/cgroup", "0::/init.scope\n")
+    name = {"debian": "Debian GNU/Linux", "ubuntu": "Ubuntu"}[distribution]
+    write(root, "/etc/os-release", f'NAME="{name}"\nVERSION_ID="{version}"\nID={distribution}\n')
+    write(root, "/var/lib/dpkg/status", "")
+    (root / "sys/bus/pci/devices").mkdir(parents=True, exist_ok=True)
+    if gpu:
+        dev = "/sys/bus/pci/devices/0000:01:00.0"
+        for key, value in (("vendor", "0x10de"), ("device", gpu), ("class", "0x030200"),
+                           ("subsystem_vendor", "0x10de"), ("subsystem_device", "0x0000")):  # fmt: skip
+            write(root, f"{dev}/{key}", value + "\n")
+    return root

@@ -51,6 +51,8 @@ def cudnn_plan(root, version="9.14.0", **kw):
         "keep_versions": 1,
         "ldconfig": True,
         "skip_compat": True,
+        "cuda_versions": ["13.0"],
+        "cuda_default": "",
         "machine": "x86_64",
         "os_family": "Debian",
         **kw,

@@ -16,8 +16,8 @@ def request(**kwargs):
         "keep_versions": 1,
         "ldconfig": True,
         "skip_compat": False,
-        "cuda_versions": None,
-        "cuda_default": None,
+        "cuda_versions": ["13.0"],
+        "cuda_default": "",
         "controller_cache": False,
         "controller_cache_dir": "/var/tmp/gpufleet-redist",
         "base_url": "https://developer.download.nvidia.com/compute",
@@ -38,7 +38,7 @@ def request(**kwargs):
         ),  # the bug: the cudnn role fell back to CUDA 13 while the toolkit installs 12.9
         (["12.9", "13.0"], "", "13"),
         (["12.9", "13.0"], "12.9", "12"),
-        (None, None, "13"),  # the cuda_toolkit role's default list
+        (["13.0"], None, "13"),
     ],
 )
 def test_main_build_follows_the_one_default_cuda(cuda_versions, cuda_default, expected):

@@ -1,0 +1,158 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""Controller side of a role's plan: the role's variables + the host's facts -> plan/ -> the plan.
+
+Documentation: plugins/modules/nvidia_plan.py. The decisions are plan/'s (pure Python, run here in the
+controller's fork for this host); the target only runs ``nvidia_facts`` (once, when no facts are given).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import yaml
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_options import NVIDIA_PLAN
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import roles as plan_roles
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import PlanError, failure_message
+
+# The collection's root: plugins/action/ -> the directory holding roles/.
+COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FACTS_MODULE = "gpufleet.nvidia.nvidia_facts"
+_ROLE_FILES = {}
+LOCALHOST_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def _plain(value):
+    """Ansible's lazy/tagged containers -> plain Python (dict/list/str/int/...)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
+        return value
+    return str(value)
+
+
+def role_files(role):
+    """(defaults, options of the main entry point) of one of the collection's roles, read once."""
+    if role not in _ROLE_FILES:
+        base = os.path.join(COLLECTION, "roles", role)
+        with open(os.path.join(base, "defaults", "main.yml"), encoding="utf-8") as handle:
+            defaults = yaml.safe_load(handle) or {}
+        with open(os.path.join(base, "meta", "argument_specs.yml"), encoding="utf-8") as handle:
+            specs = yaml.safe_load(handle)["argument_specs"]
+        _ROLE_FILES[role] = (defaults, specs["main"]["options"])
+    return _ROLE_FILES[role]
+
+
+def typed(role, options, values):
+    """The values typed by the role's argument spec; AnsibleActionFail with the spec's own messages."""
+    result = ArgumentSpecValidator(options).validate(values)
+    if result.error_messages:
+        raise AnsibleActionFail(f"{role}: " + "; ".join(result.error_messages))
+    return {name: result.validated_parameters.get(name) for name in options}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        _validation, args = self.validate_argument_spec(argument_spec=NVIDIA_PLAN)
+        roles = list(dict.fromkeys(args["role"]))
+        variables = {role: self._variables(role, task_vars) for role in roles}
+        errors = self._validate(roles, variables)
+        facts = None
+        if not errors or not args["fail_on_errors"]:
+            facts = self._facts(args, roles, variables, task_vars)
+        plans, compat = {}, {}
+        context = {
+            "machine": (task_vars.get("ansible_facts") or {}).get("machine"),
+            "stamp": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
+            "is_controller": self._is_controller(task_vars),
+        }
+        for role in roles:
+            if role in errors:
+                continue
+            try:
+                plans[role], compat[role] = plan_roles.plan(role, variables[role], facts, context)
+            except PlanError as exc:
+                errors[role] = [f"{role}: {exc}"]
+                continue
+            if compat[role]["errors"]:
+                errors[role] = [failure_message(role, compat[role]["errors"])]
+            if role == "nvidia_driver":  # the CUDA and cuDNN checks of a stack take the driver it installs
+                context["overrides"] = plan_roles.driver_target(plans[role])
+        result.update(self._outcome(roles, plans, compat, errors, args["fail_on_errors"]))
+        return result
+
+    def _is_controller(self, task_vars):
+        """The host is the Ansible controller itself (a local connection or a localhost name)."""
+        connection = task_vars.get("ansible_connection") or getattr(self._connection, "transport", "")
+        return connection == "local" or task_vars.get("inventory_hostname") in LOCALHOST_NAMES
+
+    def _variables(self, role, task_vars):
+        """The role's variables: the host's where set, else the role's defaults; then those it borrows."""
+        defaults, options = role_files(role)
+        given = {name: task_vars[name] for name in options if name in task_vars}
+        values = dict(defaults, **_plain(self._templar.template(given)))
+        out = typed(role, options, values)
+        for other, names in plan_roles.BORROWED.get(role, {}).items():
+            other_defaults, other_options = role_files(other)
+            theirs = {n: task_vars[n] for n in names if n in task_vars}
+            values = {n: other_defaults[n] for n in names}
+            values.update(_plain(self._templar.template(theirs)))
+            typed_values = typed(other, {n: other_options[n] for n in names}, values)
+            out.update(typed_values)
+        return out
+
+    def _validate(self, roles, variables):
+        errors = {}
+        for role in roles:
+            try:
+                plan_roles.validate(role, variables[role])
+            except PlanError as exc:
+                errors[role] = [f"{role}: {exc}"]
+        return errors
+
+    def _facts(self, args, roles, variables, task_vars):
+        """The facts given, else nvidia_facts run once on the host with what every planned role needs."""
+        wanted = plan_roles.merge_wanted(plan_roles.facts_wanted(r, variables[r]) for r in roles)
+        if args["facts"] is not None:
+            return _plain(args["facts"])
+        module_args = {"gather_subset": wanted["gather_subset"], "root": args["root"]}
+        if wanted["owner_paths"]:
+            module_args["owner_paths"] = wanted["owner_paths"]
+        if wanted["mok_paths"]:
+            module_args["mok_paths"] = wanted["mok_paths"]
+        found = self._execute_module(module_name=FACTS_MODULE, module_args=module_args, task_vars=task_vars)
+        if found.get("failed") or "ansible_facts" not in found:
+            why = found.get("msg") or "no facts returned"
+            stderr = (found.get("module_stderr") or "").strip()
+            raise AnsibleActionFail(
+                f"nvidia_facts failed on this host: {why}" + (f": {stderr}" if stderr else "")
+            )
+        return _plain(found["ansible_facts"]["nvidia"])
+
+    def _outcome(self, roles, plans, compat, errors, fail_on_errors):
+        warnings = [w for role in roles for w in (compat.get(role) or {}).get("warnings", [])]
+        out = {
+            "changed": False,
+            "plans": plans,
+            "compat": compat,
+            "errors": {role: errors[role] for role in roles if role in errors},
+            "summary": [plans[role]["summary"] for role in roles if role in plans],
+            "lines": plan_roles.report_lines(roles, plans, compat, errors),
+            "warnings": list(dict.fromkeys(warnings)),
+        }
+        if len(roles) == 1:
+            out["plan"] = plans.get(roles[0], {})
+        if errors and fail_on_errors:
+            out["failed"] = True
+            out["msg"] = " ".join(m for role in roles for m in errors.get(role, []))
+        return out

@@ -1,0 +1,22 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""The options of gpufleet's controller-side actions, declared once for the action and its documentation.
+
+Stdlib only. ``plugins/action/<name>.py`` validates its task's arguments with these specs;
+``plugins/modules/<name>.py`` documents the same options (ansible-test's validate-modules compares them).
+"""
+
+from __future__ import annotations
+
+PLAN_ROLES = ["nvidia_driver", "cuda_toolkit", "cudnn"]
+PLAN_PHASES = ["preflight", "installed", "initramfs", "reboot", "rebooted", "verify"]
+
+NVIDIA_PLAN = {
+    "role": {"type": "list", "elements": "str", "required": True, "choices": PLAN_ROLES},
+    "phase": {"type": "str", "default": "preflight", "choices": PLAN_PHASES},
+    "facts": {"type": "dict"},
+    "root": {"type": "path", "default": "/"},
+    "fail_on_errors": {"type": "bool", "default": True},
+    "planned": {"type": "dict"},
+    "changed": {"type": "bool", "default": False},
+}

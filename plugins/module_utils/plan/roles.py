@@ -1,0 +1,326 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""The plan of a role, from the role's own variables and one host's facts: what ``nvidia_plan`` calls.
+
+Pure Python, stdlib only, on the controller (plugins/action/nvidia_plan.py). ``variables`` are the role's
+variables as the user names them (``cudnn_version``, ``cuda_toolkit_versions``, ...), resolved by the
+action from the role's ``defaults/main.yml`` and the host's variables and typed by the role's argument
+spec; ``facts`` is what ``ansible_facts.nvidia`` holds (probe/facts.py). Nothing here knows a default:
+the role's defaults file is the one declaration of each variable.
+
+Per role: ``facts_wanted`` (what nvidia_facts must gather for the plan), ``validate`` (the refusals that
+need no facts, before anything is gathered) and ``plan`` (the plan, its compatibility answer, one summary
+line).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat as plan_compat
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda as plan_cuda
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cudnn as plan_cudnn
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as plan_driver
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import PlanError
+
+ROLES = ("nvidia_driver", "cuda_toolkit", "cudnn")
+# The variables of another role a role's plan reads: cudnn follows the default CUDA of the cuda_toolkit role.
+BORROWED = {"cudnn": {"cuda_toolkit": ("cuda_toolkit_versions", "cuda_toolkit_default")}}
+
+
+def _host(facts):
+    return (facts or {}).get("host") or {}
+
+
+def host_machine(facts, fallback=None):
+    """The CPU architecture of the host: the facts' ``host.machine``, else ``fallback``."""
+    return _host(facts).get("machine") or fallback
+
+
+def host_os(facts):
+    """{distribution, version} of the host as the facts say (empty when unknown)."""
+    found = _host(facts).get("os") or {}
+    if found.get("distribution") in (None, "", "unknown"):
+        return {}
+    return {"distribution": found["distribution"], "version": found.get("version") or ""}
+
+
+# ---------------------------------------------------------------------------------------------------
+# cuda_toolkit
+# ---------------------------------------------------------------------------------------------------
+def cuda_request(variables, machine, stamp):
+    """plan/cuda.plan's request from the cuda_toolkit role's variables."""
+    v = variables
+    return {
+        "versions": [str(x) for x in v["cuda_toolkit_versions"]],
+        "default": v["cuda_toolkit_default"],
+        "source": v["cuda_toolkit_source"],
+        "base_url": v["cuda_toolkit_redist_base_url"],
+        "components": list(v["cuda_toolkit_redist_components"]),
+        "releases": dict(v["cuda_toolkit_redist_releases"]),
+        "controller_cache": v["cuda_toolkit_controller_cache"],
+        "controller_cache_dir": v["cuda_toolkit_controller_cache_dir"],
+        "remove_unlisted": v["cuda_toolkit_remove_unlisted"],
+        "profile": v["cuda_toolkit_profile"],
+        "ldconfig": v["cuda_toolkit_ldconfig"],
+        "verify_arch": v["cuda_toolkit_verify_arch"],
+        "existing": v["cuda_toolkit_existing"],
+        "system_default": v["cuda_toolkit_system_default"],
+        "skip_compat": v["cuda_toolkit_skip_compat_check"],
+        "machine": machine,
+        "stamp": stamp,
+    }
+
+
+def _cuda_facts(variables):
+    # the existing toolkits and their owners matter for removals and for who owns what the role touches
+    if variables["cuda_toolkit_remove_unlisted"] or variables["cuda_toolkit_source"] != "distro":
+        return {"gather_subset": ["gpu", "driver", "cuda", "owners"]}
+    return {"gather_subset": ["gpu", "driver"]}
+
+
+def _cuda_validate(variables):
+    plan_cuda.validate(
+        variables["cuda_toolkit_versions"],
+        variables["cuda_toolkit_default"],
+        variables["cuda_toolkit_verify_arch"],
+    )
+
+
+def _cuda_plan(variables, facts, context):
+    req = cuda_request(variables, host_machine(facts, context.get("machine")), context.get("stamp", ""))
+    toolkits = ((facts or {}).get("cuda") or {}).get("toolkits") or []
+    owned = [t["path"] for t in toolkits if t.get("gpufleet_marker")]
+    plan = plan_cuda.plan(req, facts, context.get("overrides"), owned)
+    plan["remove_alternatives"] = plan_cuda.remove_alternatives(plan["remove"])
+    compat = plan.pop("compat")
+    plan["summary"] = cuda_summary(plan)
+    return plan, compat
+
+
+def cuda_summary(plan):
+    """One line: versions, source, default, and what the plan does to what exists."""
+    parts = [f"CUDA toolkit {', '.join(plan['versions'])} from {plan['source']}, default {plan['default']}"]
+    parts += [f"adopted as it is: {t['dest']} ({t['existing']['owned_by']})" for t in plan["toolkits"]
+              if t["action"] == "adopt"]  # fmt: skip
+    parts += [f"moved aside: {r['path']} -> {r['backup']}" for r in plan["retire"] + plan["link_backups"]]
+    parts += [f"/usr/local/{c['name']}: {c['before']} -> {c['after']}" for c in plan["default_changes"]]
+    parts += [_loader_words(change) for change in plan["loader"]]
+    return "; ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------------
+# cudnn
+# ---------------------------------------------------------------------------------------------------
+def cudnn_request(variables, machine, os_family):
+    """plan/cudnn.plan's request from the cudnn role's variables (and the cuda_toolkit role's default)."""
+    v = variables
+    return {
+        "version": v["cudnn_version"],
+        "cuda_major": v["cudnn_cuda_major"],
+        "extra_variants": list(v["cudnn_extra_variants"]),
+        "source": v["cudnn_source"],
+        "base_url": v["cudnn_redist_base_url"],
+        "controller_cache": v["cudnn_controller_cache"],
+        "controller_cache_dir": v["cudnn_controller_cache_dir"],
+        "prefix": v["cudnn_prefix"],
+        "keep_versions": v["cudnn_keep_versions"],
+        "ldconfig": v["cudnn_ldconfig"],
+        "existing": v["cudnn_existing"],
+        "system_default": v["cudnn_system_default"],
+        "skip_compat": v["cudnn_skip_compat_check"],
+        "cuda_versions": [str(x) for x in v["cuda_toolkit_versions"]],
+        "cuda_default": v["cuda_toolkit_default"],
+        "machine": machine,
+        "os_family": os_family,
+    }
+
+
+def _cudnn_facts(variables):
+    return {"gather_subset": ["gpu", "driver", "owners"], "owner_paths": [variables["cudnn_prefix"]]}
+
+
+def _cudnn_validate(variables):
+    plan_cudnn.variants(cudnn_request(variables, None, None))
+
+
+def _cudnn_plan(variables, facts, context):
+    family = context.get("os_family") or {"rhel": "RedHat"}.get(_family(facts), "Debian")
+    req = cudnn_request(variables, host_machine(facts, context.get("machine")), family)
+    plan = plan_cudnn.plan(req, facts, context.get("overrides"), host_os(facts))
+    compat = plan.pop("compat")
+    plan["summary"] = cudnn_summary(plan)
+    return plan, compat
+
+
+def _family(facts):
+    key = ((_host(facts).get("os") or {}).get("key")) or ""
+    return "rhel" if key.startswith("rhel") else "debian"
+
+
+def cudnn_summary(plan):
+    """One line: the builds, their source and what the plan does to what exists."""
+    builds = ", ".join(f"{b['version']} for CUDA {b['cuda_major']} ({b['source']})" for b in plan["variants"])
+    parts = [f"cuDNN {builds}"]
+    parts += [f"adopted as it is: {a}" for a in plan["adopted"]]
+    parts += [_loader_words(change) for change in plan["loader"]]
+    if plan["transition"]:
+        kept = ", ".join(plan["transition"]["kept"]) or "nothing"
+        parts.append(f"switch from redist: {', '.join(plan['transition']['removed'])} removed, kept {kept}")
+    return "; ".join(parts)
+
+
+def _loader_words(change):
+    before = (change.get("before") or {}).get("path") or "nothing"
+    shadowed = " (stays first: gpufleet's build is verified by its path)" if change.get("shadowed") else ""
+    return f"{change['soname']}: {before} -> {change['after']['path']}{shadowed}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# nvidia_driver
+# ---------------------------------------------------------------------------------------------------
+DRIVER_PREFIX = "nvidia_driver_"
+# The variables the driver plan is made from (the rest are read by the role's tasks as they are).
+DRIVER_REQUEST = (
+    "source", "branch", "version", "kernel_module", "reboot", "ubuntu_server", "fabricmanager", "dcgm",
+    "build_kernel_module", "replace_runfile", "existing", "mok_key", "mok_cert", "hold", "persistenced",
+    "debian_mirror",
+)  # fmt: skip
+
+
+def driver_request(variables, is_controller):
+    """plan/driver's request from the nvidia_driver role's variables."""
+    request = {key: variables[DRIVER_PREFIX + key] for key in DRIVER_REQUEST}
+    request["is_controller"] = bool(is_controller)
+    return request
+
+
+def _driver_facts(variables):
+    moks = [
+        variables[f"nvidia_driver_{k}"] for k in ("mok_key", "mok_cert") if variables[f"nvidia_driver_{k}"]
+    ]
+    return {"gather_subset": ["gpu", "driver"], "mok_paths": moks}
+
+
+def _driver_validate(variables):
+    return None  # the driver's refusals depend on the host's OS: made with the facts, in plan()
+
+
+def _driver_compat(variables, request, facts):
+    """plan.compat.check on the driver the plan installs, its messages in the role's words."""
+    gave = bool(variables["nvidia_driver_gpus"])
+    try:
+        result = plan_compat.check(
+            gpus=plan_driver.compat_gpus(variables["nvidia_driver_gpus"], facts),
+            driver_branch=request["branch"],
+            driver_version=request["version"] or None,
+            kernel_module=request["kernel_module"],
+            cuda_version=variables["nvidia_driver_cuda_version"] or None,
+            os_info=plan_driver.compat_os(facts),
+        )
+    except plan_compat.CompatInputError as exc:
+        return {"errors": [plan_driver.user_words(exc, gave)], "warnings": [], "recommended": {}}
+    return {
+        "errors": [plan_driver.user_words(e, gave) for e in result["errors"]],
+        "warnings": [plan_driver.user_words(w, gave) for w in result["warnings"]],
+        "recommended": result["recommended"],
+        "gpus": result.get("gpus") or [],
+    }
+
+
+def _driver_plan(variables, facts, context):
+    request = driver_request(variables, context.get("is_controller"))
+    compat = None
+    if not variables["nvidia_driver_skip_compat_check"] and not plan_driver.validate(request, facts):
+        compat = _driver_compat(variables, request, facts)
+    plan = plan_driver.decide(request, facts, compat)
+    found = {
+        "compatible": not plan["errors"],
+        "errors": list(plan["errors"]),
+        "warnings": list(plan["warnings"]),
+        "recommended": (compat or {}).get("recommended"),
+        "gpus": (compat or {}).get("gpus") or [],
+        "checked": ["driver"] if compat is not None else [],
+    }
+    plan.setdefault("summary", "; ".join(plan["errors"]) or "no plan")
+    return plan, found
+
+
+def driver_target(plan):
+    """The driver a host runs after this plan (compat overrides for the CUDA and cuDNN checks of a stack),
+    or None when the plan installs nothing (the loaded driver stays what the facts say)."""
+    if not plan or not plan.get("install") or plan.get("host_managed"):
+        return None
+    return {"driver_branch": plan.get("branch"), "driver_version": plan.get("version") or None,
+            "kernel_module": plan.get("flavor") or "auto"}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------------
+# The table the action asks
+# ---------------------------------------------------------------------------------------------------
+_ROLE_FUNCS = {
+    "nvidia_driver": (_driver_facts, _driver_validate, _driver_plan),
+    "cuda_toolkit": (_cuda_facts, _cuda_validate, _cuda_plan),
+    "cudnn": (_cudnn_facts, _cudnn_validate, _cudnn_plan),
+}
+
+
+def _funcs(role):
+    if role not in _ROLE_FUNCS:
+        raise PlanError(f"role={role} (allowed: {', '.join(sorted(_ROLE_FUNCS))})")
+    return _ROLE_FUNCS[role]
+
+
+def facts_wanted(role, variables):
+    """{gather_subset, owner_paths, mok_paths}: what nvidia_facts gathers for this role's plan."""
+    wanted = _funcs(role)[0](variables)
+    return {
+        "gather_subset": list(wanted["gather_subset"]),
+        "owner_paths": list(wanted.get("owner_paths") or []),
+        "mok_paths": list(wanted.get("mok_paths") or []),
+    }
+
+
+def merge_wanted(wanted):
+    """One gathering for several roles: the union of their subsets and paths, in a stable order."""
+    out = {"gather_subset": [], "owner_paths": [], "mok_paths": []}
+    for item in wanted:
+        for key, values in item.items():
+            out[key] += [v for v in values if v not in out[key]]
+    return out
+
+
+def validate(role, variables):
+    """The refusals that need no host facts (PlanError naming the variable, its value and what is allowed)."""
+    _funcs(role)[1](variables)
+
+
+def plan(role, variables, facts, context=None):
+    """(plan, compat) of one role for one host; PlanError for a variable no plan can serve.
+
+    context: machine (when the facts do not say it), os_family, stamp (UTC time for backup names),
+    overrides (compat inputs instead of the facts' driver: the driver a stack plan installs).
+    """
+    return _funcs(role)[2](variables, facts, context or {})
+
+
+def report_lines(roles, plans, compat, errors):
+    """What a preflight prints for one host: the verdict, each role's plan, every error and warning, and
+    what gpufleet recommends for its GPUs."""
+    found = [compat[r] for r in roles if r in compat]
+    gpus = next((c["gpus"] for c in found if c.get("gpus")), [])
+    names = ", ".join(g.get("name") or "unknown" for g in gpus) or "none"
+    messages = [m for r in roles for m in errors.get(r, [])]
+    warnings = list(dict.fromkeys(w for c in found for w in c.get("warnings") or []))
+    head = (
+        f"{'FAIL' if messages else 'OK'}: GPUs {names}; {len(messages)} error(s), {len(warnings)} warning(s)"
+    )
+    lines = [head]
+    lines += [f"{r}: {plans[r]['summary']}" for r in roles if r in plans and r not in errors]
+    lines += [f"error: {m}" for m in messages]
+    lines += [f"warning: {w}" for w in warnings]
+    recommended = next((c["recommended"] for c in reversed(found) if c.get("recommended")), None)
+    if recommended:
+        lines.append(
+            f"recommended: driver R{recommended.get('driver_branch')} {recommended.get('kernel_module')}, "
+            f"CUDA <= {recommended.get('cuda_max')}, cuDNN <= {recommended.get('cudnn_max')}"
+        )
+    return lines

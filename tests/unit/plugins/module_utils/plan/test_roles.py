@@ -1,0 +1,139 @@
+"""plan/roles.py: a role's plan from its own variables (its defaults file, as the nvidia_plan action reads
+them) and one host's facts."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import roles
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import PlanError
+
+ROLES = Path(__file__).resolve().parents[5] / "roles"
+DEBIAN12 = {
+    "host": {"os": {"distribution": "Debian", "version": "12", "key": "debian12"}, "container": "none",
+             "kernel_release": "6.1.0-40-amd64", "machine": "x86_64"},
+    "gpus": [],
+    "probes": {"gpu": {"state": "ok"}},
+    "driver": {},
+    "owners": {"paths": {}, "alternatives": {}, "linker": {"conf": [], "providers": {}}},
+    "cuda": {"toolkits": []},
+    "gather_subset": ["gpu", "driver", "cuda", "owners"],
+}  # fmt: skip
+
+
+def defaults(role, **given):
+    """The role's variables as the action resolves them with nothing set: its defaults file."""
+    out = yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text())
+    for other, names in roles.BORROWED.get(role, {}).items():
+        theirs = yaml.safe_load((ROLES / other / "defaults" / "main.yml").read_text())
+        out.update({n: theirs[n] for n in names})
+    out.update(given)
+    return out
+
+
+def test_with_nothing_set_the_plans_are_the_default_stack():
+    """driver 580 + CUDA 13.0 + cuDNN 9.14 for CUDA 13: the roles' defaults, read from their files only."""
+    driver, _ = roles.plan("nvidia_driver", defaults("nvidia_driver"), DEBIAN12)
+    cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit"), DEBIAN12)
+    cudnn, _ = roles.plan("cudnn", defaults("cudnn"), DEBIAN12)
+    assert driver["branch"] == "580"
+    assert cuda["versions"] == ["13.0"] and cuda["default"] == "13.0"
+    assert (cudnn["main"]["version"], cudnn["main"]["cuda_major"]) == ("9.14.0", "13")
+    assert "branch 580" in driver["summary"]
+    assert cuda["summary"].startswith("CUDA toolkit 13.0 from ")
+    assert cudnn["summary"].startswith("cuDNN 9.14.0 for CUDA 13 ")
+
+
+def test_cudnn_follows_the_default_cuda_the_host_sets():
+    plan, _ = roles.plan("cudnn", defaults("cudnn", cuda_toolkit_versions=["12.9"]), DEBIAN12)
+    assert plan["main"]["cuda_major"] == "12"
+
+
+def test_every_variable_a_request_reads_is_the_roles_own():
+    """The requests read the role's variables by their real names; a renamed variable fails here."""
+    assert roles.cuda_request(defaults("cuda_toolkit"), "x86_64", "")["versions"] == ["13.0"]
+    assert roles.cudnn_request(defaults("cudnn"), "x86_64", "Debian")["cuda_versions"] == ["13.0"]
+    assert roles.driver_request(defaults("nvidia_driver"), False)["branch"] == "580"
+
+
+@pytest.mark.parametrize(
+    ("role", "given", "subsets", "owner_paths", "mok_paths"),
+    [
+        ("cuda_toolkit", {}, ["gpu", "driver", "cuda", "owners"], [], []),
+        ("cuda_toolkit", {"cuda_toolkit_source": "distro"}, ["gpu", "driver"], [], []),
+        ("cudnn", {"cudnn_prefix": "/srv/cudnn"}, ["gpu", "driver", "owners"], ["/srv/cudnn"], []),
+        ("nvidia_driver", {}, ["gpu", "driver"], [], []),
+        (
+            "nvidia_driver",
+            {"nvidia_driver_mok_key": "/k.priv", "nvidia_driver_mok_cert": "/k.der"},
+            ["gpu", "driver"],
+            [],
+            ["/k.priv", "/k.der"],
+        ),
+    ],
+)
+def test_facts_wanted(role, given, subsets, owner_paths, mok_paths):
+    wanted = roles.facts_wanted(role, defaults(role, **given))
+    assert wanted == {"gather_subset": subsets, "owner_paths": owner_paths, "mok_paths": mok_paths}
+
+
+def test_one_gathering_for_a_stack_is_the_union():
+    wanted = roles.merge_wanted(
+        roles.facts_wanted(r, defaults(r)) for r in ("nvidia_driver", "cuda_toolkit", "cudnn")
+    )
+    assert wanted["gather_subset"] == ["gpu", "driver", "cuda", "owners"]
+    assert wanted["owner_paths"] == ["/opt/nvidia/cudnn"]
+
+
+def test_validation_before_any_fact_names_the_variable():
+    with pytest.raises(PlanError, match=r"^cudnn_version=9\.x \(allowed: X\.Y\.Z or X\.Y\.Z\.B"):
+        roles.validate("cudnn", defaults("cudnn", cudnn_version="9.x"))
+    with pytest.raises(PlanError, match=r"^cuda_toolkit_default=12\.9 \(allowed: empty or one of"):
+        roles.validate("cuda_toolkit", defaults("cuda_toolkit", cuda_toolkit_default="12.9"))
+
+
+def test_an_unknown_role_is_refused():
+    with pytest.raises(PlanError, match=r"^role=internal \(allowed: cuda_toolkit, cudnn, nvidia_driver\)"):
+        roles.facts_wanted("internal", {})
+
+
+def test_the_driver_target_of_a_stack():
+    driver, _ = roles.plan(
+        "nvidia_driver", defaults("nvidia_driver", nvidia_driver_kernel_module="open"), DEBIAN12
+    )
+    assert roles.driver_target(driver) == {
+        "driver_branch": "580",
+        "driver_version": None,
+        "kernel_module": "open",
+    }
+    assert roles.driver_target({"install": False, "host_managed": True}) is None
+
+
+def test_a_stack_checks_cuda_against_the_driver_it_installs():
+    """CUDA 13.0 needs R580: with the driver role planning 570, the CUDA check refuses before any change."""
+    h200 = dict(DEBIAN12, gpus=[{"device_id": "0x2335", "compute_capability": "9.0", "name": "NVIDIA H200"}])
+    driver, _ = roles.plan("nvidia_driver", defaults("nvidia_driver", nvidia_driver_branch="570"), h200)
+    context = {"overrides": roles.driver_target(driver)}
+    _plan, compat = roles.plan("cuda_toolkit", defaults("cuda_toolkit"), h200, context)
+    assert compat["errors"], compat
+    assert "570" in compat["errors"][0], compat["errors"]
+
+
+def test_report_lines_print_every_error_and_warning():
+    plans = {"cuda_toolkit": {"summary": "CUDA toolkit 13.0 from redist, default 13.0"}}
+    compat = {
+        "cuda_toolkit": {"gpus": [{"name": "NVIDIA H200"}], "warnings": ["w1"], "errors": [],
+                         "recommended": {"driver_branch": "580", "kernel_module": "open", "cuda_max": "13.5",
+                                         "cudnn_max": "9.28.1"}},
+        "cudnn": {"gpus": [], "warnings": ["w1", "w2"], "errors": [], "recommended": None},
+    }  # fmt: skip
+    errors = {"cudnn": ["cudnn: cudnn_version=9.x (allowed: X.Y.Z or X.Y.Z.B, e.g. 9.14.0 or 9.14.0.64)"]}
+    lines = roles.report_lines(["cuda_toolkit", "cudnn"], plans, compat, errors)
+    assert lines == [
+        "FAIL: GPUs NVIDIA H200; 1 error(s), 2 warning(s)",
+        "cuda_toolkit: CUDA toolkit 13.0 from redist, default 13.0",
+        "error: cudnn: cudnn_version=9.x (allowed: X.Y.Z or X.Y.Z.B, e.g. 9.14.0 or 9.14.0.64)",
+        "warning: w1",
+        "warning: w2",
+        "recommended: driver R580 open, CUDA <= 13.5, cuDNN <= 9.28.1",
+    ]
