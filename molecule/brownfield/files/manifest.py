@@ -21,7 +21,7 @@ import stat
 import sys
 
 ROOTS = ("/usr/local", "/opt", "/etc/alternatives", "/etc/ld.so.conf.d", "/etc/profile.d")
-BACKUP_TAG = ".gpufleet-backup-"  # plugins/module_utils/install/redist.py names backups so
+BACKUP_TAG = ".gpufleet-backup-"  # plugins/module_utils/kb/gpufleet.py's (runs alone on the instance)
 SHOWN = 40
 
 

@@ -2,8 +2,9 @@
 # Apache-2.0
 """NVIDIA redist archives: fetch verified, unpack to a staging tree, switch atomically, prune.
 
-Stdlib and ``ansible.module_utils.urls`` (proxies from the environment, CA bundles, validate_certs as in
-every Ansible module), Python >= 3.9; runs on targets inside the ``nvidia_redist`` module.
+Stdlib, ``ansible.module_utils.urls`` (proxies from the environment, CA bundles, validate_certs as in
+every Ansible module) and kb/gpufleet.py (the marker and backup tag), Python >= 3.9; runs on targets
+inside the ``nvidia_redist`` module.
 What to fetch (manifests, release tables, artifact selection) is decided in ``plan/redist.py``; this file
 executes: every byte is checked against the manifest's sha256, every install is a rename of a complete tree.
 """
@@ -23,8 +24,8 @@ from urllib.error import HTTPError, URLError
 
 from ansible.module_utils.urls import ConnectionError as UrlConnectionError
 from ansible.module_utils.urls import open_url
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpufleet import BACKUP_TAG, MARKER
 
-MARKER = ".gpufleet-redist.json"
 STAGING_TAG = ".gpufleet-staging-"
 RETIRED_TAG = ".gpufleet-retired-"
 _CHUNK = 1 << 20
@@ -235,9 +236,6 @@ def cleanup_stale(dest):
             shutil.rmtree(path, ignore_errors=False)
             removed.append(path)
     return removed
-
-
-BACKUP_TAG = ".gpufleet-backup-"
 
 
 def foreign(dest):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpufleet import BACKUP_TAG
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import owners as plan_owners
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import redist as plan_redist
@@ -264,9 +265,6 @@ def decide_existing(entries, facts, policy, source, stamp=""):
         if entry["action"] in ("replace", "retire"):
             entry["backup"] = backup_of(entry["dest"], stamp)
     return entries
-
-
-BACKUP_TAG = ".gpufleet-backup-"  # install/redist.py names backups the same way (a test ties the two)
 
 
 def backup_of(path, stamp):

@@ -325,13 +325,3 @@ def version_tuple(text):
         return tuple(int(p) for p in str(text).split("."))
     except (TypeError, ValueError):
         return None
-
-
-def same_version(a, b, parts=3):
-    """Compare the first `parts` components of two dotted versions; None when either is unknown."""
-    ta, tb = version_tuple(a), version_tuple(b)
-    if not ta or not tb:
-        return None
-    ta = (ta + (0, 0, 0))[:parts]
-    tb = (tb + (0, 0, 0))[:parts]
-    return ta == tb

@@ -121,10 +121,6 @@ def toolkit_owner(root, packages, path, major_minor):
     return owner, package
 
 
-# The marker gpufleet writes into every tree it installs (install/redist.py writes it; a test ties the two).
-GPUFLEET_MARKER = probe_owners.GPUFLEET_MARKER
-
-
 def find_toolkits(root):
     seen = {}
     for parent in TOOLKIT_PARENTS:

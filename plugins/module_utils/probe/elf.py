@@ -154,30 +154,3 @@ def normalize(path):
             continue
         parts.append(part)
     return "/" + "/".join(parts)
-
-
-def build_elf(needed=(), soname=None, rpath=None, runpath=None, padding=0):
-    """Bytes of a minimal 64-bit little-endian ELF shared object with these dynamic entries (tests, bench)."""
-    strtab = bytearray(b"\0")
-    entries = []
-
-    def add(tag, text):
-        entries.append((tag, len(strtab)))
-        strtab.extend(text.encode() + b"\0")
-
-    for name in needed:
-        add(DT_NEEDED, name)
-    for tag, text in ((DT_SONAME, soname), (DT_RPATH, rpath), (DT_RUNPATH, runpath)):
-        if text is not None:
-            add(tag, text)
-    phoff, phnum = 64, 2
-    strtab_at = phoff + 56 * phnum
-    dynamic_at = strtab_at + len(strtab)
-    entries += [(DT_STRTAB, strtab_at), (DT_STRSZ, len(strtab)), (DT_NULL, 0)]
-    dynamic = b"".join(struct.pack("<qQ", tag, value) for tag, value in entries)
-    total = dynamic_at + len(dynamic)
-    header = ELF_MAGIC + bytes([2, 1, 1]) + bytes(9)
-    header += struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, phoff, 0, 0, 64, 56, phnum, 64, 0, 0)
-    load = struct.pack("<IIQQQQQQ", PT_LOAD, 4, 0, 0, 0, total, total, 0x1000)
-    dyn = struct.pack("<IIQQQQQQ", PT_DYNAMIC, 4, dynamic_at, dynamic_at, dynamic_at, len(dynamic), 0, 8)
-    return header + load + dyn + bytes(strtab) + dynamic + bytes(padding)

@@ -260,37 +260,3 @@ def read_compiled_for(root, inner, budget=None):
         return None, f"{inner}: {reason}"
     result, reason = compute_capabilities(root.outer(real), budget)
     return result, (f"{inner}: {reason}" if reason else None)
-
-
-# ---------------------------------------------------------------- test and bench helpers
-def build_fatbin(blobs):
-    """Bytes of fatbin blobs: ``blobs`` is [[(kind, arch, payload size), ...], ...] (tests, bench)."""
-    out = bytearray()
-    for entries in blobs:
-        body = bytearray()
-        for kind, arch, payload in entries:
-            header_size = 64 if kind == KIND_ELF else 72
-            head = struct.pack("<HHIQIIHHI", kind, 0x0101, header_size, payload, 0, 0, 7, 1, arch)
-            body += head.ljust(header_size, b"\0") + bytes(payload)
-        out += struct.pack("<IHHQ", FATBIN_MAGIC, 1, 16, len(body)) + body
-        out += bytes(-len(out) % 8)
-    return bytes(out)
-
-
-def add_section(elf_bytes, data, name=SECTION):
-    """Bytes of ``elf_bytes`` (an ELF64 little-endian file without section headers, e.g. elf.build_elf())
-    with one section ``name`` holding ``data``, a section name table and the section header table appended
-    (tests, bench)."""
-    body = bytearray(elf_bytes) + bytes(-len(elf_bytes) % 8)
-    data_at = len(body)
-    body += data
-    names = b"\0" + name.encode() + b"\0.shstrtab\0"
-    names_at = len(body)
-    body += names + bytes(-(len(body) + len(names)) % 8)
-    shoff = len(body)
-    body += bytes(64)  # SHN_UNDEF
-    body += struct.pack("<IIQQQQIIQQ", 1, 1, 2, 0, data_at, len(data), 0, 0, 8, 0)  # PROGBITS, ALLOC
-    body += struct.pack("<IIQQQQIIQQ", len(name) + 2, 3, 0, 0, names_at, len(names), 0, 0, 1, 0)  # STRTAB
-    struct.pack_into("<Q", body, 40, shoff)
-    struct.pack_into("<HHH", body, 58, 64, 3, 2)
-    return bytes(body)

@@ -243,10 +243,6 @@ def secure_boot(root):
     return ("enabled" if data[4] == 1 else "disabled"), None
 
 
-def _le32(data, at):
-    return int.from_bytes(data[at : at + 4], "little")
-
-
 def x509_in_signature_lists(data):
     """The DER X.509 certificates in a run of EFI_SIGNATURE_LISTs (type GUID, list size, header size,
     signature size, header, then entries of a 16-byte owner GUID and the data). Stops at the first

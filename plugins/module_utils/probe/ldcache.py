@@ -135,25 +135,6 @@ def sonames(entries, pattern, machine=None):
     return picked
 
 
-def build_ld_cache(entries):
-    """Bytes of a new-format cache from [(soname, path, flags)] (used by tests and the benchmark)."""
-    strings = bytearray()
-    offsets = []
-    header_len = 48 + 24 * len(entries)
-    for soname, path, _flags in entries:
-        key = header_len + len(strings)
-        strings += soname.encode() + b"\0"
-        value = header_len + len(strings)
-        strings += path.encode() + b"\0"
-        offsets.append((key, value))
-    head = NEW_MAGIC + struct.pack("<IIB3xI3I", len(entries), len(strings), 2, 0, 0, 0, 0)
-    body = b"".join(
-        struct.pack("<iIIIQ", flags, key, value, 0, 0)
-        for (_soname, _path, flags), (key, value) in zip(entries, offsets)
-    )
-    return bytes(head + body + strings)
-
-
 USERSPACE_SONAMES = (NVML_SONAME, "libcuda.so.1")
 _LIB_VERSION = re.compile(r"\.so\.(\d{3}\.\d+(?:\.\d+)?)$")
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import re
 
-GPUFLEET_MARKER = ".gpufleet-redist.json"  # install/redist.py writes it (a unit test ties the two)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpufleet import MARKER
+
 GPUFLEET_HEADER = "# Managed by gpufleet"  # the first line of every file gpufleet writes under /etc
 RUNFILE_UNINSTALLER = "bin/cuda-uninstaller"
 KINDS = ("gpufleet", "package", "runfile", "conda", "pip", "tarball", "unknown", "absent")
@@ -85,7 +86,7 @@ def _tree_owner(root, path):
     for parent in _parents(path):
         if parent in ("/", "/usr", "/usr/local", "/opt", "/etc"):
             return None
-        if root.exists(f"{parent}/{GPUFLEET_MARKER}"):
+        if root.exists(f"{parent}/{MARKER}"):
             return owner("gpufleet", parent)
         if root.exists(f"{parent}/{RUNFILE_UNINSTALLER}"):
             return owner("runfile", parent)
@@ -121,7 +122,7 @@ def owner_of_tree(root, packages, tree):
     """The owner of a tree (a toolkit or cuDNN directory): its marker, the package of its key files, ..."""
     if not root.exists(tree):
         return owner("absent")
-    if root.exists(f"{tree}/{GPUFLEET_MARKER}"):
+    if root.exists(f"{tree}/{MARKER}"):
         return owner("gpufleet", tree)
     index = package_index(packages)
     real, _reason = root.realpath(tree)

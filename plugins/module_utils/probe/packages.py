@@ -7,7 +7,6 @@ Only NVIDIA-related packages are kept (cuDNN, CUDA, driver, NCCL), which keeps t
 
 from __future__ import annotations
 
-import os
 import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import run_command, which
@@ -226,8 +225,3 @@ def owned_by(packages, inner_path):
         if inner_path in files:
             return package["name"]
     return None
-
-
-def basename_version(name):
-    match = re.search(r"\.so\.(\d+(?:\.\d+)*)$", os.path.basename(name))
-    return match.group(1) if match else None

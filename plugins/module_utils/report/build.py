@@ -584,10 +584,6 @@ class _Exposition:
         return f"{name}{inner} {value}"
 
 
-def _sample(name, labels, value):
-    return _Exposition().sample(name, labels, value)
-
-
 METRICS = (
     ("gpufleet_audit_host_up", "1 when the audit could read the host, 0 when it was unreachable or failed."),
     ("gpufleet_gpus", "NVIDIA GPUs found on the host (0: no GPU)."),

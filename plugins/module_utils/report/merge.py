@@ -20,7 +20,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.drift import validate_baseline
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.build import (
@@ -33,7 +32,6 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.build impor
 )
 
 SLICE_GLOB = "gpufleet-audit.slice-*-of-*.json"
-_SLICE_NAME = re.compile(r"^gpufleet-audit\.slice-(\d+)-of-(\d+)\.json$")
 SHOWN = 5  # host names quoted in an error or a note before "and N more"
 
 

@@ -14,14 +14,9 @@ import os
 import shutil
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.cudnn import SUB_LIBRARIES
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.elf import build_elf
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.fatbin import (
-    KIND_ELF,
-    KIND_PTX,
-    add_section,
-    build_fatbin,
-)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.fatbin import KIND_ELF, KIND_PTX
 
+from tests.data.builders import add_section, build_elf, build_fatbin
 from tests.data.facts import fakeroot
 from tests.data.facts.fakeroot import conda_env, cudnn_header, dpkg_db, ld_cache, link, write
 

@@ -13,10 +13,9 @@ import json
 import os
 from pathlib import Path
 
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.ldcache import (
-    build_ld_cache,
-    parse_ldconfig_p,
-)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.ldcache import parse_ldconfig_p
+
+from tests.data.builders import build_ld_cache
 
 H200_DATA = Path(__file__).resolve().parents[1] / "h200-ubuntu2404"
 

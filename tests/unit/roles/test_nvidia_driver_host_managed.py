@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.ldcache import build_ld_cache
+from tests.data.builders import build_ld_cache
 
 ROOT = Path(__file__).resolve().parents[3]
 H200_VERSION = (

@@ -11,8 +11,9 @@ import hashlib
 import pytest
 import yaml
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import ldcache
 from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_driver_plan as mod
+
+from tests.data.builders import build_ld_cache
 
 H200_VERSION = (
     "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \n"
@@ -318,7 +319,7 @@ def h200_tree(tmp_path):
     write(tmp_path, "/.dockerenv")
     write(tmp_path, "/usr/local/nvidia/lib64/libnvidia-ml.so.1")
     entries = [("libnvidia-ml.so.1", "/usr/local/nvidia/lib64/libnvidia-ml.so.1", 0x0303)]
-    write(tmp_path, "/etc/ld.so.cache", ldcache.build_ld_cache(entries))
+    write(tmp_path, "/etc/ld.so.cache", build_ld_cache(entries))
     dev = tmp_path / "sys/bus/pci/devices/0000:00:06.0"
     dev.mkdir(parents=True)
     for name, value in (("vendor", "0x10de"), ("device", "0x2335"), ("class", "0x030200")):

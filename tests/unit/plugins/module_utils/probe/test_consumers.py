@@ -9,6 +9,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import elf
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
 
+from tests.data.builders import build_elf
 from tests.data.consumers import roots
 from tests.data.consumers.roots import SP, VENV, WHEEL_LIB, h200_torch
 from tests.data.facts import fakeroot
@@ -205,7 +206,7 @@ def test_a_huge_site_packages_is_read_only_up_to_the_bound(tmp_path, monkeypatch
         (b"", "not an ELF file"),
         (b"\x7fELF\x01" + bytes(60), "not a 64-bit ELF file"),
         (b"\x7fELF\x02\x01", "truncated ELF header"),
-        (elf.build_elf(["libcudnn.so.9"])[:150], "truncated ELF file"),
+        (build_elf(["libcudnn.so.9"])[:150], "truncated ELF file"),
     ],
 )
 def test_elf_bad_input(tmp_path, data, reason):
@@ -216,7 +217,7 @@ def test_elf_bad_input(tmp_path, data, reason):
 
 
 def test_elf_roundtrip_and_origin():
-    data = elf.build_elf(["libcudnn.so.9"], "libx.so", rpath="$ORIGIN/../lib", runpath=None)
+    data = build_elf(["libcudnn.so.9"], "libx.so", rpath="$ORIGIN/../lib", runpath=None)
     assert elf.parse_dynamic(io.BytesIO(data)) == {
         "needed": ["libcudnn.so.9"], "soname": "libx.so", "rpath": "$ORIGIN/../lib", "runpath": None,
     }  # fmt: skip

@@ -2,7 +2,7 @@
 
 import json
 
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import redist as install_redist
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpufleet import MARKER
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import cuda as probe_cuda
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.packages import Packages
@@ -15,7 +15,7 @@ def _toolkit(root, name, marker):
     version = name.split("-")[1]
     (tree / "version.json").write_text(json.dumps({"cuda": {"version": f"{version}.0"}}))
     if marker:
-        (tree / install_redist.MARKER).write_text("{}")
+        (tree / MARKER).write_text("{}")
 
 
 def test_marker_is_reported_per_toolkit(tmp_path):
@@ -25,7 +25,3 @@ def test_marker_is_reported_per_toolkit(tmp_path):
     cuda = probe_cuda.probe(root, False, Packages(root))
     marks = {t["path"]: t["gpufleet_marker"] for t in cuda["toolkits"]}
     assert marks == {"/usr/local/cuda-12.9": False, "/usr/local/cuda-13.0": True}
-
-
-def test_the_probe_reads_the_marker_the_installer_writes():
-    assert probe_cuda.GPUFLEET_MARKER == install_redist.MARKER

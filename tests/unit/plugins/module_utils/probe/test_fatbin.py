@@ -8,6 +8,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import elf, 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.fatbin import KIND_ELF, KIND_PTX
 
+from tests.data.builders import add_section, build_elf, build_fatbin
 from tests.data.facts import fakeroot
 
 # two blobs: sm_80 and sm_90 cubins and a compute_90 PTX, then sm_80 and sm_90 again
@@ -18,8 +19,8 @@ TWO_BLOBS = [
 
 
 def library(blobs=TWO_BLOBS, data=None):
-    return fatbin.add_section(
-        elf.build_elf(["libcudart.so.13"], "libx.so"), fatbin.build_fatbin(blobs) if data is None else data
+    return add_section(
+        build_elf(["libcudart.so.13"], "libx.so"), build_fatbin(blobs) if data is None else data
     )
 
 
@@ -71,7 +72,7 @@ def test_blackwell_numbers_and_padding_between_blobs(tmp_path):
 
 
 def test_a_library_without_kernels(tmp_path):
-    result, reason = read(tmp_path, fatbin.add_section(elf.build_elf(["libc.so.6"]), b"x" * 8, name=".data"))
+    result, reason = read(tmp_path, add_section(build_elf(["libc.so.6"]), b"x" * 8, name=".data"))
     assert result is None
     assert reason == "/lib/libx.so: no .nv_fatbin section (no CUDA kernels compiled in)"
 
@@ -91,7 +92,7 @@ def _bad_inputs():
         (b"MZ" + bytes(100), "not an ELF file"),
         (b"\x7fELF\x02\x01", "truncated ELF header"),
         (b"\x7fELF\x01\x01" + bytes(58), "not a 64-bit little-endian ELF file"),
-        (elf.build_elf(["libc.so.6"]), "no section header table (its .nv_fatbin section cannot be found)"),
+        (build_elf(["libc.so.6"]), "no section header table (its .nv_fatbin section cannot be found)"),
         (_corrupt(good, 60, "<H", 60000), "implausible section header table (60000 entries"),
         (good[: offset + 20], "truncated file"),  # the section header table is gone with the tail
         (_corrupt(good, offset, "<I", 0xDEADBEEF), "no fatbin header (magic 0xBA55ED50) at offset"),
@@ -183,7 +184,7 @@ def test_the_deadline_is_shared_and_counted_from_the_first_read(tmp_path):
 
 def test_huge_counts_are_bounded(tmp_path):
     """100000 empty blobs: the walk stops at the read bound, with no exception."""
-    data = fatbin.build_fatbin([[]] * 100000)
+    data = build_fatbin([[]] * 100000)
     result, reason = read(tmp_path, library(data=data))
     assert reason is None
     assert result["complete"] is False

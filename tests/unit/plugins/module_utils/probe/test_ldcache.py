@@ -4,12 +4,13 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.ldcache import (
-    build_ld_cache,
     parse_ld_cache,
     parse_ldconfig_p,
     resolve,
     sonames,
 )
+
+from tests.data.builders import build_ld_cache
 
 H200 = Path(__file__).resolve().parents[4] / "data" / "h200-ubuntu2404"
 

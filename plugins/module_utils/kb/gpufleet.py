@@ -1,0 +1,15 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""gpufleet's own conventions on a host: the marker file of its trees, the backup tag.
+
+Not NVIDIA knowledge: names gpufleet chose. They live here, once, because three layers share them:
+install/redist.py writes the marker and names backups, probe/owners.py reads the marker (a tree that holds
+it is gpufleet's), plan/cuda.py names the backups a plan would make. Pure data (stdlib only, Python >= 3.9).
+"""
+
+from __future__ import annotations
+
+# The file gpufleet writes at the top of every tree it installs (the redist manifest's artifacts, as JSON).
+MARKER = ".gpufleet-redist.json"
+# What a path moved aside is renamed to: ``<path>.gpufleet-backup-<UTC stamp>`` (never deleted).
+BACKUP_TAG = ".gpufleet-backup-"
