@@ -65,10 +65,13 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         _validation, args = self.validate_argument_spec(argument_spec=NVIDIA_PLAN)
         roles = list(dict.fromkeys(args["role"]))
+        if args["phase"] != "preflight":
+            result.update(self._phase(args, roles, task_vars))
+            return result
         variables = {role: self._variables(role, task_vars) for role in roles}
         errors = self._validate(roles, variables)
         facts = None
-        if not errors or not args["fail_on_errors"]:
+        if roles and (not errors or not args["fail_on_errors"]):
             facts = self._facts(args, roles, variables, task_vars)
         plans, compat = {}, {}
         context = {
@@ -90,6 +93,28 @@ class ActionModule(ActionBase):
                 context["overrides"] = plan_roles.driver_target(plans[role])
         result.update(self._outcome(roles, plans, compat, errors, args["fail_on_errors"]))
         return result
+
+    def _phase(self, args, roles, task_vars):
+        """A later step of the nvidia_driver role: facts read now + the preflight's plan -> what to do."""
+        if roles != ["nvidia_driver"] or not args["planned"]:
+            raise AnsibleActionFail(
+                f"phase={args['phase']} (allowed: with role nvidia_driver and planned: the preflight's plan)"
+            )
+        variables = self._variables("nvidia_driver", task_vars)
+        facts = self._gather(args, {"gather_subset": ["gpu", "driver"]}, task_vars)
+        context = {
+            "is_controller": self._is_controller(task_vars),
+            "check_mode": bool(self._task.check_mode),
+            "changed": args["changed"],
+            "rebooted": args["rebooted"],
+        }
+        try:
+            decided = plan_roles.driver_phase(
+                args["phase"], variables, _plain(args["planned"]), facts, context
+            )
+        except ValueError as exc:  # PlanError, or the driver plan's own for a policy no plan can serve
+            raise AnsibleActionFail(f"nvidia_driver: {exc}") from None
+        return {"changed": False, "plan": decided}
 
     def _is_controller(self, task_vars):
         """The host is the Ansible controller itself (a local connection or a localhost name)."""
@@ -123,13 +148,15 @@ class ActionModule(ActionBase):
     def _facts(self, args, roles, variables, task_vars):
         """The facts given, else nvidia_facts run once on the host with what every planned role needs."""
         wanted = plan_roles.merge_wanted(plan_roles.facts_wanted(r, variables[r]) for r in roles)
+        return self._gather(args, wanted, task_vars)
+
+    def _gather(self, args, wanted, task_vars):
         if args["facts"] is not None:
             return _plain(args["facts"])
         module_args = {"gather_subset": wanted["gather_subset"], "root": args["root"]}
-        if wanted["owner_paths"]:
-            module_args["owner_paths"] = wanted["owner_paths"]
-        if wanted["mok_paths"]:
-            module_args["mok_paths"] = wanted["mok_paths"]
+        for key in ("owner_paths", "mok_paths"):
+            if wanted.get(key):
+                module_args[key] = wanted[key]
         found = self._execute_module(module_name=FACTS_MODULE, module_args=module_args, task_vars=task_vars)
         if found.get("failed") or "ansible_facts" not in found:
             why = found.get("msg") or "no facts returned"

@@ -9,7 +9,7 @@ Stdlib only. ``plugins/action/<name>.py`` validates its task's arguments with th
 from __future__ import annotations
 
 PLAN_ROLES = ["nvidia_driver", "cuda_toolkit", "cudnn"]
-PLAN_PHASES = ["preflight", "installed", "initramfs", "reboot", "rebooted", "verify"]
+PLAN_PHASES = ["preflight", "installed", "initramfs", "reboot", "verify"]
 
 NVIDIA_PLAN = {
     "role": {"type": "list", "elements": "str", "required": True, "choices": PLAN_ROLES},
@@ -19,4 +19,5 @@ NVIDIA_PLAN = {
     "fail_on_errors": {"type": "bool", "default": True},
     "planned": {"type": "dict"},
     "changed": {"type": "bool", "default": False},
+    "rebooted": {"type": "bool", "default": False},
 }

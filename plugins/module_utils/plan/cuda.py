@@ -473,7 +473,7 @@ def checks(versions):
 
 def _brownfield(req, entries, facts, default):
     """Links, system default, gpufleet's files, the linker cache: what exists that gpufleet does not own."""
-    policy, stamp = req.get("existing", "refuse"), req.get("stamp", "")
+    policy, stamp = req["existing"], req.get("stamp", "")
     not_distro = req["source"] != "distro"
     profile_wanted = not_distro and bool(req.get("profile", True))
     ld_wanted = not_distro and bool(req.get("ldconfig", True))
@@ -517,10 +517,10 @@ def plan(req, facts=None, overrides=None, owned=()):
     default toolkit move away from one gpufleet does not own), stamp (UTC time of the backups' names).
     """
     validate(req["versions"], req.get("default", ""), req.get("verify_arch", ""))
-    if req.get("existing", "refuse") not in EXISTING_POLICIES:
+    if req["existing"] not in EXISTING_POLICIES:
         raise PlanError(bad("cuda_toolkit_existing", req.get("existing"), EXISTING_ALLOWED))
     entries = decide_existing(
-        toolkits(req), facts, req.get("existing", "refuse"), req["source"], req.get("stamp", "")
+        toolkits(req), facts, req["existing"], req["source"], req.get("stamp", "")
     )
     default = default_cuda(req["versions"], req.get("default", ""))
     brownfield = _brownfield(req, entries, facts, default)

@@ -179,7 +179,7 @@ def _prefix_entries(owners, prefix):
 def check_trees(builds, req, owners):
     """A foreign tree at a build's ``<prefix>/<version>-cuda<M>``, a foreign ``current-cuda<M>``, a prefix
     that is a file: refused before any change (replace: the tree goes into a dated backup)."""
-    prefix, policy = req["prefix"].rstrip("/"), req.get("existing", "refuse")
+    prefix, policy = req["prefix"].rstrip("/"), req["existing"]
     top = plan_owners.entry(owners, prefix)
     if top["type"] == "file":
         raise _refuse("cudnn_prefix", prefix, "a directory (or nothing yet)", f"{prefix} is a file")
@@ -220,7 +220,7 @@ def check_loader(main, req, owners, ld):
     """The main build and libcudnn.so.<M>: adopt what the cache resolves, or refuse changing a foreign one
     unless cudnn_system_default; a copy that stays first is reported (``shadowed``). Returns the change."""
     soname = "libcudnn.so." + main["version"].split(".")[0]
-    policy, allowed = req.get("existing", "refuse"), bool(req.get("system_default", False))
+    policy, allowed = req["existing"], bool(req.get("system_default", False))
     change = plan_owners.loader_change(
         owners,
         soname,
@@ -281,10 +281,10 @@ def transition(req, owners):
     kept = sorted(
         p for p, f in _prefix_entries(owners, req["prefix"].rstrip("/")).items() if f["type"] == "dir"
     )
-    if req.get("existing", "refuse") != "replace":
+    if req["existing"] != "replace":
         raise _refuse(
             "cudnn_existing",
-            req.get("existing", "refuse"),
+            req["existing"],
             EXISTING_ALLOWED,
             f"{LD_CONF} puts gpufleet's redist cuDNN in the linker cache and cudnn_source is "
             f"{req['source']}: "
@@ -296,7 +296,7 @@ def transition(req, owners):
 
 def brownfield(builds, req, facts):
     """Everything that exists and gpufleet does not own, decided before any change."""
-    if req.get("existing", "refuse") not in plan_owners.POLICIES:
+    if req["existing"] not in plan_owners.POLICIES:
         raise _refuse("cudnn_existing", req.get("existing"), EXISTING_ALLOWED, "")
     owners = plan_owners.section(facts)
     moved = transition(req, owners)
@@ -304,10 +304,10 @@ def brownfield(builds, req, facts):
     if tree_builds(builds):
         check_trees(tree_builds(builds), req, owners)
     found = plan_owners.foreign_file(owners, LD_CONF) if ld else None
-    if found is not None and req.get("existing", "refuse") != "replace":
+    if found is not None and req["existing"] != "replace":
         raise _refuse(
             "cudnn_existing",
-            req.get("existing", "refuse"),
+            req["existing"],
             EXISTING_ALLOWED,
             f"{LD_CONF} exists and gpufleet did not write it ({plan_owners.words(found)}): set "
             "cudnn_existing: replace to overwrite it keeping a backup, or remove it first",

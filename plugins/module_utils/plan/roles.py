@@ -253,6 +253,45 @@ def driver_target(plan):
             "kernel_module": plan.get("flavor") or "auto"}  # fmt: skip
 
 
+def driver_phase(phase, variables, planned, facts, context=None):
+    """What the nvidia_driver role decides after a step of its run, from the preflight's plan (``planned``)
+    and facts read after that step: ``installed`` (the kernels DKMS builds for, holds and versionlocks still
+    missing), ``initramfs`` (the images to rebuild), ``reboot`` (the decision; context ``changed``: the run
+    changed the driver) and ``verify`` (what verify checks; context ``rebooted``: after the role's reboot)."""
+    context = context or {}
+    policy, controller = variables["nvidia_driver_reboot"], bool(context.get("is_controller"))
+    changed, rebooted = bool(context.get("changed")), bool(context.get("rebooted"))
+    if phase == "installed":
+        return {
+            "kernels": plan_driver.kernel_guard(planned, facts),
+            "unheld": plan_driver.hold_missing(planned, facts),
+            "unlocked": plan_driver.versionlock_missing(planned, facts),
+        }
+    if phase == "initramfs":
+        return {
+            "initramfs": plan_driver.initramfs_rebuild(planned, facts, check_mode=context.get("check_mode"))
+        }
+    if phase == "reboot":
+        decided = plan_driver.reboot_after(planned, facts, changed, policy, is_controller=controller)
+        return {"reboot": decided}
+    if phase == "verify":
+        installed = {p.get("name") for p in ((facts or {}).get("driver") or {}).get("packages") or []}
+        return {
+            # after the role's reboot: the health check (policy never: nothing more to decide)
+            "verified": plan_driver.reboot_after(
+                planned,
+                facts,
+                changed,
+                "never" if rebooted else policy,
+                is_controller=controller,
+                rebooted=rebooted,
+            ),
+            "kernels": plan_driver.kernel_guard(planned, facts),
+            "missing": [p for p in planned["verify"]["packages"] if p not in installed],
+        }
+    raise PlanError(f"phase={phase} (allowed: installed, initramfs, reboot, verify)")
+
+
 # ---------------------------------------------------------------------------------------------------
 # The table the action asks
 # ---------------------------------------------------------------------------------------------------
@@ -305,6 +344,8 @@ def plan(role, variables, facts, context=None):
 def report_lines(roles, plans, compat, errors):
     """What a preflight prints for one host: the verdict, each role's plan, every error and warning, and
     what gpufleet recommends for its GPUs."""
+    if not roles:
+        return ["OK: no role is planned for this host (gpufleet_driver_hosts, _cuda_hosts, _cudnn_hosts)"]
     found = [compat[r] for r in roles if r in compat]
     gpus = next((c["gpus"] for c in found if c.get("gpus")), [])
     names = ", ".join(g.get("name") or "unknown" for g in gpus) or "none"

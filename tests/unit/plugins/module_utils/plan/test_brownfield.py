@@ -36,6 +36,7 @@ def cuda_plan(root, versions=("13.0",), **kw):
         "machine": "x86_64",
         "skip_compat": True,
         "stamp": STAMP,
+        "existing": "refuse",
         **kw,
     }
     return plan_cuda.plan(req, facts=facts_of(root))
@@ -51,6 +52,7 @@ def cudnn_plan(root, version="9.14.0", **kw):
         "keep_versions": 1,
         "ldconfig": True,
         "skip_compat": True,
+        "existing": "refuse",
         "cuda_versions": ["13.0"],
         "cuda_default": "",
         "machine": "x86_64",

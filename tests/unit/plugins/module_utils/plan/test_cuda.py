@@ -21,6 +21,7 @@ def request(**kwargs):
         "profile": True,
         "ldconfig": True,
         "skip_compat": False,
+        "existing": "refuse",
         "machine": "x86_64",
     }
     req.update(kwargs)

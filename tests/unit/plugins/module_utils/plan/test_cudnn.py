@@ -16,6 +16,7 @@ def request(**kwargs):
         "keep_versions": 1,
         "ldconfig": True,
         "skip_compat": False,
+        "existing": "refuse",
         "cuda_versions": ["13.0"],
         "cuda_default": "",
         "controller_cache": False,
