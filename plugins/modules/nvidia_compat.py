@@ -44,8 +44,10 @@ options:
       - PCI ids are accepted as C(0x2335), C(2335), C(10de:2335) or the nvidia-smi form C(0x233510DE).
       - Default is the GPUs of O(facts) (C(gpus), the NVIDIA display controllers on the PCI bus; GPUs that
         nothing identifies are left out). An empty list checks no GPU (a toolkit-only host).
-      - Unknown PCI ids fall back to the chip code of the target's C(pci.ids), else architecture C(unknown)
-        with a warning.
+      - An item may carry C(pci_ids_name), the device's name in C(pci.ids) (O(facts) carry it as
+        C(gpus[].pci_ids_name) for the GPUs the knowledge base cannot place). Unknown PCI ids fall back to
+        its chip code, then to the device-id ranges of the knowledge base, else architecture C(unknown)
+        with a warning. Nothing else is read for an item.
     type: list
     elements: dict
   driver_version:

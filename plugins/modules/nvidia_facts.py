@@ -198,7 +198,11 @@ ansible_facts:
                           "debian_mirror": null},
                    "efi": false, "reasons": {}}
         gpus:
-          description: One entry per NVIDIA GPU (sysfs, enriched by NVML or nvidia-smi), sorted by PCI bus id.
+          description:
+            - One entry per NVIDIA GPU (sysfs, enriched by NVML or nvidia-smi), sorted by PCI bus id.
+            - C(pci_ids_name) is the device's name in the host's C(pci.ids), read only for a GPU whose chip
+              the knowledge base cannot tell from its PCI device id (for example an id newer than NVIDIA's
+              list); null otherwise. The compatibility rules take the chip code from it (C(GR150) -> Rubin).
           type: list
           elements: dict
           sample:
@@ -207,7 +211,7 @@ ansible_facts:
                "memory_mib": 143771, "uuid": "GPU-00000000-1111-2222-3333-444444444444",
                "vbios": "96.00.A5.00.1A", "persistence_mode": true, "mig_mode": "disabled", "source": "nvml",
                "pci_device_id": "0x2335", "pci_subsystem_vendor_id": "0x10DE", "pci_subsystem_id": "0x18BF",
-               "reasons": {}}
+               "pci_ids_name": null, "reasons": {}}
         gpu_count:
           description: Number of GPUs listed.
           type: int

@@ -925,7 +925,7 @@ def recommend(gpus, cuda=None, branch=None, today=None):
 # ---------------------------------------------------------------------------------------------------
 # Entry point
 # ---------------------------------------------------------------------------------------------------
-def resolve_gpus(items, pci_ids_paths=None):
+def resolve_gpus(items):
     """Resolve ``gpus`` items (see gpus.resolve_gpu); returns (gpus, warnings); raises CompatInputError."""
     if items is None:
         return [], []
@@ -934,8 +934,7 @@ def resolve_gpus(items, pci_ids_paths=None):
     resolved, warnings = [], []
     for index, item in enumerate(items):
         try:
-            kwargs = {"pci_ids_paths": pci_ids_paths} if pci_ids_paths is not None else {}
-            gpu, notes = resolve_gpu(item, index, **kwargs)
+            gpu, notes = resolve_gpu(item, index)
         except GpuSpecError as err:
             raise CompatInputError(str(err)) from None
         resolved.append(gpu)
@@ -992,7 +991,6 @@ def check(
     os_info=None,
     cuda_forward_compat=False,
     today=None,
-    pci_ids_paths=None,
 ):
     """Check a plan; returns {compatible, errors, warnings, recommended, gpus}.
 
@@ -1002,7 +1000,7 @@ def check(
     today = today or datetime.date.today()
     kernel_module = _normalize_kernel_module(kernel_module)
     f = _Findings()
-    resolved, gpu_warnings = resolve_gpus(gpus, pci_ids_paths)
+    resolved, gpu_warnings = resolve_gpus(gpus)
     for w in gpu_warnings:
         f.warn(w)
     dversion, branch = _normalize_driver(driver_version, driver_branch)

@@ -1739,6 +1739,8 @@ def compat_gpus(request_gpus, facts):
             subsystem = known.get("pci_subsystem_id") or known.get("subsystem_device_id")
             if subsystem:
                 item["pci_subsystem_id"] = subsystem
+            if known.get("pci_ids_name"):
+                item["pci_ids_name"] = known["pci_ids_name"]
         elif known.get("compute_capability"):
             item = {"compute_capability": known["compute_capability"]}
         else:

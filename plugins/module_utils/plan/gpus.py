@@ -2,13 +2,13 @@
 # Apache-2.0
 """GPU identification: PCI ids / compute capability / name -> name, architecture, CC, module support.
 
-Stdlib only, Python >= 3.9. Pure identification through the kb tables: nothing here reads the host
-(the GPUs of a host are ``ansible_facts.nvidia.gpus``, read by probe/gpu.py) except the pci.ids fallback
-file for PCI ids the tables do not know.
+Stdlib only, Python >= 3.9. Pure identification through the kb tables: nothing here reads the host (the
+GPUs of a host are ``ansible_facts.nvidia.gpus``, read by probe/gpu.py; the pci.ids name of a device the
+tables cannot place comes with the item, read by probe/pciids.py).
 
 Public API (stable; documented in docs/compat.md):
   items_from_facts(facts_gpus) -> [gpus items]  (item_from_fact(gpu) -> item or None)
-  resolve_gpu(item, index=0, pci_ids_paths=PCI_IDS_PATHS) -> (gpu dict, [warnings]); raises GpuSpecError
+  resolve_gpu(item, index=0) -> (gpu dict, [warnings]); raises GpuSpecError
   lookup_device(devid, subvendor=None, subdevice=None) -> table entry dict or None
   parse_pci_id(value, param) -> int
 """
@@ -22,7 +22,6 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpu_ids 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
 
 NVIDIA_VENDOR_ID = 0x10DE
-PCI_IDS_PATHS = ("/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids", "/usr/share/pci.ids")
 
 _CHIP_RE = re.compile(r"^(G[A-Z]{1,2}[0-9]{1,3}[A-Z]?)")
 _HEX_RE = re.compile(r"^(?:0[xX])?([0-9A-Fa-f]{1,8})$")
@@ -141,26 +140,18 @@ def parse_compute_capability(value, param):
 
 
 # ---------------------------------------------------------------------------------------------------
-# pci.ids fallback
+# pci.ids names (read on the host by probe/pciids.py; given here with the item)
 # ---------------------------------------------------------------------------------------------------
-def pci_ids_lookup(devid, paths=PCI_IDS_PATHS):
-    """(chip code or None, description) for an NVIDIA device from the first readable pci.ids, or None."""
-    wanted = f"\t{devid:04x}"
-    for path in paths:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                in_nvidia = False
-                for line in handle:
-                    if not line.startswith("\t"):
-                        in_nvidia = line.lower().startswith("10de ")
-                        continue
-                    if in_nvidia and line.lower().startswith(wanted) and not line.startswith("\t\t"):
-                        description = line[len(wanted) :].strip()
-                        chip = _CHIP_RE.match(description)
-                        return (chip.group(1) if chip else None), description
-        except OSError:
-            continue
-    return None
+def pci_ids_chip(pci_ids_name):
+    """The chip code at the start of a pci.ids device name ("GH100 [H200 SXM 141GB]" -> "GH100"), or None."""
+    chip = _CHIP_RE.match(pci_ids_name.strip()) if isinstance(pci_ids_name, str) else None
+    return chip.group(1) if chip else None
+
+
+def wants_pci_ids_name(devid):
+    """True when a device's pci.ids name can add to the tables: its id is not in the device table, or no
+    id range names its chip (the probe reads pci.ids only for those)."""
+    return lookup_device(devid) is None or kb_arch.chip_for_device(devid) is None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -203,16 +194,13 @@ def _gpu(name, arch, cc, module, legacy, *, source, confidence, devid=None, subs
     }
 
 
-def _from_entry(entry, devid, subsys, pci_ids_paths):
+def _from_entry(entry, devid, subsys, pci_ids_name=None):
     legacy = _legacy_int(entry["legacybranch"])
     arch, cc, confidence = None, None, kb_arch.HIGH
     if entry["legacybranch"] in kb_arch.LEGACY_BRANCH_ARCH:
         arch = kb_arch.LEGACY_BRANCH_ARCH[entry["legacybranch"]]
         confidence = kb_arch.MEDIUM
-    chip = kb_arch.chip_for_device(devid)
-    if chip is None:
-        found = pci_ids_lookup(devid, pci_ids_paths)
-        chip = found[0] if found else None
+    chip = kb_arch.chip_for_device(devid) or pci_ids_chip(pci_ids_name)
     info = kb_arch.chip_info(chip)
     if info is not None and (arch is None or arch == info[0]):
         arch, cc = info[0], info[1]
@@ -239,44 +227,41 @@ def _from_entry(entry, devid, subsys, pci_ids_paths):
     )
 
 
-def _by_pci_id(item, param, pci_ids_paths):
-    """(gpu, warnings) of an item with ``pci_device_id`` [+ subsystem ids]."""
+def _by_pci_id(item, param):
+    """(gpu, warnings) of an item with ``pci_device_id`` [+ subsystem ids, + ``pci_ids_name``]."""
     devid = parse_pci_id(item["pci_device_id"], param + ".pci_device_id")
     subvendor = subsys = None
     if item.get("pci_subsystem_id") not in (None, ""):
         subvendor, subsys = _parse_subsystem(item["pci_subsystem_id"], param + ".pci_subsystem_id")
     if item.get("pci_subsystem_vendor_id") not in (None, ""):
         subvendor = parse_pci_id(item["pci_subsystem_vendor_id"], param + ".pci_subsystem_vendor_id")
+    pci_ids_name = item.get("pci_ids_name") if isinstance(item.get("pci_ids_name"), str) else None
     entry = lookup_device(devid, subvendor, subsys)
     if entry is not None:
-        return _from_entry(entry, devid, subsys, pci_ids_paths), []
-    return _by_chip(devid, subsys, pci_ids_paths)
+        return _from_entry(entry, devid, subsys, pci_ids_name), []
+    return _by_chip(devid, subsys, pci_ids_name)
 
 
-def _by_chip(devid, subsys, pci_ids_paths):
-    """(gpu, warnings) of a PCI id missing from the device table: its chip from pci.ids or the id ranges."""
-    found = pci_ids_lookup(devid, pci_ids_paths)
-    chip, source, description = None, None, None
-    if found and kb_arch.chip_info(found[0]):
-        chip, description = found
-        source = "pci.ids"
-    elif kb_arch.chip_for_device(devid):
-        chip = kb_arch.chip_for_device(devid)
-        source = "device-id range"
-    label = f"PCI device 0x{devid:04X}" + (f" ({description})" if description else "")
+def _by_chip(devid, subsys, pci_ids_name):
+    """(gpu, warnings) of a PCI id missing from the device table: its chip from its pci.ids name or the id
+    ranges."""
+    label = f"PCI device 0x{devid:04X}"
+    chip = pci_ids_chip(pci_ids_name)
+    if kb_arch.chip_info(chip):
+        label, source = f"{label} ({pci_ids_name.strip()})", "pci.ids"
+    else:
+        chip, source = kb_arch.chip_for_device(devid), "device-id range"
     # None only without a chip: a pci.ids chip is checked above, and every id range names a chip of CHIPS
     info = kb_arch.chip_info(chip) if chip is not None else None
     if info is None:
+        hint = "" if pci_ids_name else " (or its pci.ids name as pci_ids_name)"
         warning = (
             f"{label} is not in the knowledge base (NVIDIA supported-gpus.json) and its chip is unknown: "
-            "architecture unknown, GPU rules skipped for it; give gpus as {compute_capability: 'X.Y'} "
-            "to check it"
+            "architecture unknown, GPU rules skipped for it; give gpus as {compute_capability: 'X.Y'}"
+            f"{hint} to check it"
         )
-        gpu = _gpu(
-            label, "unknown", None, "unknown", None, source="none", confidence=kb_arch.LOW, devid=devid,
-            subsys=subsys,
-        )  # fmt: skip
-        return gpu, [warning]
+        unknown = {"source": "none", "confidence": kb_arch.LOW, "devid": devid, "subsys": subsys}
+        return _gpu(label, "unknown", None, "unknown", None, **unknown), [warning]
     arch, cc = info[0], info[1]
     module, legacy = _arch_defaults(arch)
     warning = (
@@ -306,7 +291,7 @@ def _by_compute_capability(item, param):
     return gpu, warnings
 
 
-def _by_name(item, pci_ids_paths):
+def _by_name(item):
     name = str(item["name"])
     _table()
     matches = _NAMES.get(_norm_name(name))
@@ -317,7 +302,7 @@ def _by_name(item, pci_ids_paths):
     resolved = []
     for entry in matches or ():
         devid = int(entry["key"].split(":")[0], 16)
-        resolved.append(_from_entry(entry, devid, None, pci_ids_paths))
+        resolved.append(_from_entry(entry, devid, None))
     archs = {(g["architecture"], g["compute_capability"], g["kernel_module_support"]) for g in resolved}
     if len(archs) == 1:
         gpu = dict(resolved[0], name=name, pci_device_id=None, pci_subsystem_id=None, source="name")
@@ -336,22 +321,23 @@ def _by_name(item, pci_ids_paths):
     return _gpu(name, "unknown", None, "unknown", None, source="name", confidence=kb_arch.LOW), [warning]
 
 
-def resolve_gpu(item, index=0, pci_ids_paths=PCI_IDS_PATHS):
-    """Resolve one ``gpus`` item into a GPU description; returns (gpu, warnings).
+def resolve_gpu(item, index=0):
+    """Resolve one ``gpus`` item into a GPU description; returns (gpu, warnings). Pure: reads nothing.
 
-    ``item`` is a dict with ``pci_device_id`` [+ ``pci_subsystem_id``], or ``compute_capability``, or
-    ``name`` (see item_from_fact() for a GPU of ``ansible_facts.nvidia.gpus``). Unknown GPUs resolve to
+    ``item`` is a dict with ``pci_device_id`` [+ ``pci_subsystem_id``, + ``pci_ids_name``: the device's
+    name in pci.ids, which the facts carry for devices the tables cannot place], or ``compute_capability``,
+    or ``name`` (see item_from_fact() for a GPU of ``ansible_facts.nvidia.gpus``). Unknown GPUs resolve to
     architecture "unknown" with a warning; malformed items raise GpuSpecError naming ``gpus[index]``.
     """
     param = f"gpus[{index}]"
     if not isinstance(item, dict):
         raise GpuSpecError(f"{param}: {item!r} is not a mapping; accepted forms: {ITEM_FORMS}")
     if item.get("pci_device_id") not in (None, ""):
-        return _by_pci_id(item, param, pci_ids_paths)
+        return _by_pci_id(item, param)
     if item.get("compute_capability") not in (None, ""):
         return _by_compute_capability(item, param)
     if item.get("name") not in (None, ""):
-        return _by_name(item, pci_ids_paths)
+        return _by_name(item)
     raise GpuSpecError(f"{param}: {item!r} names no GPU; accepted forms: {ITEM_FORMS}")
 
 
@@ -362,6 +348,7 @@ FACT_ITEM_KEYS = (
     "pci_device_id",
     "pci_subsystem_vendor_id",
     "pci_subsystem_id",
+    "pci_ids_name",
     "compute_capability",
     "name",
 )

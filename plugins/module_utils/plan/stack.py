@@ -70,6 +70,8 @@ def gpu_item(gpu):
         ):
             if isinstance(gpu.get(key), str) and _known(gpu.get(key)):
                 item[target] = gpu[key]
+        if isinstance(gpu.get("pci_ids_name"), str) and gpu["pci_ids_name"]:
+            item["pci_ids_name"] = gpu["pci_ids_name"]
     candidates = [item] if item else []
     if _known(gpu.get("compute_capability")):
         candidates.append({"compute_capability": gpu["compute_capability"]})

@@ -10,6 +10,7 @@ import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import arch as kb_arch
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import gpus as _kb_gpus
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import pciids as probe_pciids
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import (
     UNKNOWN,
     run_command,
@@ -37,14 +38,22 @@ def _kb_resolve(item):
     return gpu if isinstance(gpu, dict) else None
 
 
-def architecture(compute_capability, device_id=None, name=None):
+def _device_item(device_id, pci_ids_name=None):
+    """The ``gpus`` item of an observed PCI device id (with its pci.ids name when the probe found one)."""
+    item = {"pci_device_id": device_id}
+    if pci_ids_name:
+        item["pci_ids_name"] = pci_ids_name
+    return item
+
+
+def architecture(compute_capability, device_id=None, name=None, pci_ids_name=None):
     """(architecture, reason): the device/CC identification of plan/gpus.py, else kb/arch.py by CC family."""
     if compute_capability and compute_capability != UNKNOWN:
         known = _kb_resolve({"compute_capability": compute_capability})
         if known and known.get("architecture") not in (None, UNKNOWN):
             return known["architecture"], None
     if device_id and device_id != UNKNOWN:
-        known = _kb_resolve({"pci_device_id": device_id})
+        known = _kb_resolve(_device_item(device_id, pci_ids_name))
         if known and known.get("architecture") not in (None, UNKNOWN):
             return known["architecture"], None
     if compute_capability and compute_capability != UNKNOWN:
@@ -62,7 +71,7 @@ def identify_offline(gpu):
     """Name and compute capability from the knowledge base by PCI device id (no driver needed)."""
     if gpu.get("device_id") in (None, UNKNOWN):
         return
-    known = _kb_resolve({"pci_device_id": gpu["device_id"]})
+    known = _kb_resolve(_device_item(gpu["device_id"], gpu.get("pci_ids_name")))
     if not known or known.get("source") in (None, "none"):
         return
     if gpu["name"] == UNKNOWN and known.get("name"):
@@ -110,6 +119,7 @@ def new_gpu(source, **fields):
         "persistence_mode": None,
         "mig_mode": UNKNOWN,
         "source": source,
+        "pci_ids_name": None,
         "reasons": {},
     }
     gpu.update(fields)
@@ -372,11 +382,29 @@ def merge(sysfs_gpus, enriched, source):
     return [by_bus[k] for k in sorted(by_bus)]
 
 
-def finish(gpus, enrich_reason):
-    """Architecture names and reasons for every field still unknown."""
+def name_from_pci_ids(root, gpus):
+    """``pci_ids_name`` of each GPU whose device id the knowledge base cannot place alone (probe/pciids.py);
+    the others keep None."""
+    wanted = [
+        g for g in gpus if g["pci_device_id"] and _kb_gpus.wants_pci_ids_name(int(g["pci_device_id"], 16))
+    ]
+    if not wanted:
+        return
+    found, reason = probe_pciids.names(root, {int(g["pci_device_id"], 16) for g in wanted})
+    for gpu in wanted:
+        gpu["pci_ids_name"] = found.get(int(gpu["pci_device_id"], 16))
+        if gpu["pci_ids_name"] is None:
+            gpu["reasons"]["pci_ids_name"] = reason
+
+
+def finish(root, gpus, enrich_reason):
+    """pci.ids names, architecture names and reasons for every field still unknown."""
+    name_from_pci_ids(root, gpus)
     for gpu in gpus:
         identify_offline(gpu)
-        arch, reason = architecture(gpu["compute_capability"], gpu.get("device_id"), gpu.get("name"))
+        arch, reason = architecture(
+            gpu["compute_capability"], gpu.get("device_id"), gpu.get("name"), gpu["pci_ids_name"]
+        )
         gpu["architecture"] = arch
         if reason:
             gpu["reasons"]["architecture"] = reason
@@ -405,7 +433,7 @@ def probe(root, live, timeout=10.0):
     if not live:
         enrich_reason = "runtime probe skipped: root is not /"
         driver_info["reason"] = enrich_reason
-        return finish(gpus, enrich_reason), nvswitches, driver_info, reasons
+        return finish(root, gpus, enrich_reason), nvswitches, driver_info, reasons
     result, nvml_reason = run_isolated(nvml_query, timeout=timeout)
     source = "nvml"
     if result and result.get("error") and not result.get("gpus"):
@@ -416,11 +444,11 @@ def probe(root, live, timeout=10.0):
         if result is None:
             enrich_reason = f"NVML: {nvml_reason}; nvidia-smi: {smi_reason}"
             driver_info["reason"] = enrich_reason
-            return finish(gpus, enrich_reason), nvswitches, driver_info, reasons
+            return finish(root, gpus, enrich_reason), nvswitches, driver_info, reasons
     gpus = merge(gpus, result.get("gpus", []), source)
     driver_info.update(
         driver_version=result.get("driver_version"),
         cuda_driver_version_int=result.get("cuda_driver_version_int"),
         source=source,
     )
-    return finish(gpus, None), nvswitches, driver_info, reasons
+    return finish(root, gpus, None), nvswitches, driver_info, reasons

@@ -30,6 +30,7 @@ READERS = {
     "loaded driver (/sys/module/nvidia)": (PROBE + "driver.py", [r"sys/module/nvidia"], []),
     "module of the running kernel (modinfo)": (PROBE + "driver.py", [r"\bmodinfo\s+-"], ["modinfo"]),
     "GPUs (sysfs PCI)": (PROBE + "gpu.py", [r"sys/bus/pci"], []),
+    "PCI device names (pci.ids)": (PROBE + "pciids.py", [r"/pci\.ids\b"], []),
     "EFI and Secure Boot": (PROBE + "host.py", [r"sys/firmware/efi", r"SecureBoot-", r"efivars"], []),
     "container": (
         PROBE + "host.py", [r"\.dockerenv", r"\.containerenv", r"proc/1/cgroup", r"proc/1/environ"], []
@@ -211,6 +212,7 @@ SECOND_READERS = {
     "proc_version": 'def loaded():\n    return open("/proc/driver/nvidia/version").read()\n',
     "sys_module": 'import os\nV = os.path.join(root, "sys/module/nvidia/version")\n',
     "sysfs_pci": 'BASE = "/sys/bus/pci/devices"\n',
+    "pci_ids": 'PATHS = ("/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids")\n',
     "efi": 'SB = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"\n',
     "container": 'def c(root):\n    return root.exists("/.dockerenv")\n',
     "cgroup": 'P = "/proc/1/cgroup"\n',

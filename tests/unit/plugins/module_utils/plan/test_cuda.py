@@ -180,6 +180,15 @@ def test_compat_inputs_from_facts_and_overrides():
     assert over["os_info"] == {"distribution": "debian", "version": "12"}
 
 
+def test_compat_inputs_carry_the_pci_ids_name_of_an_unknown_gpu():
+    rubin = {"device_id": "0x3fff", "pci_ids_name": "GR150 [Future Rubin]", "compute_capability": "unknown"}
+    got = stack.compat_inputs({"gpus": [rubin, dict(H200, pci_ids_name=None)]})
+    assert got["gpus"] == [
+        {"pci_device_id": "0x3fff", "pci_ids_name": "GR150 [Future Rubin]"},
+        {"pci_device_id": "0x2335", "pci_subsystem_id": "0x18bf", "pci_subsystem_vendor_id": "0x10de"},
+    ]
+
+
 def test_compat_input_errors_name_the_users_variables():
     assert (
         stack.user_wording("gpus[0]: 'x' is not a mapping") == "nvidia_driver_gpus[0]: 'x' is not a mapping"

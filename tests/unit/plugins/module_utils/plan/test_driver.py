@@ -696,6 +696,10 @@ def test_compat_inputs_from_the_facts():
         {"name": "Tesla V100-SXM2-32GB"},
     ]
     assert dp.compat_gpus([{"name": "NVIDIA H200"}], {"gpus": gpus}) == [{"name": "NVIDIA H200"}]
+    rubin = {"pci_device_id": "0x3FFF", "pci_ids_name": "GR150 [Future Rubin]", "name": "unknown"}
+    assert dp.compat_gpus([], {"gpus": [rubin]}) == [
+        {"pci_device_id": "0x3FFF", "pci_ids_name": "GR150 [Future Rubin]"}
+    ]
     assert dp.compat_os(facts()) == {"distribution": "ubuntu", "version": "24.04"}
     assert dp.compat_os({}) is None
     assert dp.user_words("cuda_version: '12.99' is unknown; set cuda_version <= 12.9") == (

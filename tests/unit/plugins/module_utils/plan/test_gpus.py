@@ -13,7 +13,6 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import (
     items_from_facts,
     parse_compute_capability,
     parse_pci_id,
-    pci_ids_lookup,
     resolve_gpu,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import gpu as probe_gpu
@@ -114,6 +113,13 @@ def test_item_from_fact_keeps_only_known_identification():
     }
 
 
+def test_item_from_fact_carries_the_pci_ids_name():
+    fact = {"pci_device_id": "0x3FFF", "pci_ids_name": "GR150 [Future Rubin]", "name": "unknown"}
+    assert item_from_fact(fact) == {"pci_device_id": "0x3FFF", "pci_ids_name": "GR150 [Future Rubin]"}
+    assert item_from_fact({"pci_device_id": "0x2335", "pci_ids_name": None}) == {"pci_device_id": "0x2335"}
+    assert resolve_gpu(item_from_fact(fact))[0]["architecture"] == "Rubin"
+
+
 @pytest.mark.parametrize(
     ("item", "expected"),
     [
@@ -175,22 +181,24 @@ def test_data_center_flags():
     assert resolve_gpu({"compute_capability": "9.0", "name": "NVIDIA H100"})[0]["data_center"] is True
 
 
-def test_unknown_id_without_pci_ids(tmp_path):
-    gpu, warnings = resolve_gpu({"pci_device_id": "0x2FFF"}, pci_ids_paths=[str(tmp_path / "none")])
+def test_unknown_id_without_a_pci_ids_name():
+    gpu, warnings = resolve_gpu({"pci_device_id": "0x2FFF"})
     assert gpu["architecture"] == "unknown"
     assert gpu["kernel_module_support"] == "unknown"
     assert "PCI device 0x2FFF is not in the knowledge base" in warnings[0]
+    assert "(or its pci.ids name as pci_ids_name) to check it" in warnings[0]
 
 
-def test_unknown_id_falls_back_to_pci_ids(tmp_path):
-    pci_ids = tmp_path / "pci.ids"
-    pci_ids.write_text(
-        "# comment\n10de  NVIDIA Corporation\n\t2335  GH100 [H200 SXM 141GB]\n\t3fff  GR150 [Future Rubin]\n"
-        "\t\t10de 1234  some subsystem\n10df  Emulex\n\t3fff  Not NVIDIA\n",
-        encoding="utf-8",
-    )
-    assert pci_ids_lookup(0x3FFF, [str(pci_ids)]) == ("GR150", "GR150 [Future Rubin]")
-    gpu, warnings = resolve_gpu({"pci_device_id": "0x3FFF"}, pci_ids_paths=[str(pci_ids)])
+def test_unknown_id_with_a_pci_ids_name_of_an_unknown_chip():
+    gpu, warnings = resolve_gpu({"pci_device_id": "0x2FFF", "pci_ids_name": "Device 2fff"})
+    assert (gpu["name"], gpu["architecture"], gpu["source"]) == ("PCI device 0x2FFF", "unknown", "none")
+    assert "its chip is unknown" in warnings[0]
+    assert "pci_ids_name" not in warnings[0]
+
+
+def test_unknown_id_takes_its_chip_from_the_pci_ids_name():
+    """The name probe/pciids.py found in the host's pci.ids comes with the item: nothing is read here."""
+    gpu, warnings = resolve_gpu({"pci_device_id": "0x3FFF", "pci_ids_name": "GR150 [Future Rubin]"})
     assert (gpu["architecture"], gpu["compute_capability"], gpu["kernel_module_support"]) == (
         "Rubin",
         "10.7",
@@ -198,10 +206,34 @@ def test_unknown_id_falls_back_to_pci_ids(tmp_path):
     )
     assert "inferred from pci.ids" in warnings[0]
     assert gpu["name"] == "PCI device 0x3FFF (GR150 [Future Rubin])"
+    assert gpu["source"] == "pci.ids"
 
 
-def test_unknown_id_in_a_known_range(tmp_path):
-    gpu, warnings = resolve_gpu({"pci_device_id": "0x23F0"}, pci_ids_paths=[])
+def test_pci_ids_chip():
+    assert gpus.pci_ids_chip("GH100 [H200 SXM 141GB]") == "GH100"
+    assert gpus.pci_ids_chip(" GB202 [GeForce RTX 5090]") == "GB202"
+    assert gpus.pci_ids_chip("Device 2fff") is None
+    assert gpus.pci_ids_chip(None) is None
+    assert gpus.pci_ids_chip(42) is None
+
+
+def test_wants_a_pci_ids_name_only_where_the_tables_cannot_place_the_device():
+    assert gpus.wants_pci_ids_name(0x2335) is False  # H200: in the table and in an id range
+    assert gpus.wants_pci_ids_name(0x3FFF) is True  # not in the table
+    assert gpus.wants_pci_ids_name(0x23F0) is True  # not in the table (an id range knows its chip)
+    assert gpus.wants_pci_ids_name(0x0F02) is True  # GeForce GT 730 (390.xx): in the table, in no id range
+
+
+def test_a_known_legacy_id_outside_the_ranges_takes_its_compute_capability_from_the_name():
+    gpu, _warnings = resolve_gpu({"pci_device_id": "0x0F02"})
+    assert (gpu["architecture"], gpu["compute_capability"]) == ("Fermi", None)
+    gpu, warnings = resolve_gpu({"pci_device_id": "0x0F02", "pci_ids_name": "GF108 [GeForce GT 730]"})
+    assert (gpu["name"], gpu["architecture"], gpu["compute_capability"]) == ("GeForce GT 730", "Fermi", "2.1")
+    assert warnings == []
+
+
+def test_unknown_id_in_a_known_range():
+    gpu, warnings = resolve_gpu({"pci_device_id": "0x23F0"})
     assert gpu["architecture"] == "Hopper"
     assert "inferred from device-id range" in warnings[0]
 

@@ -244,7 +244,7 @@ def test_unreadable_dpkg_database(tmp_path, monkeypatch):
 # Keys the facts gained after tests/data/audit/h200.json was captured (schema_version 1 only adds keys).
 ADDED_SINCE_THE_AUDIT_FIXTURE = {
     "host": {"kernel_release", "os", "efi"},
-    "gpus": {"pci_device_id", "pci_subsystem_vendor_id", "pci_subsystem_id"},
+    "gpus": {"pci_device_id", "pci_subsystem_vendor_id", "pci_subsystem_id", "pci_ids_name"},
     "driver": {
         "loaded_version",
         "loaded_kernel_module",
