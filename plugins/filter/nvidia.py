@@ -17,12 +17,12 @@ See docs/compat.md.
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat as compat_rules
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import (
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpus import (
     GpuSpecError,
     item_from_fact,
     resolve_gpu,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat as compat_rules
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import (
     VersionError,
     parse_branch,

@@ -262,8 +262,8 @@ gpus:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpus import items_from_facts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.compat import CompatInputError, check
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import items_from_facts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
 
 # The filesystem root gathered when no facts are given (tests point it at a fake tree).

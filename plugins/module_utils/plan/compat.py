@@ -21,7 +21,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cudnn as
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import distributions as kb_distributions
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver as kb_driver
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import GpuSpecError, resolve_gpu
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpus import GpuSpecError, resolve_gpu
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import (
     VersionError,
     parse_version,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpus import GpuSpecError, resolve_gpu
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import GpuSpecError, resolve_gpu
 
 # Where redist archives are downloaded on a host (and where a controller cache is copied to).
 HOST_CACHE = "/var/cache/gpufleet/redist"

@@ -9,7 +9,7 @@ import ctypes
 import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import arch as kb_arch
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import gpus as _kb_gpus
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpus as kb_gpus
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import pciids as probe_pciids
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import (
     UNKNOWN,
@@ -26,16 +26,13 @@ PCI_DEVICES = "/sys/bus/pci/devices"
 _PCI_ID = re.compile(r"^0x[0-9a-f]{4}$")
 
 
-def _kb_resolve(item):
-    """plan/gpus.resolve_gpu (identification through the kb tables); None when it cannot identify the item."""
-    resolve_gpu = getattr(_kb_gpus, "resolve_gpu", None)
-    if resolve_gpu is None:
-        return None
+def _identify(item):
+    """kb/gpus.resolve_gpu of an observed value; None when the value is not one it can read."""
     try:
-        gpu, _warnings = resolve_gpu(item)
-    except Exception:  # a probe never fails for an odd value it observed
+        gpu, _warnings = kb_gpus.resolve_gpu(item)
+    except kb_gpus.GpuSpecError:  # a probe never fails for an odd value it observed
         return None
-    return gpu if isinstance(gpu, dict) else None
+    return gpu
 
 
 def _device_item(device_id, pci_ids_name=None):
@@ -47,13 +44,13 @@ def _device_item(device_id, pci_ids_name=None):
 
 
 def architecture(compute_capability, device_id=None, name=None, pci_ids_name=None):
-    """(architecture, reason): the device/CC identification of plan/gpus.py, else kb/arch.py by CC family."""
+    """(architecture, reason): the device/CC identification of kb/gpus.py, else kb/arch.py by CC family."""
     if compute_capability and compute_capability != UNKNOWN:
-        known = _kb_resolve({"compute_capability": compute_capability})
+        known = _identify({"compute_capability": compute_capability})
         if known and known.get("architecture") not in (None, UNKNOWN):
             return known["architecture"], None
     if device_id and device_id != UNKNOWN:
-        known = _kb_resolve(_device_item(device_id, pci_ids_name))
+        known = _identify(_device_item(device_id, pci_ids_name))
         if known and known.get("architecture") not in (None, UNKNOWN):
             return known["architecture"], None
     if compute_capability and compute_capability != UNKNOWN:
@@ -71,7 +68,7 @@ def identify_offline(gpu):
     """Name and compute capability from the knowledge base by PCI device id (no driver needed)."""
     if gpu.get("device_id") in (None, UNKNOWN):
         return
-    known = _kb_resolve(_device_item(gpu["device_id"], gpu.get("pci_ids_name")))
+    known = _identify(_device_item(gpu["device_id"], gpu.get("pci_ids_name")))
     if not known or known.get("source") in (None, "none"):
         return
     if gpu["name"] == UNKNOWN and known.get("name"):
@@ -386,7 +383,7 @@ def name_from_pci_ids(root, gpus):
     """``pci_ids_name`` of each GPU whose device id the knowledge base cannot place alone (probe/pciids.py);
     the others keep None."""
     wanted = [
-        g for g in gpus if g["pci_device_id"] and _kb_gpus.wants_pci_ids_name(int(g["pci_device_id"], 16))
+        g for g in gpus if g["pci_device_id"] and kb_gpus.wants_pci_ids_name(int(g["pci_device_id"], 16))
     ]
     if not wanted:
         return

@@ -32,8 +32,8 @@ falls back to the driver's own CUDA version instead of guessing.
 from __future__ import annotations
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cuda as kb_cuda
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpus as kb_gpus
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat as plan_compat
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import gpus as plan_gpus
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import consumers as report_consumers
 
 SYSTEM_SOURCES = ("deb", "rpm", "tarball", "unknown")
@@ -535,7 +535,7 @@ def driver_runtime_findings(entry):
 # -- CUDA forward compatibility (entry["cuda_compat"], the toolkit environments' libcuda) -----------------
 def gpu_data_center(gpu):
     """True/False/None (unknown): whether one GPU of a host entry is a data-center part. Its ``data_center``
-    when the entry has one; else plan/gpus.py's answer (the one definition, ``is_data_center``) for its PCI
+    when the entry has one; else kb/gpus.py's answer (the one definition, ``is_data_center``) for its PCI
     id (NVIDIA's supported-gpus.json name), else for its name."""
     if isinstance(gpu.get("data_center"), bool):
         return gpu["data_center"]
@@ -545,12 +545,12 @@ def gpu_data_center(gpu):
         if gpu.get("subsystem_device_id"):
             item["pci_subsystem_id"] = gpu["subsystem_device_id"]
         try:
-            resolved = plan_gpus.resolve_gpu(item)[0].get("data_center")
+            resolved = kb_gpus.resolve_gpu(item)[0].get("data_center")
         except Exception:  # an id the tables cannot read: unknown, never a crash of the audit
             resolved = None
     name = gpu.get("name")
     if resolved is None and name and name != "unknown":
-        resolved = plan_gpus.is_data_center(name)
+        resolved = kb_gpus.is_data_center(name)
     return resolved
 
 

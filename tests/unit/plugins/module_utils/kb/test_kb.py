@@ -12,7 +12,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cuda as 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cudnn as kb_cudnn
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver as kb_driver
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpu_ids as kb_gpu_ids
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import gpus
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpus
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import parse_version
 
 ROOT = Path(__file__).resolve().parents[5]
@@ -216,5 +216,5 @@ def test_open_module_list_agrees():
 
 
 def test_every_device_range_names_a_known_chip():
-    """plan/gpus.py relies on it: a PCI device id range whose chip is not in CHIPS has no architecture."""
+    """kb/gpus.py relies on it: a PCI device id range whose chip is not in CHIPS has no architecture."""
     assert [chip for _low, _high, chip in kb_arch.DEVICE_RANGES if kb_arch.chip_info(chip) is None] == []

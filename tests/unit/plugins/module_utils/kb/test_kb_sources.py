@@ -141,7 +141,10 @@ TABLE_SOURCED = {
     ): "NVIDIA's legacy-branch list (forum 'Current graphics driver releases')",
 }
 # Tables of words, not facts.
-NAMING_ROWS = {("driver.py", "BRANCH_TYPE_NAMES"): "the wording of NVIDIA's branch types (LTSB/PB/NFB)"}
+NAMING_ROWS = {
+    ("driver.py", "BRANCH_TYPE_NAMES"): "the wording of NVIDIA's branch types (LTSB/PB/NFB)",
+    ("gpus.py", "FACT_ITEM_KEYS"): "the keys of a gpus item that a GPU of the facts fills (gpufleet's names)",
+}
 
 
 def _unsourced_rows(path):

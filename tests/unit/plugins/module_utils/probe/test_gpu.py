@@ -107,7 +107,7 @@ def test_nvidia_smi_fallback_and_old_driver_retry(tmp_path, monkeypatch):
     assert len(calls) == 2
     (gpu,) = gpus
     assert (gpu["source"], gpu["memory_mib"], gpu["mig_mode"]) == ("nvidia-smi", 143771, "unsupported")
-    # nvidia-smi had no compute_cap: the knowledge base (module_utils/gpus.py) knows device 0x2335
+    # nvidia-smi had no compute_cap: the knowledge base (kb/gpus.py) knows device 0x2335
     assert (gpu["compute_capability"], gpu["architecture"]) == ("9.0", "Hopper")
 
 
@@ -128,13 +128,22 @@ def test_architecture_from_the_knowledge_base():
     assert probe_gpu.architecture("unknown", "0xffff")[0] == "unknown"
 
 
-def test_architecture_fallback_table_without_the_knowledge_base(monkeypatch):
-    monkeypatch.setattr(probe_gpu, "_kb_gpus", None)
-    assert probe_gpu.architecture("9.0") == ("Hopper", None)
-    assert probe_gpu.architecture("8.9") == ("Ada Lovelace", None)
-    assert probe_gpu.architecture("12.0") == ("Blackwell", None)
-    assert probe_gpu.architecture("99.0")[0] == "unknown"
-    assert probe_gpu.architecture("unknown", "0x2335")[0] == "unknown"
+def test_architecture_by_family_for_a_compute_capability_the_tables_do_not_list():
+    assert probe_gpu.architecture("12.2") == ("Blackwell", None)  # CC_MAJOR_ARCH: a newer minor of 12
+    assert probe_gpu.architecture("99.0") == (
+        "unknown",
+        "compute capability 99.0 is not in the architecture table",
+    )
+    assert probe_gpu.architecture("unknown", "0x2335", pci_ids_name="anything") == ("Hopper", None)
+    assert probe_gpu.architecture("unknown", "0x3fff", pci_ids_name="GR150 [Future Rubin]") == ("Rubin", None)
+
+
+def test_odd_observed_values_are_unknown_not_errors():
+    """Only the identification's own error (GpuSpecError) is caught: an odd value observed is unknown."""
+    assert probe_gpu.architecture("nine", "0xzzzz")[0] == "unknown"
+    gpu = probe_gpu.new_gpu("sysfs", device_id="0x12345")
+    probe_gpu.identify_offline(gpu)
+    assert (gpu["name"], gpu["compute_capability"]) == ("unknown", "unknown")
 
 
 def test_gpu_named_without_a_driver_from_the_knowledge_base(tmp_path):

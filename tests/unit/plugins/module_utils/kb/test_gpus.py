@@ -1,13 +1,15 @@
 """GPU identification: the real H200 fixture (GPUs of the facts as items), fallbacks, bad items.
 
 The readers moved to the probes: sysfs detection is probe/gpu.py (tests/unit/.../probe/test_gpu.py), the
-loaded driver probe/driver.py (probe/test_driver.py)."""
+loaded driver probe/driver.py (probe/test_driver.py), pci.ids names probe/pciids.py (probe/test_pciids.py).
+Identification is pure and lives in kb/gpus.py (the probes and the plans both ask it)."""
 
+import re
 from pathlib import Path
 
 import pytest
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import gpus
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import (
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpus
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpus import (
     GpuSpecError,
     item_from_fact,
     items_from_facts,
@@ -17,6 +19,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.gpus import (
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import gpu as probe_gpu
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
 
 FIXTURE = Path(__file__).resolve().parents[4] / "data/compat/h200-ubuntu2404"
 
@@ -277,6 +280,37 @@ def test_parsers():
     assert parse_compute_capability("12.1", "p") == "12.1"
     with pytest.raises(GpuSpecError, match="accepted forms"):
         parse_pci_id("x" * 100, "p")
+
+
+def _compute_capability_through_versions(value):
+    """What parse_compute_capability answered when it parsed with versions.parse_version (before kb/)."""
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        sm = re.match(r"^(?:sm_?|compute_)?([1-9][0-9]?)([0-9])[a-z]?$", str(value).strip(), re.IGNORECASE)
+        if sm and (not isinstance(value, str) or "." not in value):
+            return f"{int(sm.group(1))}.{sm.group(2)}"
+    try:
+        version = parse_version(value, "p", min_parts=2, max_parts=2)
+    except VersionError:
+        return "error"
+    return f"{version.major}.{version.minor}"
+
+
+CC_TEXTS = (
+    "9.0 12.1 09.00 9-0 R9.0 r12.1 9.0.1 9 9. .9 9..0 9.0a nine sm_90 SM_120 compute_90 sm_90a 90 100 1 0.0"
+)
+CC_VALUES = [*CC_TEXTS.split(), "", " ", " 9.0 ", "9.0\n", "1234567.0", "\u0669.\u0660", 9.0, 12.1, 12.10]
+CC_VALUES += [-9.0, float("nan"), float("inf"), 1e20, 90, 120, 5, 0, True, None, [9, 0], {"cc": "9.0"}]
+
+
+@pytest.mark.parametrize("value", CC_VALUES)
+def test_compute_capability_parses_as_it_did_through_versions(value):
+    """kb/ imports only kb/: the compute capability is parsed here, with versions.parse_version's grammar."""
+    try:
+        got = parse_compute_capability(value, "p")
+    except GpuSpecError as err:
+        assert str(err).startswith(f"p: {value!r} is not a compute capability; accepted forms: ")
+        got = "error"
+    assert got == _compute_capability_through_versions(value)
 
 
 def test_lookup_subsystem_without_vendor():

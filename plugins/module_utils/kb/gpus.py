@@ -2,9 +2,10 @@
 # Apache-2.0
 """GPU identification: PCI ids / compute capability / name -> name, architecture, CC, module support.
 
-Stdlib only, Python >= 3.9. Pure identification through the kb tables: nothing here reads the host (the
-GPUs of a host are ``ansible_facts.nvidia.gpus``, read by probe/gpu.py; the pci.ids name of a device the
-tables cannot place comes with the item, read by probe/pciids.py).
+Stdlib only, Python >= 3.9, and nothing outside kb/: the probes (target) and the plans (controller) both
+identify GPUs here. Pure identification through the kb tables (gpu_ids.py, arch.py): nothing here reads the
+host (the GPUs of a host are ``ansible_facts.nvidia.gpus``, read by probe/gpu.py; the pci.ids name of a
+device the tables cannot place comes with the item, read by probe/pciids.py).
 
 Public API (stable; documented in docs/compat.md):
   items_from_facts(facts_gpus) -> [gpus items]  (item_from_fact(gpu) -> item or None)
@@ -19,7 +20,6 @@ import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import arch as kb_arch
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpu_ids as kb_gpu_ids
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
 
 NVIDIA_VENDOR_ID = 0x10DE
 
@@ -27,6 +27,8 @@ _CHIP_RE = re.compile(r"^(G[A-Z]{1,2}[0-9]{1,3}[A-Z]?)")
 _HEX_RE = re.compile(r"^(?:0[xX])?([0-9A-Fa-f]{1,8})$")
 _PAIR_RE = re.compile(r"^(?:0[xX])?([0-9A-Fa-f]{4}):(?:0[xX])?([0-9A-Fa-f]{4})$")
 _SM_RE = re.compile(r"^(?:sm_?|compute_)?([1-9][0-9]?)([0-9])[a-z]?$", re.IGNORECASE)
+# "9.0", "12-1" (the two-part versions that versions.parse_version accepts, kept here: kb imports only kb)
+_CC_RE = re.compile(r"^[Rr]?([0-9]{1,6})([.-])([0-9]{1,6})\Z")
 
 ITEM_FORMS = (
     "{pci_device_id: '0x2335'[, pci_subsystem_id: '0x18BF']}, "
@@ -130,13 +132,13 @@ def parse_compute_capability(value, param):
         sm = _SM_RE.match(str(value).strip())
         if sm and (not isinstance(value, str) or "." not in value):
             return f"{int(sm.group(1))}.{sm.group(2)}"
-    try:
-        version = parse_version(value, param, min_parts=2, max_parts=2)
-    except VersionError:
+    text = value if isinstance(value, str) else repr(value) if isinstance(value, float) else ""
+    match = _CC_RE.match(text.strip())
+    if match is None:
         raise GpuSpecError(
             f"{param}: {value!r} is not a compute capability; accepted forms: '9.0', '12.1', 'sm_90'"
-        ) from None
-    return f"{version.major}.{version.minor}"
+        )
+    return f"{int(match.group(1))}.{int(match.group(3))}"
 
 
 # ---------------------------------------------------------------------------------------------------
