@@ -15,11 +15,11 @@ import time
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.facts import SUBSETS
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.drift import (
     BaselineError,
     validate_baseline,
 )
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import SUBSETS
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.build import (
     build_report,
     check_report_dir,

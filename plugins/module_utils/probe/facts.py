@@ -8,6 +8,7 @@ import os
 import platform
 import time
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.facts import SUBSETS
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import consumers as probe_consumers
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import cuda as probe_cuda
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import cudnn as probe_cudnn
@@ -23,8 +24,6 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common impor
     new_probe_state,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.packages import Packages
-
-SUBSETS = ("gpu", "driver", "cuda", "cudnn", "owners")
 
 
 class SubsetError(ValueError):

@@ -158,7 +158,7 @@ def checkers(subsets):
 def validate_settings(values, subsets):
     """Normalized ``{name: value}`` of the variables that are set; SettingsError naming every wrong one.
 
-    ``subsets``: the fact subsets nvidia_facts knows (probe.facts.SUBSETS, passed in by the caller).
+    ``subsets``: the fact subsets nvidia_facts knows (kb.facts.SUBSETS, passed in by the caller).
     A name that is not a gpufleet_audit_* variable of the audit is an error too (a typo in the caller).
     """
     table = checkers(tuple(subsets))

@@ -143,6 +143,7 @@ TABLE_SOURCED = {
 # Tables of words, not facts.
 NAMING_ROWS = {
     ("driver.py", "BRANCH_TYPE_NAMES"): "the wording of NVIDIA's branch types (LTSB/PB/NFB)",
+    ("facts.py", "SUBSETS"): "the names of nvidia_facts' gather subsets (gpufleet's own)",
     ("gpus.py", "FACT_ITEM_KEYS"): "the keys of a gpus item that a GPU of the facts fills (gpufleet's names)",
 }
 

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import facts as kb_facts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import common as probe_common
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import driver as probe_driver
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import facts as probe_facts
@@ -187,6 +188,13 @@ def test_subsets_and_exclusion(h200_live):
     assert facts["cudnn"] == [] and facts["gpus"] == []
     assert facts["probes"]["cudnn"]["state"] == "skipped"
     assert facts["driver"]["version"] == "580.159.04"
+
+
+def test_the_subsets_are_those_of_the_knowledge_base():
+    """kb/facts.py names the subsets (the fleet report's action reads them there, not from probe/)."""
+    assert probe_facts.SUBSETS is kb_facts.SUBSETS
+    assert probe_facts.resolve_subsets(["all"]) == sorted(kb_facts.SUBSETS)
+    assert set(probe_facts.empty_facts("/", [])["probes"]) == {"host", *kb_facts.SUBSETS}
 
 
 def test_bad_subset_is_the_only_error():
