@@ -7,6 +7,8 @@ definitions) are matched against the facts below. A match outside the fact's own
 reader: take the fact from ``probe.facts.gather`` (modules: a ``facts:`` option) instead.
 Knowledge has one home too: compute capability -> architecture only in kb/, the OS key and the
 machine -> platform mapping only in kb/hosts.py.
+Which layer may import which (probe/ never imports plan/, plan/ does no host I/O) is
+test_import_direction.py, from the parsed imports.
 """
 
 import ast
