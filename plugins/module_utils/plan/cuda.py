@@ -519,9 +519,7 @@ def plan(req, facts=None, overrides=None, owned=()):
     validate(req["versions"], req.get("default", ""), req.get("verify_arch", ""))
     if req["existing"] not in EXISTING_POLICIES:
         raise PlanError(bad("cuda_toolkit_existing", req.get("existing"), EXISTING_ALLOWED))
-    entries = decide_existing(
-        toolkits(req), facts, req["existing"], req["source"], req.get("stamp", "")
-    )
+    entries = decide_existing(toolkits(req), facts, req["existing"], req["source"], req.get("stamp", ""))
     default = default_cuda(req["versions"], req.get("default", ""))
     brownfield = _brownfield(req, entries, facts, default)
     locations = redist_locations(
