@@ -67,6 +67,13 @@ def dpkg_db(root, packages, files=None):
         write(root, f"/var/lib/dpkg/info/{name}:{arch}.list", "/.\n" + "\n".join(paths) + "\n")
 
 
+def rpm_db(root, versionlock=""):
+    """An rpm database marker (the names come from a mocked `rpm -qa`) and dnf's versionlock list."""
+    write(root, "/var/lib/rpm/rpmdb.sqlite", "")
+    if versionlock:
+        write(root, "/etc/dnf/plugins/versionlock.list", versionlock)
+
+
 def ld_cache(root, entries):
     """entries: [(soname, path)] (x86-64 libc6 flags)."""
     write(root, "/etc/ld.so.cache", build_ld_cache([(s, p, 0x0303) for s, p in entries]))
