@@ -26,8 +26,8 @@ description:
   - The driver facts say which kernel module is loaded (C(/proc/driver/nvidia/version), else
     C(/sys/module/nvidia/version)) and which one the running kernel would load next (C(modinfo), only when
     O(root) is C(/)), every installed NVIDIA driver package with its hold state, and the traces of a
-    C(.run) installer. The host facts give the OS (C(/etc/os-release), with gpufleet's OS key), the kernel
-    release and whether the system booted through EFI.
+    C(.run) installer. The host facts give the OS (C(/etc/os-release), with gpufleet's OS key), the CPU
+    architecture, the kernel release and whether the system booted through EFI.
   - C(consumers) (part of the V(cudnn) subset) says, per consumer environment (the system linker cache, a
     login shell's C(LD_LIBRARY_PATH) from C(/etc/environment) and C(/etc/profile.d), each Python venv, each
     conda env, each CUDA toolkit), which C(libcudnn.so.N) a process started there resolves and why
@@ -190,10 +190,11 @@ ansible_facts:
           sample: 142
         host:
           description: Container, VM, whether the driver is managed from outside this filesystem, kernel
-            release, OS (Ansible's distribution name, VERSION_ID and gpufleet's OS key) and EFI boot.
+            release, CPU architecture (C(machine), as C(uname -m); null with a reason when it cannot be told),
+            OS (Ansible's distribution name, VERSION_ID and gpufleet's OS key) and EFI boot.
           type: dict
           sample: {"container": "docker", "vm": "firecracker", "driver_managed_externally": true,
-                   "kernel_release": "6.18.44",
+                   "kernel_release": "6.18.44", "machine": "x86_64",
                    "os": {"distribution": "Ubuntu", "version": "24.04", "key": "ubuntu2404",
                           "debian_mirror": null},
                    "efi": false, "reasons": {}}

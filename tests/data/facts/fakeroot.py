@@ -74,6 +74,16 @@ def rpm_db(root, versionlock=""):
         write(root, "/etc/dnf/plugins/versionlock.list", versionlock)
 
 
+def elf_shell(root, e_machine, *, little_endian=True, path="/usr/bin/dash"):
+    """/bin/sh -> a file with the first 20 bytes of a 64-bit ELF header for ``e_machine`` (62 x86-64, 183
+    AArch64): what a tree's CPU architecture is read from."""
+    order = "little" if little_endian else "big"
+    header = b"\x7fELF\x02" + (b"\x01" if little_endian else b"\x02") + b"\x01" + bytes(9)
+    header += (3).to_bytes(2, order) + e_machine.to_bytes(2, order)  # e_type ET_DYN, e_machine
+    write(root, path, header + bytes(44))
+    link(root, "/bin/sh", path)
+
+
 def ld_cache(root, entries):
     """entries: [(soname, path)] (x86-64 libc6 flags)."""
     write(root, "/etc/ld.so.cache", build_ld_cache([(s, p, 0x0303) for s, p in entries]))

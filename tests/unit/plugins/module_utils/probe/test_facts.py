@@ -243,7 +243,7 @@ def test_unreadable_dpkg_database(tmp_path, monkeypatch):
 
 # Keys the facts gained after tests/data/audit/h200.json was captured (schema_version 1 only adds keys).
 ADDED_SINCE_THE_AUDIT_FIXTURE = {
-    "host": {"kernel_release", "os", "efi"},
+    "host": {"kernel_release", "os", "efi", "machine"},
     "gpus": {"pci_device_id", "pci_subsystem_vendor_id", "pci_subsystem_id"},
     "driver": {
         "loaded_version",
@@ -377,3 +377,14 @@ def test_image_root_gives_reasons_not_guesses(tmp_path):
 def test_nonexistent_root_has_the_new_keys_too(tmp_path):
     host = probe_facts.gather(str(tmp_path / "missing"))["host"]
     assert (host["kernel_release"], host["efi"], host["os"]["key"]) == ("", False, None)
+
+
+def test_host_machine_live_and_from_a_tree(h200_live, monkeypatch):
+    monkeypatch.setattr(probe_facts.probe_host.platform, "machine", lambda: "aarch64")
+    assert probe_facts.gather(str(h200_live), ["gpu"], live=True)["host"]["machine"] == "aarch64"
+    host = probe_facts.gather(str(h200_live), ["gpu"])["host"]  # not live: the tree's /bin/sh
+    assert host["machine"] is None
+    assert host["reasons"]["machine"] == "cannot read /bin/sh: /bin does not exist"
+    fakeroot.elf_shell(h200_live, 62)
+    host = probe_facts.gather(str(h200_live), ["gpu"])["host"]
+    assert (host["machine"], "machine" in host["reasons"]) == ("x86_64", False)
