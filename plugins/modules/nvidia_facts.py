@@ -57,10 +57,15 @@ author: gpufleet maintainers (!UNKNOWN)
 options:
   gather_subset:
     description:
-      - What to gather. V(all), or any of V(gpu), V(driver), V(cuda), V(cudnn), V(owners).
+      - What to gather. V(all), or any of V(gpu), V(driver), V(cuda), V(cudnn), V(owners), V(packages).
+        V(all) is every subset but V(packages).
       - V(owners) is who owns what the roles may touch (C(/usr/local/cuda*), gpufleet's files under
         C(/etc), O(owner_paths)), the C(cuda*) alternatives, and the dynamic linker's directories in
         ldconfig's order with what C(libcudnn.so.N) and C(libcudart.so.N) resolve to now.
+      - V(packages) is the package manager (V(apt), V(dnf), V(none)), the installed NVIDIA packages (CUDA,
+        cuDNN, driver, NCCL names) with their version and hold, and on an apt host with O(root) C(/) whether
+        C(ansible.builtin.apt) could run (C(apt_pkg) importable by this interpreter, apt's candidate for
+        python3-apt), which the package plans need from the host.
       - A name prefixed with C(!) is excluded, for example V([all, "!cudnn"]).
       - Host context (container, VM) is always gathered.
     type: list
@@ -175,8 +180,8 @@ ansible_facts:
           elements: str
           sample: [cuda, cudnn, driver, gpu]
         probes:
-          description: Per subset (host, gpu, driver, cuda, cudnn) C(state) (ok, partial, unknown, skipped),
-            C(reason) and C(elapsed_ms).
+          description: Per subset (host, gpu, driver, cuda, cudnn, owners; packages only when gathered)
+            C(state) (ok, partial, unknown, skipped), C(reason) and C(elapsed_ms).
           type: dict
           sample: {"cudnn": {"state": "ok", "reason": null, "elapsed_ms": 120}}
         warnings:
@@ -339,6 +344,19 @@ ansible_facts:
                   version: 9.14.0
                   owner: {kind: package, name: libcudnn9-cuda-13, version: 9.14.0.64-1,
                           words: "package libcudnn9-cuda-13 9.14.0.64-1"}
+            reasons: []
+        packages:
+          description: Subset V(packages) (empty otherwise). C(manager) (apt, dnf, none); C(installed) the
+            installed NVIDIA packages by name with C(version) (without epoch) and C(held) (dpkg hold, dnf
+            versionlock); C(python_apt) on an apt host with O(root) C(/) (null otherwise) - C(importable),
+            C(candidate) (apt's version, V(none), or null with a reason) and C(interpreter); C(reasons).
+          type: dict
+          sample:
+            manager: apt
+            installed:
+              libcudnn9-cuda-13: {version: 9.14.0.64-1, held: true}
+              cuda-nvcc-13-0: {version: 13.0.88-1, held: false}
+            python_apt: {importable: true, candidate: 2.7.14build2, interpreter: /usr/bin/python3}
             reasons: []
 """
 

@@ -16,6 +16,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import gpu a
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import host as probe_host
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import ldcache as probe_ldcache
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import owners as probe_owners
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import packages as probe_packages
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import (
     SCHEMA_VERSION,
     Root,
@@ -24,7 +25,9 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common impor
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.packages import Packages
 
-SUBSETS = ("gpu", "driver", "cuda", "cudnn", "owners")
+SUBSETS = ("gpu", "driver", "cuda", "cudnn", "owners", "packages")
+# Gathered only when named: `all` leaves them out (the audit gathers `all`, and its report reads none of it).
+NAMED_ONLY = ("packages",)
 
 
 class SubsetError(ValueError):
@@ -43,12 +46,12 @@ def resolve_subsets(requested):
             allowed = ", ".join(SUBSETS)
             raise SubsetError(
                 f"gather_subset: {text!r} is not allowed; allowed: all, {allowed} "
-                "(each optionally prefixed with '!')"
+                f"(each optionally prefixed with '!'; all leaves out {', '.join(NAMED_ONLY)})"
             )
-        names = set(SUBSETS) if name == "all" else {name}
+        names = set(SUBSETS) - set(NAMED_ONLY) if name == "all" else {name}
         (exclude if negate else include).update(names)
     if not include:
-        include = set(SUBSETS)
+        include = set(SUBSETS) - set(NAMED_ONLY)
     return sorted(include - exclude)
 
 
@@ -57,7 +60,11 @@ def empty_facts(root_path, subsets):
         "schema_version": SCHEMA_VERSION,
         "root": root_path,
         "gather_subset": list(subsets),
-        "probes": {name: new_probe_state("skipped") for name in ("host", *SUBSETS)},
+        "probes": {
+            name: new_probe_state("skipped")
+            for name in ("host", *SUBSETS)
+            if name not in NAMED_ONLY or name in subsets
+        },
         "warnings": [],
         "elapsed_ms": 0,
         "host": probe_host.empty_host(),
@@ -71,6 +78,7 @@ def empty_facts(root_path, subsets):
         "cudnn_resolved": [],
         "consumers": {},
         "owners": {},
+        "packages": {},
     }
 
 
@@ -211,6 +219,24 @@ class _Gathering:
         if problems:
             state.update(state="partial", reason="; ".join(problems))
 
+    def installed_packages(self, state):
+        """The `packages` subset: the package manager, the installed packages of the reader (their version
+        and hold) and, on an apt host, whether ansible.builtin.apt could run (python3-apt)."""
+        packages = self.packages()
+        apt, reason = None, None
+        if packages.manager == "apt":
+            apt, reason = probe_packages.python_apt(self.live, timeout=self.per_call)
+        reasons = [*packages.reasons, *([f"python_apt: {reason}"] if reason else [])]
+        self.facts["packages"] = {
+            "manager": packages.manager,
+            "installed": packages.installed(),
+            "python_apt": apt,
+            "reasons": reasons,
+        }
+        problems = [*packages.reasons, *([f"python_apt: {reason}"] if reason and self.live else [])]
+        if problems:
+            state.update(state="partial", reason="; ".join(problems))
+
 
 def _missing_root(facts, root, root_path, subsets):
     """Every probe `unknown` with the reason: the root does not exist or is not a directory."""
@@ -261,5 +287,7 @@ def gather(
             run.timed("cudnn", lambda state: run.cudnn(state, cudnn_search_paths, max_depth))
         if "owners" in subsets:
             run.timed("owners", lambda state: run.owners(state, owner_paths))
+        if "packages" in subsets:
+            run.timed("packages", run.installed_packages)
     facts["elapsed_ms"] = int((time.monotonic() - started) * 1000)
     return facts
