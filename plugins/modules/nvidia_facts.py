@@ -26,8 +26,8 @@ description:
   - The driver facts say which kernel module is loaded (C(/proc/driver/nvidia/version), else
     C(/sys/module/nvidia/version)) and which one the running kernel would load next (C(modinfo), only when
     O(root) is C(/)), every installed NVIDIA driver package with its hold state, and the traces of a
-    C(.run) installer. The host facts give the OS (C(/etc/os-release), with gpufleet's OS key), the kernel
-    release and whether the system booted through EFI.
+    C(.run) installer. The host facts give the OS (C(/etc/os-release), with gpufleet's OS key), the CPU
+    architecture, the kernel release and whether the system booted through EFI.
   - C(consumers) (part of the V(cudnn) subset) says, per consumer environment (the system linker cache, a
     login shell's C(LD_LIBRARY_PATH) from C(/etc/environment) and C(/etc/profile.d), each Python venv, each
     conda env, each CUDA toolkit), which C(libcudnn.so.N) a process started there resolves and why
@@ -57,10 +57,15 @@ author: gpufleet maintainers (!UNKNOWN)
 options:
   gather_subset:
     description:
-      - What to gather. V(all), or any of V(gpu), V(driver), V(cuda), V(cudnn), V(owners).
+      - What to gather. V(all), or any of V(gpu), V(driver), V(cuda), V(cudnn), V(owners), V(packages).
+        V(all) is every subset but V(packages).
       - V(owners) is who owns what the roles may touch (C(/usr/local/cuda*), gpufleet's files under
         C(/etc), O(owner_paths)), the C(cuda*) alternatives, and the dynamic linker's directories in
         ldconfig's order with what C(libcudnn.so.N) and C(libcudart.so.N) resolve to now.
+      - V(packages) is the package manager (V(apt), V(dnf), V(none)), the installed NVIDIA packages (CUDA,
+        cuDNN, driver, NCCL names) with their version and hold, and on an apt host with O(root) C(/) whether
+        C(ansible.builtin.apt) could run (C(apt_pkg) importable by this interpreter, apt's candidate for
+        python3-apt), which the package plans need from the host.
       - A name prefixed with C(!) is excluded, for example V([all, "!cudnn"]).
       - Host context (container, VM) is always gathered.
     type: list
@@ -175,8 +180,8 @@ ansible_facts:
           elements: str
           sample: [cuda, cudnn, driver, gpu]
         probes:
-          description: Per subset (host, gpu, driver, cuda, cudnn) C(state) (ok, partial, unknown, skipped),
-            C(reason) and C(elapsed_ms).
+          description: Per subset (host, gpu, driver, cuda, cudnn, owners; packages only when gathered)
+            C(state) (ok, partial, unknown, skipped), C(reason) and C(elapsed_ms).
           type: dict
           sample: {"cudnn": {"state": "ok", "reason": null, "elapsed_ms": 120}}
         warnings:
@@ -190,10 +195,11 @@ ansible_facts:
           sample: 142
         host:
           description: Container, VM, whether the driver is managed from outside this filesystem, kernel
-            release, OS (Ansible's distribution name, VERSION_ID and gpufleet's OS key) and EFI boot.
+            release, CPU architecture (C(machine), as C(uname -m); null with a reason when it cannot be told),
+            OS (Ansible's distribution name, VERSION_ID and gpufleet's OS key) and EFI boot.
           type: dict
           sample: {"container": "docker", "vm": "firecracker", "driver_managed_externally": true,
-                   "kernel_release": "6.18.44",
+                   "kernel_release": "6.18.44", "machine": "x86_64",
                    "os": {"distribution": "Ubuntu", "version": "24.04", "key": "ubuntu2404",
                           "debian_mirror": null},
                    "efi": false, "reasons": {}}
@@ -342,6 +348,19 @@ ansible_facts:
                   version: 9.14.0
                   owner: {kind: package, name: libcudnn9-cuda-13, version: 9.14.0.64-1,
                           words: "package libcudnn9-cuda-13 9.14.0.64-1"}
+            reasons: []
+        packages:
+          description: Subset V(packages) (empty otherwise). C(manager) (apt, dnf, none); C(installed) the
+            installed NVIDIA packages by name with C(version) (without epoch) and C(held) (dpkg hold, dnf
+            versionlock); C(python_apt) on an apt host with O(root) C(/) (null otherwise) - C(importable),
+            C(candidate) (apt's version, V(none), or null with a reason) and C(interpreter); C(reasons).
+          type: dict
+          sample:
+            manager: apt
+            installed:
+              libcudnn9-cuda-13: {version: 9.14.0.64-1, held: true}
+              cuda-nvcc-13-0: {version: 13.0.88-1, held: false}
+            python_apt: {importable: true, candidate: 2.7.14build2, interpreter: /usr/bin/python3}
             reasons: []
 """
 

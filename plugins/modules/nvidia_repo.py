@@ -23,6 +23,10 @@ description:
     refuses a set that mixes CUDA majors (or, for toolkits, X.Y releases), writes apt preferences that pin
     every package of the set to its version, and reports which are missing, which holds a move needs released
     and which to hold.
+  - What is missing, which holds a move releases and what a refusal says are decided by C(plan/repo.py)
+    (C(package_plan), C(pinned_packages), C(python_apt_refusal)) from the installed state and python3-apt
+    state that C(probe/packages.py) reads, the same reads as the C(packages) subset of
+    C(gpufleet.nvidia.nvidia_facts).
   - Used by the internal role C(gpufleet.nvidia.internal) (entry point repository.yml). The key goes into a
     keyring file that only this source's Signed-By names (no global trust, no cuda-keyring package).
 options:
@@ -159,11 +163,8 @@ pin:
   type: dict
 """
 
-import importlib.util
 import os
-import re
 import shutil
-import sys
 import tempfile
 from urllib.error import URLError
 
@@ -171,8 +172,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import ConnectionError as UrlConnectionError
 from ansible.module_utils.urls import open_url
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.packages import Packages
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import packages as probe_packages
 
 # The filesystem root whose package database is read (tests point it at a fake tree).
 HOST_ROOT = "/"
@@ -196,27 +196,6 @@ def _write(module, path, data, mode):
     module.atomic_move(tmp, path)
 
 
-def installed_state(names):
-    """name -> {version, held} of the names that are installed (deb: Version; rpm: version-release).
-
-    Read through the one package-database reader (probe/packages.py), under HOST_ROOT.
-    """
-    packages = Packages(Root(HOST_ROOT))
-    found = {}
-    for name in names:
-        package = packages.get(name)
-        if package:
-            found[name] = {
-                "version": re.sub(r"^[0-9]+:", "", package["version"]),
-                "held": bool(package.get("held")),
-            }
-    return found
-
-
-def installed_versions(names):
-    return {name: state["version"] for name, state in installed_state(names).items()}
-
-
 def var_prefix(params):
     """The role whose variables the errors name: the caller's (cudnn, cuda_toolkit) or packages_for's."""
     caller = str(params.get("caller") or "").rsplit(".", 1)[-1]
@@ -225,42 +204,20 @@ def var_prefix(params):
     return params["packages_for"] if params["packages_for"] != "none" else "<role>"
 
 
-def package_plan(module, plan):
+def package_plan(module, plan, installed):
+    """The module's request for plan/repo.package_plan, decided against the installed state."""
     p = module.params
-    rdir = plan["repo_dir"]
-    if p["packages_for"] == "cudnn":
-        if p["source"] == "distro":
-            repo_plan.distro_cudnn_plan(p["distribution"], p["distribution_version"])
-        if len(p["versions"]) != 1:
-            raise repo_plan.RepoPlanError("cudnn_version: exactly one version per package plan")
-        specs = repo_plan.cudnn_packages(p["versions"][0], p["cuda_major"], rdir, dev=p["dev"])
-        names = repo_plan.package_names(specs, rdir)
-        hold = list(names)  # the library, -dev and -headers: every package of the set (NVIDIA's images do)
-    elif p["source"] == "distro":
-        distro = repo_plan.distro_cuda_plan(p["distribution"], p["distribution_version"], p["versions"])
-        specs = names = hold = distro["packages"]
-    else:
-        specs = repo_plan.cuda_toolkit_packages(p["versions"], rdir)
-        names = repo_plan.package_names(specs, rdir)
-        hold = []
-    state = installed_state(names)
-    installed = {name: s["version"] for name, s in state.items()}
-    missing = []
-    for spec, name in zip(specs, names):
-        want = spec[len(name) + 1 :].rstrip("*")
-        have = installed.get(name)
-        if have is None or (want and not have.startswith(want.split("*")[0])):
-            missing.append(spec)
-    moved = [name for spec, name in zip(specs, names) if spec in missing]
-    unhold = [name for name in moved if state.get(name, {}).get("held")]
-    return {
-        "specs": specs,
-        "names": names,
-        "hold": hold,
-        "installed": installed,
-        "missing": missing,
-        "unhold": unhold,
-    }
+    return repo_plan.package_plan(
+        p["packages_for"],
+        p["source"],
+        p["versions"],
+        cuda_major=p["cuda_major"],
+        dev=p["dev"],
+        repo_dir=plan["repo_dir"],
+        distribution=p["distribution"],
+        distribution_version=p["distribution_version"],
+        installed=installed,
+    )
 
 
 def apt_env():
@@ -317,10 +274,10 @@ def read_index(module, url):
     return None
 
 
-def pinned(module, plan, prefix, result):
+def pinned(module, plan, prefix, result, installed):
     """The whole package set from the repository's index, each package pinned to its version."""
     p = module.params
-    packages = package_plan(module, plan)
+    packages = package_plan(module, plan, installed)
     result["packages"] = packages
     packages["index"] = False
     if plan["manager"] != "apt":
@@ -336,31 +293,12 @@ def pinned(module, plan, prefix, result):
     members = repo_plan.resolve_set(repo_plan.parse_index(text), packages["specs"], plan["url"], var)
     wanted = p["cuda_major"] if p["packages_for"] == "cudnn" else p["versions"]
     repo_plan.check_one_major(members, p["packages_for"], wanted, var, plan["url"])
-    state = installed_state([name for name, _version in members])
     previous = repo_plan.parse_pin_file((_read(repo_plan.PIN_FILES[p["packages_for"]]) or b"").decode())
-    before = installed_state([name for name, _version in previous])
-    rest = repo_plan.leftovers(
-        previous,
-        members,
-        {name: s["version"] for name, s in before.items()},
-        p["packages_for"],
-        p["remove_unlisted"],
+    update, pins = repo_plan.pinned_packages(
+        p["packages_for"], members, previous, installed, p["remove_unlisted"]
     )
-    kept = [name for name, _version in rest["kept"]]
-    packages.update(
-        specs=[f"{name}={version}" for name, version in members],
-        names=[name for name, _version in members],
-        installed={name: s["version"] for name, s in state.items()},
-        missing=[f"{n}={v}" for n, v in members if state.get(n, {}).get("version") != v],
-        unhold=[n for n, v in members if state.get(n, {}).get("held") and state[n]["version"] != v]
-        + [n for n in rest["replaced"] + rest["remove"] if before[n]["held"]],
-        hold=[name for name, _version in members] + kept if p["packages_for"] == "cudnn" else [],
-        replaced=rest["replaced"],
-        remove=rest["remove"],
-        kept=kept,
-        index=True,
-    )
-    pin = repo_plan.pin_file(p["packages_for"], members + rest["kept"])
+    packages.update(update, index=True)
+    pin = repo_plan.pin_file(p["packages_for"], pins)
     result["pin"] = pin
     if _read(pin["path"]) != pin["content"].encode():
         result["changed"] = True
@@ -369,25 +307,13 @@ def pinned(module, plan, prefix, result):
     return result
 
 
-def python_apt_importable():
-    return importlib.util.find_spec("apt_pkg") is not None
-
-
-def python_apt_refusal(module, prefix, plan, packages):
-    """ansible.builtin.apt needs python3-apt in the interpreter that runs it and installs it itself only when
-    the host's apt has a candidate for it (a minimal image on an air-gapped site has neither): refused in the
-    preflight, before any change, instead of failing halfway through the Install phase."""
-    if plan["manager"] != "apt" or not packages["missing"] or python_apt_importable():
-        return None
-    rc, out, _err = module.run_command(["apt-cache", "policy", "python3-apt"], environ_update=apt_env())
-    if rc == 0 and re.search(r"Candidate: (?!\(none\))\S+", out):
-        return None
-    return (
-        f"{prefix}_source='nvidia_repo' installs {' '.join(packages['missing'])} with ansible.builtin.apt, "
-        f"which needs python3-apt for {sys.executable}: it cannot import apt_pkg and apt has no candidate "
-        "for python3-apt; install python3-apt from the distribution's archive (or a site mirror of it), or "
-        f"choose {prefix}_source: redist. Nothing was changed"
-    )
+def planned_refusal(plan, prefix, packages):
+    """plan/repo.python_apt_refusal on the host's python3-apt, asked of the probe only when apt would install
+    something (what ansible.builtin.apt needs is the same read as nvidia_facts' packages.python_apt)."""
+    python_apt = None
+    if plan["manager"] == "apt" and packages["missing"]:
+        python_apt, _reason = probe_packages.python_apt(True)
+    return repo_plan.python_apt_refusal(plan["manager"], prefix, packages["missing"], python_apt)
 
 
 def fetch_key(url, timeout, validate_certs=True, ca_path=None):
@@ -415,12 +341,14 @@ def run(module):
         prefix=prefix,
     )
     result = {"changed": False, "repo": plan}
+    # the package database, read once through the one reader, right before the decisions
+    installed = probe_packages.installed_state(HOST_ROOT) if p["packages_for"] != "none" else {}
     if p["state"] == "pinned":
-        return pinned(module, plan, prefix, result)
+        return pinned(module, plan, prefix, result, installed)
     if p["packages_for"] != "none":
-        result["packages"] = package_plan(module, plan)
+        result["packages"] = package_plan(module, plan, installed)
     if p["state"] == "planned":
-        refusal = result.get("packages") and python_apt_refusal(module, prefix, plan, result["packages"])
+        refusal = result.get("packages") and planned_refusal(plan, prefix, result["packages"])
         if refusal:
             raise repo_plan.RepoPlanError(refusal)
         return result

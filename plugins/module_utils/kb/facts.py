@@ -8,4 +8,6 @@ its settings against them on the controller, where probe/ is not imported.
 
 from __future__ import annotations
 
-SUBSETS = ("gpu", "driver", "cuda", "cudnn", "owners")
+SUBSETS = ("gpu", "driver", "cuda", "cudnn", "owners", "packages")
+# Gathered only when named: `all` leaves them out (the audit gathers `all`, and its report reads none of it).
+NAMED_ONLY = ("packages",)

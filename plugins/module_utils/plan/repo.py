@@ -362,6 +362,104 @@ def distro_cudnn_plan(distribution, version):
 
 
 # ---------------------------------------------------------------------------------------------------
+# the planned packages against the installed state ({name: {version, held}}: facts packages.installed)
+# ---------------------------------------------------------------------------------------------------
+def _package_set(
+    packages_for, source, versions, *, cuda_major, dev, rdir, distribution, distribution_version
+):
+    """(specs, names, hold) of the packages of ``packages_for`` (cudnn, else cuda_toolkit) from ``source``."""
+    if packages_for == "cudnn":
+        if source == "distro":
+            distro_cudnn_plan(distribution, distribution_version)
+        if len(versions) != 1:
+            raise RepoPlanError("cudnn_version: exactly one version per package plan")
+        specs = cudnn_packages(versions[0], cuda_major, rdir, dev=dev)
+        names = package_names(specs, rdir)
+        return specs, names, list(names)  # the library, -dev and -headers: every package (NVIDIA's images do)
+    if source == "distro":
+        packages = distro_cuda_plan(distribution, distribution_version, versions)["packages"]
+        return packages, packages, packages
+    specs = cuda_toolkit_packages(versions, rdir)
+    return specs, package_names(specs, rdir), []
+
+
+def missing_specs(specs, names, installed):
+    """The specs whose package is not installed at the version they ask for (a version prefix, ``*`` ending
+    a wildcard; a bare name asks for any version)."""
+    missing = []
+    for spec, name in zip(specs, names):
+        want = spec[len(name) + 1 :].rstrip("*")
+        have = (installed.get(name) or {}).get("version")
+        if have is None or (want and not have.startswith(want.split("*")[0])):
+            missing.append(spec)
+    return missing
+
+
+def package_plan(
+    packages_for,
+    source,
+    versions,
+    *,
+    cuda_major,
+    dev,
+    repo_dir,
+    distribution,
+    distribution_version,
+    installed,
+):
+    """The packages to install for ``packages_for`` (cudnn, else cuda_toolkit) from ``source`` (nvidia_repo,
+    distro), decided against ``installed`` ({name: {version, held}}, the facts' packages.installed).
+
+    Returns specs (pinned specs), names (bare), hold (names to hold: cuDNN's whole set), installed (name ->
+    version of the planned names that are installed), missing (specs not installed at their version) and
+    unhold (missing names that are held: the move releases them). Raises RepoPlanError naming the variable."""
+    specs, names, hold = _package_set(
+        packages_for,
+        source,
+        versions,
+        cuda_major=cuda_major,
+        dev=dev,
+        rdir=repo_dir,
+        distribution=distribution,
+        distribution_version=distribution_version,
+    )
+    installed = installed or {}
+    missing = missing_specs(specs, names, installed)
+    return {
+        "specs": specs,
+        "names": names,
+        "hold": hold,
+        "installed": {name: installed[name]["version"] for name in names if name in installed},
+        "missing": missing,
+        "unhold": [
+            name
+            for spec, name in zip(specs, names)
+            if spec in missing and (installed.get(name) or {}).get("held")
+        ],
+    }
+
+
+def python_apt_refusal(manager, prefix, missing, python_apt):
+    """ansible.builtin.apt needs python3-apt in the interpreter that runs it and installs it itself only when
+    the host's apt has a candidate for it (a minimal image on an air-gapped site has neither): the refusal
+    text for the preflight, before any change, instead of failing halfway through the Install phase; None
+    when apt installs nothing (``manager`` not apt, nothing ``missing``) or could run. ``python_apt``: the
+    facts' packages.python_apt ({importable, candidate, interpreter}); None (not gathered, not a live root)
+    says nothing, so nothing is refused on it."""
+    if manager != "apt" or not missing or not python_apt or python_apt.get("importable"):
+        return None
+    if python_apt.get("candidate") not in (None, "none"):
+        return None
+    interpreter = python_apt.get("interpreter") or "the module's interpreter"
+    return (
+        f"{prefix}_source='nvidia_repo' installs {' '.join(missing)} with ansible.builtin.apt, "
+        f"which needs python3-apt for {interpreter}: it cannot import apt_pkg and apt has no candidate "
+        "for python3-apt; install python3-apt from the distribution's archive (or a site mirror of it), or "
+        f"choose {prefix}_source: redist. Nothing was changed"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
 # the repository's index (apt's verified copy of Packages): the whole package set, each at one version
 # ---------------------------------------------------------------------------------------------------
 PIN_PRIORITY = 1001  # the planned version is apt's candidate, over newer ones and (re)installs, never moved
@@ -610,6 +708,36 @@ def leftovers(previous, members, installed, what, remove):
         else:
             out["kept"].append((name, installed[name]))
     return out
+
+
+def pinned_packages(what, members, previous, installed, remove_unlisted):
+    """The resolved set ``members`` ([(name, version)], resolve_set) against the installed state
+    (``installed``: {name: {version, held}}) and the set gpufleet pinned before (``previous``,
+    parse_pin_file).
+
+    Returns (packages, pins). ``packages``: specs (name=version of the whole set), names, installed, missing
+    (not installed at the set's version), unhold (held packages the move changes, replaces or removes), hold
+    (cuDNN: the set and what stays pinned; toolkits: none), and from leftovers() replaced, remove and kept
+    (names). ``pins``: [(name, version)] for the pin file - the set and what stays pinned."""
+    installed = installed or {}
+    versions = {name: state["version"] for name, state in installed.items()}
+    rest = leftovers(previous, members, versions, what, remove_unlisted)
+    kept = [name for name, _version in rest["kept"]]
+    names = [name for name, _version in members]
+    state = {name: installed[name] for name in names if name in installed}
+    moved = [n for n, v in members if state.get(n, {}).get("held") and state[n]["version"] != v]
+    packages = {
+        "specs": [f"{name}={version}" for name, version in members],
+        "names": names,
+        "installed": {name: s["version"] for name, s in state.items()},
+        "missing": [f"{n}={v}" for n, v in members if state.get(n, {}).get("version") != v],
+        "unhold": moved + [n for n in rest["replaced"] + rest["remove"] if installed[n]["held"]],
+        "hold": names + kept if what == "cudnn" else [],
+        "replaced": rest["replaced"],
+        "remove": rest["remove"],
+        "kept": kept,
+    }
+    return packages, members + rest["kept"]
 
 
 # apt-get update: what its output says about the repository (signature, index hashes, reachability)

@@ -8,7 +8,7 @@ import os
 import platform
 import time
 
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.facts import SUBSETS
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.facts import NAMED_ONLY, SUBSETS
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import consumers as probe_consumers
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import cuda as probe_cuda
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import cudnn as probe_cudnn
@@ -17,6 +17,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import gpu a
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import host as probe_host
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import ldcache as probe_ldcache
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import owners as probe_owners
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import packages as probe_packages
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import (
     SCHEMA_VERSION,
     Root,
@@ -42,12 +43,12 @@ def resolve_subsets(requested):
             allowed = ", ".join(SUBSETS)
             raise SubsetError(
                 f"gather_subset: {text!r} is not allowed; allowed: all, {allowed} "
-                "(each optionally prefixed with '!')"
+                f"(each optionally prefixed with '!'; all leaves out {', '.join(NAMED_ONLY)})"
             )
-        names = set(SUBSETS) if name == "all" else {name}
+        names = set(SUBSETS) - set(NAMED_ONLY) if name == "all" else {name}
         (exclude if negate else include).update(names)
     if not include:
-        include = set(SUBSETS)
+        include = set(SUBSETS) - set(NAMED_ONLY)
     return sorted(include - exclude)
 
 
@@ -56,7 +57,11 @@ def empty_facts(root_path, subsets):
         "schema_version": SCHEMA_VERSION,
         "root": root_path,
         "gather_subset": list(subsets),
-        "probes": {name: new_probe_state("skipped") for name in ("host", *SUBSETS)},
+        "probes": {
+            name: new_probe_state("skipped")
+            for name in ("host", *SUBSETS)
+            if name not in NAMED_ONLY or name in subsets
+        },
         "warnings": [],
         "elapsed_ms": 0,
         "host": probe_host.empty_host(),
@@ -70,6 +75,7 @@ def empty_facts(root_path, subsets):
         "cudnn_resolved": [],
         "consumers": {},
         "owners": {},
+        "packages": {},
     }
 
 
@@ -210,6 +216,24 @@ class _Gathering:
         if problems:
             state.update(state="partial", reason="; ".join(problems))
 
+    def installed_packages(self, state):
+        """The `packages` subset: the package manager, the installed packages of the reader (their version
+        and hold) and, on an apt host, whether ansible.builtin.apt could run (python3-apt)."""
+        packages = self.packages()
+        apt, reason = None, None
+        if packages.manager == "apt":
+            apt, reason = probe_packages.python_apt(self.live, timeout=self.per_call)
+        reasons = [*packages.reasons, *([f"python_apt: {reason}"] if reason else [])]
+        self.facts["packages"] = {
+            "manager": packages.manager,
+            "installed": packages.installed(),
+            "python_apt": apt,
+            "reasons": reasons,
+        }
+        problems = [*packages.reasons, *([f"python_apt: {reason}"] if reason and self.live else [])]
+        if problems:
+            state.update(state="partial", reason="; ".join(problems))
+
 
 def _missing_root(facts, root, root_path, subsets):
     """Every probe `unknown` with the reason: the root does not exist or is not a directory."""
@@ -260,5 +284,7 @@ def gather(
             run.timed("cudnn", lambda state: run.cudnn(state, cudnn_search_paths, max_depth))
         if "owners" in subsets:
             run.timed("owners", lambda state: run.owners(state, owner_paths))
+        if "packages" in subsets:
+            run.timed("packages", run.installed_packages)
     facts["elapsed_ms"] = int((time.monotonic() - started) * 1000)
     return facts

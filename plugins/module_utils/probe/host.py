@@ -1,12 +1,13 @@
 # Copyright: gpufleet contributors
 # Apache-2.0
-"""Host context: OS, kernel release, EFI and Secure Boot, container, VM, and whether the NVIDIA driver is
-managed from outside this filesystem (the one definition of a host-managed driver)."""
+"""Host context: OS, CPU architecture, kernel release, EFI and Secure Boot, container, VM, and whether the
+NVIDIA driver is managed from outside this filesystem (the one definition of a host-managed driver)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import platform
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import distributions as kb_distributions
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
@@ -226,6 +227,31 @@ def kernel_release(root, live):
     return "", reason or f"{KERNEL_RELEASE} not present under root (and root is not /)"
 
 
+# A tree's CPU architecture: the ELF header of its shell (e_machine at offset 18, in the byte order of
+# EI_DATA at offset 5), named as `uname -m` names it. (e_machine, EI_DATA) -> machine.
+SHELL = "/bin/sh"
+ELF_MACHINES = {(62, 1): "x86_64", (183, 1): "aarch64", (21, 1): "ppc64le"}
+
+
+def machine(root, live):
+    """(machine, reason): the CPU architecture as `uname -m` says it (live), else from the ELF header of the
+    tree's /bin/sh; (None, reason) when it cannot be told."""
+    if live:
+        value = platform.machine()
+        return (value, None) if value else (None, "platform.machine() returned nothing")
+    data, reason = root.read_bytes(SHELL, limit=20)
+    if data is None:
+        return None, reason
+    if len(data) < 20 or not data.startswith(b"\x7fELF"):
+        return None, f"{SHELL} is not an ELF file"
+    e_machine = int.from_bytes(data[18:20], "little" if data[5] == 1 else "big")
+    name = ELF_MACHINES.get((e_machine, data[5]))
+    if name is None:
+        named = ", ".join(sorted(ELF_MACHINES.values()))
+        return None, f"{SHELL} is for ELF machine {e_machine}, not one of {named}"
+    return name, None
+
+
 def efi(root):
     """True when the system booted through EFI (the firmware exposes /sys/firmware/efi)."""
     return root.isdir(EFI_DIR)
@@ -285,6 +311,7 @@ def empty_host():
         "driver_managed_externally": None,
         "driver_managed_externally_reason": "",
         "kernel_release": "",
+        "machine": None,
         "os": {"distribution": UNKNOWN, "version": UNKNOWN, "key": None, "debian_mirror": None},
         "efi": False,
         "reasons": {},
@@ -317,5 +344,8 @@ def probe(root, live):
     host["kernel_release"], reason = kernel_release(root, live)
     if reason:
         host["reasons"]["kernel_release"] = reason
+    host["machine"], reason = machine(root, live)
+    if reason:
+        host["reasons"]["machine"] = reason
     host["efi"] = efi(root)
     return host

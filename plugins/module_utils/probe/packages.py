@@ -3,13 +3,17 @@
 """Installed packages under a root: the dpkg database read directly, rpm through ``rpm --root``.
 
 Only NVIDIA-related packages are kept (cuDNN, CUDA, driver, NCCL), which keeps this cheap on big hosts.
+Also whether ansible.builtin.apt could run on the host: python3-apt for this interpreter, or apt's
+candidate for it.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import run_command, which
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root, run_command, which
 
 RELEVANT = re.compile(
     r"^(lib)?(cudnn|nvidia|cuda|nccl|kmod-nvidia|dkms-nvidia|xserver-xorg-video-nvidia|firmware-nvidia|"
@@ -156,11 +160,24 @@ def rpm_files(root, package, timeout=15.0):
     return [line.strip() for line in out.splitlines() if line.startswith("/")], None
 
 
+def plain_version(version):
+    """A package version without its epoch ('1:580.95.05-1' -> '580.95.05-1')."""
+    return re.sub(r"^[0-9]+:", "", str(version))
+
+
+def package_manager(root):
+    """'apt' (a dpkg database), 'dnf' (an rpm database) or 'none'."""
+    if root.exists(DPKG_STATUS):
+        return "apt"
+    return "dnf" if rpm_available(root) else "none"
+
+
 class Packages:
     """Both package databases of a root, loaded once."""
 
     def __init__(self, root):
         self.root = root
+        self.manager = package_manager(root)
         self.reasons = []
         self.deb, reason = dpkg_packages(root)
         if reason:
@@ -206,6 +223,16 @@ class Packages:
             if DRIVER_PACKAGES.match(p["name"])
         ]
 
+    def installed(self, names=None):
+        """{name: {version, held}} of the installed packages among ``names`` (None: every package kept);
+        version without its epoch (deb: Version; rpm: version-release), held: dpkg hold or dnf versionlock."""
+        found = self.all() if names is None else {n: self.get(n) for n in names}
+        return {
+            name: {"version": plain_version(package["version"]), "held": bool(package.get("held"))}
+            for name, package in sorted(found.items())
+            if package
+        }
+
     def public(self, package):
         """The package as reported in facts."""
         if not package:
@@ -216,6 +243,48 @@ class Packages:
             "held": bool(package["held"]),
             "manager": package["manager"],
         }
+
+
+def installed_state(root_path="/", names=None):
+    """{name: {version, held}} of ``names`` (None: every package kept) installed under ``root_path``: one
+    read of the package database, for an executor that must know the state right before it acts."""
+    return Packages(Root(root_path)).installed(names)
+
+
+PYTHON_APT = "python3-apt"
+APT_CANDIDATE = re.compile(r"^\s*Candidate:\s*(\S+)", re.M)
+
+
+def python_apt_importable():
+    """Whether the interpreter running this code can import apt_pkg (what ansible.builtin.apt needs)."""
+    return importlib.util.find_spec("apt_pkg") is not None
+
+
+def apt_candidate(policy):
+    """apt's candidate in `apt-cache policy python3-apt` output: its version, or 'none' when apt has none
+    (`Candidate: (none)`, or no python3-apt in apt's lists: empty output)."""
+    match = APT_CANDIDATE.search(policy or "")
+    if not match or match.group(1) == "(none)":
+        return "none"
+    return match.group(1)
+
+
+def python_apt(live, timeout=10.0):
+    """({importable, candidate, interpreter} or None, reason) for an apt host.
+
+    Only for a live root (the interpreter and apt of the running system): None with the reason otherwise.
+    ``candidate`` is None, with the reason, when apt-cache cannot tell (missing, failed, timed out)."""
+    if not live:
+        return None, "runtime probe skipped: root is not /"
+    fact = {"importable": python_apt_importable(), "candidate": None, "interpreter": sys.executable}
+    apt_cache = which("apt-cache")
+    if apt_cache is None:
+        return fact, "apt-cache is not available"
+    rc, out, _err, reason = run_command([apt_cache, "policy", PYTHON_APT], timeout=timeout)
+    if rc != 0:
+        return fact, f"apt-cache policy {PYTHON_APT}: {reason}"
+    fact["candidate"] = apt_candidate(out)
+    return fact, None
 
 
 def owned_by(packages, inner_path):

@@ -67,6 +67,23 @@ def dpkg_db(root, packages, files=None):
         write(root, f"/var/lib/dpkg/info/{name}:{arch}.list", "/.\n" + "\n".join(paths) + "\n")
 
 
+def rpm_db(root, versionlock=""):
+    """An rpm database marker (the names come from a mocked `rpm -qa`) and dnf's versionlock list."""
+    write(root, "/var/lib/rpm/rpmdb.sqlite", "")
+    if versionlock:
+        write(root, "/etc/dnf/plugins/versionlock.list", versionlock)
+
+
+def elf_shell(root, e_machine, *, little_endian=True, path="/usr/bin/dash"):
+    """/bin/sh -> a file with the first 20 bytes of a 64-bit ELF header for ``e_machine`` (62 x86-64, 183
+    AArch64): what a tree's CPU architecture is read from."""
+    order = "little" if little_endian else "big"
+    header = b"\x7fELF\x02" + (b"\x01" if little_endian else b"\x02") + b"\x01" + bytes(9)
+    header += (3).to_bytes(2, order) + e_machine.to_bytes(2, order)  # e_type ET_DYN, e_machine
+    write(root, path, header + bytes(44))
+    link(root, "/bin/sh", path)
+
+
 def ld_cache(root, entries):
     """entries: [(soname, path)] (x86-64 libc6 flags)."""
     write(root, "/etc/ld.so.cache", build_ld_cache([(s, p, 0x0303) for s, p in entries]))

@@ -45,6 +45,10 @@ READERS = {
          r"^(\S*/)?dpkg-query\s", r"^(\S*/)?rpm\s+(-q|--root)"],
         ["dpkg-query", "rpm", "dpkg"],
     ),
+    # whether ansible.builtin.apt could run: apt_pkg for this interpreter, apt's candidate for python3-apt
+    "python3-apt (apt_pkg, apt-cache policy)": (
+        PROBE + "packages.py", [r"^apt_pkg$", r"\bapt-cache\s+policy"], ["apt-cache"]
+    ),
     "loader cache (ld.so.cache, ldconfig -p)": (
         PROBE + "ldcache.py", [r"ld\.so\.cache", r"\bldconfig\s+(-p|--print-cache)"], ["ldconfig -p"]
     ),
@@ -223,6 +227,9 @@ SECOND_READERS = {
     "rpm": 'def q(run):\n    return run(["rpm", "-q", "nvidia-driver"])\n',
     "rpm_shell": 'CMD = "rpm --root /mnt -qa"\n',
     "versionlock": 'L = "/etc/dnf/plugins/versionlock.list"\n',
+    "apt_pkg": 'import importlib.util\nA = importlib.util.find_spec("apt_pkg")\n',
+    "apt_cache": 'def c(run):\n    return run(["apt-cache", "policy", "python3-apt"])\n',
+    "apt_cache_which": 'def c(which):\n    return which("apt-cache")\n',
     "ld_cache": 'C = "/etc/ld.so.cache"\n',
     "ldconfig_p": 'def ld(run):\n    return run(["ldconfig", "-p"])\n',
     "ldconfig_which": 'def ld(m):\n    return m.get_bin_path("ldconfig")\n',

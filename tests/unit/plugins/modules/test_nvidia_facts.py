@@ -67,3 +67,17 @@ def test_bad_parameters_fail_with_one_clear_line(tmp_path, args, message):
     result = run_module(tmp_path, root=str(tmp_path), **args)
     assert result["failed"] is True
     assert result["msg"].startswith(message)
+
+
+def test_packages_subset_of_an_image_tree(tmp_path):
+    tree = tmp_path / "h200"
+    fakeroot.h200(tree)
+    fakeroot.elf_shell(tree, 183)
+    result = run_module(tmp_path, root=str(tree), gather_subset=["packages"])
+    facts = result["ansible_facts"]["nvidia"]
+    assert facts["gather_subset"] == ["packages"]
+    assert set(facts["probes"]) == {"host", "gpu", "driver", "cuda", "cudnn", "owners", "packages"}
+    packages = facts["packages"]
+    assert (packages["manager"], packages["python_apt"]) == ("apt", None)  # not live: no interpreter to ask
+    assert packages["installed"]["libcudnn9-cuda-13"] == {"version": "9.14.0.64-1", "held": True}
+    assert facts["host"]["machine"] == "aarch64"

@@ -1,13 +1,21 @@
-"""nvidia_repo: the key is written once its fingerprint matched; package plans report what is missing."""
+"""nvidia_repo: the key is written once its fingerprint matched; package plans report what is missing.
+
+What is missing, held or left over is decided by plan/repo.py (tests/unit/plugins/module_utils/plan/
+test_repo.py); here, that the module reads the installed state through the one reader and executes the plan.
+"""
 
 import http.server
 import os
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import packages as probe_packages
 from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_repo
+
+from tests.data.facts import fakeroot
 
 KEY = (Path(__file__).resolve().parents[3] / "data" / "keys" / "test-signing-key.asc").read_bytes()
 FPR = "C3B19113CF573F8BF336BC36548F7B3414DA5E58"
@@ -28,28 +36,27 @@ DEFAULTS = {
 }
 
 
-class FakePackages:
-    """The package database (probe/packages.Packages) holding "name<TAB>version<TAB>installed|hold" lines."""
+class FakeDatabase:
+    """The package database behind probe/packages.installed_state: "name<TAB>version<TAB>install|hold" lines;
+    ``reads`` records the root of every read."""
 
     out = ""
-    queried = []
+    reads = []
 
-    def __init__(self, root):
-        self.root = root
-        self.installed = {}
-        for line in self.out.splitlines():
+    @classmethod
+    def installed_state(cls, root_path="/", names=None):
+        cls.reads.append(root_path)
+        installed = {}
+        for line in cls.out.splitlines():
             name, version, state = line.split("\t")
-            self.installed[name] = {"name": name, "version": version, "held": state == "hold"}
-
-    def get(self, name):
-        FakePackages.queried.append(name)
-        return self.installed.get(name)
+            installed[name] = {"version": version, "held": state == "hold"}
+        return installed if names is None else {n: installed[n] for n in names if n in installed}
 
 
 @pytest.fixture(autouse=True)
 def _fake_package_database(monkeypatch):
-    monkeypatch.setattr(nvidia_repo, "Packages", FakePackages)
-    FakePackages.queried = []
+    monkeypatch.setattr(probe_packages, "installed_state", FakeDatabase.installed_state)
+    FakeDatabase.reads = []
 
 
 class FakeModule:
@@ -58,7 +65,7 @@ class FakeModule:
     def __init__(self, params, installed_out="", check_mode=False, answers=None):
         self.params = dict(DEFAULTS, **params)
         self.check_mode = check_mode
-        FakePackages.out = installed_out
+        FakeDatabase.out = installed_out
         self.answers = answers or {}
         self.commands = []
 
@@ -138,8 +145,8 @@ def test_unreachable_key_is_a_clear_error(tmp_path, monkeypatch):
         nvidia_repo.run(FakeModule(params))
 
 
-def test_cudnn_plan_reports_missing_and_holds_the_set():
-    out = "libcudnn9-cuda-13\t9.14.0.64-1\tinstalled\nlibcudnn9-dev-cuda-13\t9.12.0.46-1\tinstalled\n"
+def test_planned_decides_on_the_installed_state_it_read_once():
+    out = "libcudnn9-cuda-13\t9.14.0.64-1\tinstalled\nlibcudnn9-dev-cuda-13\t9.12.0.46-1\thold\n"
     module = FakeModule(
         {
             "state": "planned",
@@ -153,47 +160,12 @@ def test_cudnn_plan_reports_missing_and_holds_the_set():
     )
     plan = nvidia_repo.run(module)["packages"]
     assert plan["missing"] == ["libcudnn9-dev-cuda-13=9.14.0.64-1", "libcudnn9-headers-cuda-13=9.14.0.64-1"]
-    # every package of the set is held (NVIDIA's images hold each one they install)
-    assert plan["hold"] == ["libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13"]
-    assert plan["unhold"] == []
-    assert FakePackages.queried[0] == "libcudnn9-cuda-13"  # the one package-database reader
+    assert plan["unhold"] == ["libcudnn9-dev-cuda-13"]
+    assert FakeDatabase.reads == ["/"]  # one read, through the one package-database reader
+    assert module.commands == []
 
 
-def test_cudnn_plan_all_installed_h200_shape():
-    out = "".join(
-        f"{n}\t9.14.0.64-1\tinstalled\n"
-        for n in ("libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13")
-    )
-    module = FakeModule(
-        {
-            "state": "planned",
-            "distribution": "Ubuntu",
-            "distribution_version": "24.04",
-            "packages_for": "cudnn",
-            "versions": ["9.14.0"],
-            "cuda_major": "13",
-        },
-        installed_out=out,
-    )
-    assert nvidia_repo.run(module)["packages"]["missing"] == []
-
-
-def test_rpm_plan_and_distro_refusal():
-    module = FakeModule(
-        {
-            "state": "planned",
-            "distribution": "Rocky",
-            "distribution_version": "9.4",
-            "packages_for": "cuda_toolkit",
-            "versions": ["13.0"],
-            "key_fingerprint": FPR,
-        },
-        installed_out="cuda-toolkit-13-0\t13.0.2-1\tinstalled\n",
-    )
-    res = nvidia_repo.run(module)
-    assert res["repo"]["repo_dir"] == "rhel9"
-    assert res["packages"]["missing"] == []
-    assert FakePackages.queried == ["cuda-toolkit-13-0"]
+def test_planned_refusals_of_the_plan_fail_the_module():
     module = FakeModule(
         {
             "state": "planned",
@@ -209,18 +181,48 @@ def test_rpm_plan_and_distro_refusal():
         nvidia_repo.run(module)
 
 
-def test_installed_versions_come_from_the_one_package_database_reader(tmp_path, monkeypatch):
-    monkeypatch.undo()  # the real probe/packages.Packages, under a fake root
-    status = tmp_path / "var/lib/dpkg/status"
-    status.parent.mkdir(parents=True)
-    status.write_text(
-        "Package: libcudnn9-cuda-13\nStatus: install ok installed\nVersion: 9.14.0.64-1\n\n"
-        "Package: cuda-toolkit-13-0\nStatus: deinstall ok config-files\nVersion: 13.0.2-1\n"
+def test_the_repository_alone_reads_no_package_database(tmp_path, monkeypatch):
+    redirect_paths(monkeypatch, tmp_path)
+    params = {"distribution": "Ubuntu", "distribution_version": "24.04", "base_url": "http://127.0.0.1:9"}
+    with pytest.raises(repo_plan.RepoPlanError, match="cannot fetch the repository key"):
+        nvidia_repo.run(FakeModule(params))
+    assert FakeDatabase.reads == []
+
+
+def test_the_installed_state_comes_from_the_one_package_database_reader(tmp_path, monkeypatch):
+    monkeypatch.undo()  # the real probe/packages reader, under a fake root
+    fakeroot.dpkg_db(
+        tmp_path,
+        [
+            ("libcudnn9-cuda-13", "9.14.0.64-1", "hold ok installed", "amd64"),
+            ("cuda-toolkit-13-0", "13.0.2-1", "deinstall ok config-files", "amd64"),
+        ],
     )
     monkeypatch.setattr(nvidia_repo, "HOST_ROOT", str(tmp_path))
-    assert nvidia_repo.installed_versions(["libcudnn9-cuda-13", "cuda-toolkit-13-0"]) == {
-        "libcudnn9-cuda-13": "9.14.0.64-1"
-    }
+    monkeypatch.setattr(probe_packages, "python_apt_importable", lambda: True)
+    monkeypatch.setattr(probe_packages, "which", lambda name, root=None: None)
+    module = FakeModule(
+        {
+            "state": "planned",
+            "distribution": "Ubuntu",
+            "distribution_version": "24.04",
+            "packages_for": "cudnn",
+            "versions": ["9.14.0"],
+            "cuda_major": "13",
+            "dev": False,
+        }
+    )
+    assert nvidia_repo.run(module)["packages"]["installed"] == {"libcudnn9-cuda-13": "9.14.0.64-1"}
+    toolkit = FakeModule(
+        {
+            "state": "planned",
+            "distribution": "Ubuntu",
+            "distribution_version": "24.04",
+            "packages_for": "cuda_toolkit",
+            "versions": ["13.0"],
+        }
+    )
+    assert nvidia_repo.run(toolkit)["packages"]["missing"] == ["cuda-toolkit-13-0"]  # removed: not installed
 
 
 # ---------------------------------------------------------------- refresh and the package set (apt)
@@ -429,10 +431,26 @@ def test_bad_repository_input_names_the_variable(params, needle):
     assert module.commands == []
 
 
+class FakeAptCache:
+    """probe/packages' command runner as `apt-cache policy python3-apt` answers (the only command it runs
+    here); ``calls`` records each run."""
+
+    policy = ""
+    calls = []
+
+    @classmethod
+    def run_command(cls, argv, timeout=10.0, env=None):
+        cls.calls.append(list(argv))
+        return 0, cls.policy, "", None
+
+
 @pytest.fixture(autouse=True)
 def _python_apt(monkeypatch):
     """The controller's venv has no python3-apt; the hosts in these tests have it unless a test says not."""
-    monkeypatch.setattr(nvidia_repo, "python_apt_importable", lambda: True)
+    monkeypatch.setattr(probe_packages, "python_apt_importable", lambda: True)
+    monkeypatch.setattr(probe_packages, "which", lambda name, root=None: f"/usr/bin/{name}")
+    monkeypatch.setattr(probe_packages, "run_command", FakeAptCache.run_command)
+    FakeAptCache.policy, FakeAptCache.calls = "", []
 
 
 MIXED = (
@@ -467,29 +485,36 @@ def test_pinned_refuses_a_set_that_mixes_cuda_majors_before_pinning(index_file, 
     ],
 )
 def test_planned_refuses_when_the_apt_module_could_not_run(monkeypatch, policy, refused):
-    monkeypatch.setattr(nvidia_repo, "python_apt_importable", lambda: False)
-    module = FakeModule(
-        {**_pinned(["9.14.0"]), "state": "planned", "caller": "cudnn"},
-        answers={"apt-cache policy": (0, policy, "")},
-    )
+    monkeypatch.setattr(probe_packages, "python_apt_importable", lambda: False)
+    FakeAptCache.policy = policy
+    module = FakeModule({**_pinned(["9.14.0"]), "state": "planned", "caller": "cudnn"})
     if not refused:
         assert nvidia_repo.run(module)["packages"]["missing"]
         return
     with pytest.raises(repo_plan.RepoPlanError) as err:
         nvidia_repo.run(module)
     assert str(err.value).startswith("cudnn_source='nvidia_repo' installs libcudnn9-cuda-13=9.14.0*")
-    assert "needs python3-apt" in str(err.value) and "cudnn_source: redist" in str(err.value)
+    assert f"needs python3-apt for {sys.executable}: it cannot import apt_pkg" in str(err.value)
+    assert "cudnn_source: redist" in str(err.value)
+    assert FakeAptCache.calls == [["/usr/bin/apt-cache", "policy", "python3-apt"]]  # the probe's one read
+
+
+def test_planned_refuses_when_apt_cannot_tell(monkeypatch):
+    monkeypatch.setattr(probe_packages, "python_apt_importable", lambda: False)
+    monkeypatch.setattr(probe_packages, "which", lambda name, root=None: None)  # no apt-cache: no candidate
+    with pytest.raises(repo_plan.RepoPlanError, match="needs python3-apt"):
+        nvidia_repo.run(FakeModule({**_pinned(["9.14.0"]), "state": "planned", "caller": "cudnn"}))
 
 
 def test_planned_needs_no_python_apt_when_everything_is_installed(monkeypatch):
-    monkeypatch.setattr(nvidia_repo, "python_apt_importable", lambda: False)
+    monkeypatch.setattr(probe_packages, "python_apt_importable", lambda: False)
     installed = "".join(
         f"{n}\t9.14.0.64-1\thold\n"
         for n in ("libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13")
     )
     module = FakeModule({**_pinned(["9.14.0"]), "state": "planned"}, installed_out=installed)
     assert nvidia_repo.run(module)["packages"]["missing"] == []
-    assert module.commands == []
+    assert (module.commands, FakeAptCache.calls) == ([], [])
 
 
 def test_pinned_reads_an_index_apt_keeps_compressed(index_file, tmp_path):

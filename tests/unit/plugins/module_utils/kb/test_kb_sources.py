@@ -144,6 +144,7 @@ TABLE_SOURCED = {
 NAMING_ROWS = {
     ("driver.py", "BRANCH_TYPE_NAMES"): "the wording of NVIDIA's branch types (LTSB/PB/NFB)",
     ("facts.py", "SUBSETS"): "the names of nvidia_facts' gather subsets (gpufleet's own)",
+    ("facts.py", "NAMED_ONLY"): "the subsets `all` leaves out (gpufleet's own)",
     ("gpus.py", "FACT_ITEM_KEYS"): "the keys of a gpus item that a GPU of the facts fills (gpufleet's names)",
 }
 

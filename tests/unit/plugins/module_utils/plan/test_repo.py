@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import facts as probe_facts
+
+from tests.data.facts import fakeroot
 
 KEYS = Path(__file__).resolve().parents[4] / "data" / "keys"
 TEST_KEY = (KEYS / "test-signing-key.asc").read_bytes()
@@ -350,3 +353,195 @@ def test_a_set_that_mixes_cuda_majors_is_refused_naming_the_variable(members, wh
     assert str(err.value).startswith(f"{var}: the package set resolved from http://m/cuda/repos/debian12")
     assert "mixes CUDA majors or releases: " + stray in str(err.value)
     assert "nothing was pinned or installed" in str(err.value)
+
+
+# -------------------------------------------------------------- the package plan against the installed state
+# (moved from tests/unit/plugins/modules/test_nvidia_repo.py: the decisions are plan/repo.py's, taken from
+# the facts' packages.installed, {name: {version, held}})
+CUDNN9 = ["libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13"]
+
+
+def installed(*rows):
+    """{name: {version, held}} as the facts' packages.installed holds it, from (name, version, held) rows."""
+    return {name: {"version": version, "held": held} for name, version, held in rows}
+
+
+OS_OF = {"ubuntu2404": ("Ubuntu", "24.04"), "rhel9": ("Rocky", "9.4"), "debian12": ("Debian", "12")}
+
+
+def plan_packages(packages_for, versions, have, *, source="nvidia_repo", rdir="ubuntu2404", **kw):
+    dist, ver = OS_OF[rdir]
+    return repo_plan.package_plan(
+        packages_for,
+        source,
+        versions,
+        cuda_major=kw.get("cuda_major", "13" if packages_for == "cudnn" else ""),
+        dev=kw.get("dev", True),
+        repo_dir=rdir,
+        distribution=dist,
+        distribution_version=ver,
+        installed=have,
+    )
+
+
+def test_cudnn_plan_reports_missing_and_holds_the_set():
+    have = installed(
+        ("libcudnn9-cuda-13", "9.14.0.64-1", False),
+        ("libcudnn9-dev-cuda-13", "9.12.0.46-1", False),
+        ("cuda-nvcc-13-0", "13.0.88-1", False),  # the facts list every NVIDIA package: others are ignored
+    )
+    plan = plan_packages("cudnn", ["9.14.0.64"], have)
+    assert plan == {
+        "specs": [f"{n}=9.14.0.64-1" for n in CUDNN9],
+        "names": CUDNN9,
+        # every package of the set is held (NVIDIA's images hold each one they install)
+        "hold": CUDNN9,
+        "installed": {"libcudnn9-cuda-13": "9.14.0.64-1", "libcudnn9-dev-cuda-13": "9.12.0.46-1"},
+        "missing": ["libcudnn9-dev-cuda-13=9.14.0.64-1", "libcudnn9-headers-cuda-13=9.14.0.64-1"],
+        "unhold": [],
+    }
+
+
+def test_cudnn_plan_all_installed_h200_shape():
+    have = installed(*((n, "9.14.0.64-1", True) for n in CUDNN9))
+    plan = plan_packages("cudnn", ["9.14.0"], have)
+    assert plan["specs"][0] == "libcudnn9-cuda-13=9.14.0*"  # X.Y.Z: any build of that release
+    assert (plan["missing"], plan["unhold"]) == ([], [])
+
+
+def test_a_move_releases_the_holds_of_the_packages_it_changes():
+    have = installed(
+        ("libcudnn9-cuda-13", "9.14.0.64-1", True), ("libcudnn9-dev-cuda-13", "9.28.0.42-1", True)
+    )
+    plan = plan_packages("cudnn", ["9.28.0"], have)
+    assert plan["missing"] == ["libcudnn9-cuda-13=9.28.0*", "libcudnn9-headers-cuda-13=9.28.0*"]
+    assert plan["unhold"] == ["libcudnn9-cuda-13"]  # the -dev package is already at 9.28: it stays held
+
+
+def test_rpm_toolkit_plan_and_versions_without_epoch():
+    have = installed(("cuda-toolkit-13-0", "13.0.2-1", False))
+    assert plan_packages("cuda_toolkit", ["13.0"], have, rdir="rhel9")["missing"] == []
+    plan = plan_packages(
+        "cuda_toolkit",
+        ["12.9.1", "13.0.2"],
+        installed(("cuda-toolkit-13-0", "13.0.1-1", False)),
+        rdir="rhel9",
+    )
+    assert plan["specs"] == ["cuda-toolkit-12-9-12.9.1", "cuda-toolkit-13-0-13.0.2"]
+    assert plan["names"] == ["cuda-toolkit-12-9", "cuda-toolkit-13-0"]
+    assert plan["missing"] == plan["specs"] and plan["hold"] == []
+    assert plan["installed"] == {"cuda-toolkit-13-0": "13.0.1-1"}
+
+
+def test_distro_toolkit_plan_and_the_distro_cudnn_refusal():
+    plan = plan_packages("cuda_toolkit", ["11.8"], {}, source="distro", rdir="debian12")
+    assert (plan["specs"], plan["names"], plan["hold"]) == (["nvidia-cuda-toolkit"],) * 3
+    assert plan["missing"] == ["nvidia-cuda-toolkit"]
+    have = installed(("nvidia-cuda-toolkit", "11.8.89~11.8.0-5~deb12u1", True))
+    assert plan_packages("cuda_toolkit", ["11.8"], have, source="distro", rdir="debian12")["missing"] == []
+    with pytest.raises(repo_plan.RepoPlanError, match="cudnn_source: distro is not possible on Debian 12"):
+        plan_packages("cudnn", ["9.14.0"], {}, source="distro", rdir="debian12", cuda_major="12")
+    with pytest.raises(repo_plan.RepoPlanError, match="cudnn_version: exactly one version per package plan"):
+        plan_packages("cudnn", ["9.14.0", "9.28.0"], {})
+
+
+def test_the_plan_from_the_facts_of_the_h200(tmp_path):
+    """The installed state as nvidia_facts returns it (the packages subset of the H200 tree) is the input."""
+    fakeroot.h200(tmp_path)
+    facts = probe_facts.gather(str(tmp_path), ["packages"])
+    plan = plan_packages("cudnn", ["9.14.0"], facts["packages"]["installed"])
+    assert (plan["missing"], plan["unhold"]) == ([], [])
+    moved = plan_packages("cudnn", ["9.28.0"], facts["packages"]["installed"])
+    assert moved["unhold"] == ["libcudnn9-cuda-13"]  # the H200 holds the library only (apt-mark showhold)
+    toolkit = plan_packages("cuda_toolkit", ["13.0"], facts["packages"]["installed"])
+    assert toolkit["missing"] == [
+        "cuda-toolkit-13-0"
+    ]  # the H200 has the toolkit's parts, not the metapackage
+
+
+PYTHON_APT = {"importable": False, "candidate": "none", "interpreter": "/usr/bin/python3"}
+
+
+@pytest.mark.parametrize(
+    ("manager", "missing", "python_apt"),
+    [
+        ("dnf", ["cuda-toolkit-13-0"], PYTHON_APT),  # dnf installs it
+        ("apt", [], PYTHON_APT),  # nothing to install
+        ("apt", ["libcudnn9-cuda-13=9.14.0*"], None),  # not gathered, or not a live root: nothing known
+        ("apt", ["libcudnn9-cuda-13=9.14.0*"], {**PYTHON_APT, "importable": True}),
+        (
+            "apt",
+            ["libcudnn9-cuda-13=9.14.0*"],
+            {**PYTHON_APT, "candidate": "2.7.7ubuntu5"},
+        ),  # apt installs it
+    ],
+)
+def test_no_python_apt_refusal(manager, missing, python_apt):
+    assert repo_plan.python_apt_refusal(manager, "cudnn", missing, python_apt) is None
+
+
+@pytest.mark.parametrize("candidate", ["none", None])  # apt has none / apt-cache could not tell
+def test_python_apt_refusal_names_the_interpreter_and_the_way_out(candidate):
+    missing = ["libcudnn9-cuda-13=9.14.0*", "libcudnn9-dev-cuda-13=9.14.0*"]
+    refusal = repo_plan.python_apt_refusal("apt", "cudnn", missing, {**PYTHON_APT, "candidate": candidate})
+    assert refusal == (
+        "cudnn_source='nvidia_repo' installs libcudnn9-cuda-13=9.14.0* libcudnn9-dev-cuda-13=9.14.0* with "
+        "ansible.builtin.apt, which needs python3-apt for /usr/bin/python3: it cannot import apt_pkg and apt "
+        "has no candidate for python3-apt; install python3-apt from the distribution's archive (or a site "
+        "mirror of it), or choose cudnn_source: redist. Nothing was changed"
+    )
+
+
+# ---------------------------------------------------------------- the pinned set against the installed state
+def test_pinned_set_releases_the_holds_a_move_changes():
+    members = [(n, "9.28.0.42-1") for n in CUDNN9]
+    have = installed(*((n, "9.14.0.64-1", True) for n in CUDNN9))
+    packages, pins = repo_plan.pinned_packages("cudnn", members, [], have, False)
+    assert packages["specs"] == [f"{n}=9.28.0.42-1" for n in CUDNN9]
+    assert packages["missing"] == packages["specs"]
+    assert packages["unhold"] == CUDNN9  # the move releases the holds, the role sets them again
+    assert packages["hold"] == CUDNN9
+    assert packages["installed"] == dict.fromkeys(CUDNN9, "9.14.0.64-1")
+    assert pins == members
+    same, _pins = repo_plan.pinned_packages("cudnn", [(n, "9.14.0.64-1") for n in CUDNN9], [], have, False)
+    assert (same["missing"], same["unhold"]) == ([], [])
+
+
+def test_pinned_cuda_major_switch_replaces_the_other_majors_cudnn_packages():
+    old = [(n, "9.14.0.64-1") for n in CUDNN9]
+    members = [(n.replace("-13", "-12"), "9.14.0.64-1") for n in CUDNN9]
+    have = installed(*((n, "9.14.0.64-1", True) for n in CUDNN9))
+    packages, pins = repo_plan.pinned_packages("cudnn", members, old, have, False)
+    assert packages["replaced"] == CUDNN9 and packages["unhold"] == CUDNN9
+    assert (packages["remove"], packages["kept"]) == ([], [])
+    assert packages["hold"] == [n for n, _v in members]
+    assert pins == members  # the other major's pins go
+
+
+def test_pinned_unlisted_toolkit_stays_pinned_unless_its_removal_is_asked():
+    previous = [("cuda-nvcc-12-9", "12.9.86-1"), ("cuda-toolkit-12-9", "12.9.1-1")]
+    members = [("cuda-toolkit-13-0", "13.0.2-1")]
+    have = installed(("cuda-toolkit-12-9", "12.9.1-1", False), ("cuda-nvcc-12-9", "12.9.86-1", False))
+    packages, pins = repo_plan.pinned_packages("cuda_toolkit", members, previous, have, False)
+    assert packages["kept"] == ["cuda-nvcc-12-9", "cuda-toolkit-12-9"]
+    assert (packages["remove"], packages["hold"]) == ([], [])
+    assert pins == members + previous  # nothing moves behind the user's back
+    asked, pins = repo_plan.pinned_packages("cuda_toolkit", members, previous, have, True)
+    assert (asked["remove"], asked["kept"], asked["unhold"]) == (
+        ["cuda-nvcc-12-9", "cuda-toolkit-12-9"],
+        [],
+        [],
+    )
+    assert pins == members
+
+
+def test_pinned_dropping_the_dev_packages_keeps_them_held_unless_removal_is_asked():
+    previous = [(n, "9.14.0.64-1") for n in CUDNN9]
+    have = installed(*((n, "9.14.0.64-1", True) for n in CUDNN9))
+    packages, pins = repo_plan.pinned_packages("cudnn", previous[:1], previous, have, False)
+    assert packages["kept"] == CUDNN9[1:]
+    assert (packages["replaced"], packages["remove"], packages["unhold"]) == ([], [], [])
+    assert packages["hold"] == CUDNN9 and pins == previous
+    asked, pins = repo_plan.pinned_packages("cudnn", previous[:1], previous, have, True)
+    assert asked["remove"] == CUDNN9[1:] and asked["unhold"] == CUDNN9[1:]
+    assert asked["hold"] == CUDNN9[:1] and pins == previous[:1]

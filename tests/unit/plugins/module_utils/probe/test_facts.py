@@ -9,6 +9,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import commo
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import driver as probe_driver
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import facts as probe_facts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import gpu as probe_gpu
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import packages as probe_packages
 
 from tests.data.facts import fakeroot
 from tests.unit.plugins.module_utils.probe.test_gpu import nvml_from_csv
@@ -32,6 +33,7 @@ TOP_KEYS = {
     "cudnn",
     "cudnn_resolved",
     "owners",
+    "packages",
 }
 
 
@@ -156,9 +158,10 @@ def test_h200_everything(h200_live):
     ]
 
 
-def test_every_documented_key_is_returned(h200_live):
+def test_every_documented_key_is_returned(h200_live, monkeypatch):
     """docs/facts.md lists every key in tables (`| `key` |`): each one is in the returned facts."""
-    facts = probe_facts.gather(str(h200_live), live=True)
+    live_apt(monkeypatch, POLICY)
+    facts = probe_facts.gather(str(h200_live), ["all", "packages"], live=True)
     documented = set()
     section = None
     for line in DOC.read_text().splitlines():
@@ -176,6 +179,9 @@ def test_every_documented_key_is_returned(h200_live):
         "cuda.toolkits[]": facts["cuda"]["toolkits"][0],
         "cudnn[]": facts["cudnn"][0],
         "cudnn_resolved[]": facts["cudnn_resolved"][0],
+        "packages": facts["packages"],
+        "packages.installed": facts["packages"]["installed"]["libcudnn9-cuda-13"],
+        "packages.python_apt": facts["packages"]["python_apt"],
     }
     missing = [(s, k) for s, k in documented if s in objects and k not in objects[s]]
     assert missing == []
@@ -193,8 +199,9 @@ def test_subsets_and_exclusion(h200_live):
 def test_the_subsets_are_those_of_the_knowledge_base():
     """kb/facts.py names the subsets (the fleet report's action reads them there, not from probe/)."""
     assert probe_facts.SUBSETS is kb_facts.SUBSETS
-    assert probe_facts.resolve_subsets(["all"]) == sorted(kb_facts.SUBSETS)
-    assert set(probe_facts.empty_facts("/", [])["probes"]) == {"host", *kb_facts.SUBSETS}
+    every = set(kb_facts.SUBSETS) - set(kb_facts.NAMED_ONLY)
+    assert probe_facts.resolve_subsets(["all"]) == sorted(every)
+    assert set(probe_facts.empty_facts("/", [])["probes"]) == {"host", *every}
 
 
 def test_bad_subset_is_the_only_error():
@@ -251,7 +258,7 @@ def test_unreadable_dpkg_database(tmp_path, monkeypatch):
 
 # Keys the facts gained after tests/data/audit/h200.json was captured (schema_version 1 only adds keys).
 ADDED_SINCE_THE_AUDIT_FIXTURE = {
-    "host": {"kernel_release", "os", "efi"},
+    "host": {"kernel_release", "os", "efi", "machine"},
     "gpus": {"pci_device_id", "pci_subsystem_vendor_id", "pci_subsystem_id", "pci_ids_name"},
     "driver": {
         "loaded_version",
@@ -278,8 +285,8 @@ ADDED_TO_CUDNN_COPIES = {"owner"}
 
 
 def _without_added(shape):
-    # the owners subset and the consumers (schema 2) came after the fixture
-    out = {k: v for k, v in shape.items() if k not in ("owners", "consumers")}
+    # the owners and packages subsets and the consumers (schema 2) came after the fixture
+    out = {k: v for k, v in shape.items() if k not in ("owners", "consumers", "packages")}
     if "probes" in out:
         out["probes"] = {k: v for k, v in out["probes"].items() if k != "owners"}
     if out.get("cudnn"):
@@ -385,3 +392,128 @@ def test_image_root_gives_reasons_not_guesses(tmp_path):
 def test_nonexistent_root_has_the_new_keys_too(tmp_path):
     host = probe_facts.gather(str(tmp_path / "missing"))["host"]
     assert (host["kernel_release"], host["efi"], host["os"]["key"]) == ("", False, None)
+
+
+# ------------------------------------------------------------------ the `packages` subset and host.machine
+POLICY = "python3-apt:\n  Installed: 2.7.14build2\n  Candidate: 2.7.14build2\n"
+
+
+def live_apt(monkeypatch, policy, importable=True):
+    """The live host's interpreter and `apt-cache policy python3-apt` (no real apt in unit tests)."""
+    calls = []
+
+    def run(argv, timeout=10.0, env=None):
+        calls.append(list(argv))
+        return 0, policy, "", None
+
+    monkeypatch.setattr(probe_packages, "run_command", run)
+    monkeypatch.setattr(probe_packages, "which", lambda name, root=None: f"/usr/bin/{name}")
+    monkeypatch.setattr(probe_packages, "python_apt_importable", lambda: importable)
+    return calls
+
+
+def test_h200_packages_subset(h200_live, monkeypatch):
+    calls = live_apt(monkeypatch, POLICY, importable=False)
+    facts = probe_facts.gather(str(h200_live), ["packages"], live=True)
+    assert facts["gather_subset"] == ["packages"]
+    assert facts["probes"]["packages"]["state"] == "ok"
+    packages = facts["packages"]
+    assert set(packages) == {"manager", "installed", "python_apt", "reasons"}
+    assert (packages["manager"], packages["reasons"]) == ("apt", [])
+    installed = packages["installed"]
+    assert len(installed) == 45  # every NVIDIA package of the H200 (dpkg-query-nvidia-cuda.tsv)
+    assert installed["libcudnn9-cuda-13"] == {"version": "9.14.0.64-1", "held": True}
+    assert installed["libnccl2"] == {"version": "2.28.3-1+cuda13.0", "held": True}
+    assert installed["cuda-nvcc-13-0"] == {"version": "13.0.88-1", "held": False}
+    assert installed["libnvvm-13-0"]["held"] is False  # a toolkit component without "cuda" in its name
+    assert packages["python_apt"] == {
+        "importable": False,
+        "candidate": "2.7.14build2",
+        "interpreter": probe_packages.sys.executable,
+    }
+    assert calls == [["/usr/bin/apt-cache", "policy", "python3-apt"]]
+
+
+def test_all_leaves_the_packages_subset_out(h200_live, monkeypatch):
+    """The audit gathers `all` and reports none of it: no apt-cache run, no new probe entry in its report."""
+    calls = live_apt(monkeypatch, POLICY)
+    facts = probe_facts.gather(str(h200_live), live=True)
+    assert "packages" not in facts["gather_subset"] and "packages" not in facts["probes"]
+    assert (facts["packages"], calls) == ({}, [])
+    both = probe_facts.gather(str(h200_live), ["all", "packages", "!cudnn"], live=True)
+    assert both["gather_subset"] == ["cuda", "driver", "gpu", "owners", "packages"]
+    assert both["packages"]["installed"]["libcudnn9-cuda-13"]["held"] is True
+    assert probe_facts.resolve_subsets(["all", "!packages"]) == ["cuda", "cudnn", "driver", "gpu", "owners"]
+
+
+def test_packages_of_an_image_root_say_why_python_apt_is_null(tmp_path):
+    fakeroot.h200(tmp_path)
+    facts = probe_facts.gather(str(tmp_path), ["packages"])
+    packages = facts["packages"]
+    assert (packages["manager"], packages["python_apt"]) == ("apt", None)
+    assert packages["reasons"] == ["python_apt: runtime probe skipped: root is not /"]
+    assert facts["probes"]["packages"]["state"] == "ok"  # not live: nothing failed
+    assert packages["installed"]["libcudnn9-cuda-13"]["held"] is True
+
+
+def test_packages_of_a_live_apt_host_whose_apt_cache_fails(h200_live, monkeypatch):
+    monkeypatch.setattr(probe_packages, "which", lambda name, root=None: None)
+    monkeypatch.setattr(probe_packages, "python_apt_importable", lambda: False)
+    facts = probe_facts.gather(str(h200_live), ["packages"], live=True)
+    assert facts["packages"]["python_apt"]["candidate"] is None
+    assert facts["packages"]["reasons"] == ["python_apt: apt-cache is not available"]
+    assert facts["probes"]["packages"] == {
+        "state": "partial",
+        "reason": "python_apt: apt-cache is not available",
+        "elapsed_ms": facts["probes"]["packages"]["elapsed_ms"],
+    }
+
+
+def test_packages_of_an_rpm_host(tmp_path, monkeypatch):
+    fakeroot.rpm_db(tmp_path, versionlock="nvidia-driver-3:580.95.05-1.el9.*\n")
+    qa = "nvidia-driver\t3:580.95.05-1.el9\tx86_64\nlibcudnn9-cuda-13\t0:9.14.0.64-1\tx86_64\n"
+    monkeypatch.setattr(probe_packages, "which", lambda name, root=None: f"/usr/bin/{name}")
+    monkeypatch.setattr(probe_packages, "run_command", lambda argv, timeout=15.0, env=None: (0, qa, "", None))
+    packages = probe_facts.gather(str(tmp_path), ["packages"], live=True)["packages"]
+    assert packages == {
+        "manager": "dnf",
+        "installed": {
+            "libcudnn9-cuda-13": {"version": "9.14.0.64-1", "held": False},
+            "nvidia-driver": {"version": "580.95.05-1.el9", "held": True},
+        },
+        "python_apt": None,  # not an apt host
+        "reasons": [],
+    }
+
+
+def test_an_unreadable_package_database_makes_the_packages_probe_partial(tmp_path, monkeypatch):
+    fakeroot.h200(tmp_path)
+    real_open = probe_common.open_file
+
+    def open_file(path, mode="rb"):
+        if path.endswith("/var/lib/dpkg/status"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, mode)
+
+    monkeypatch.setattr(probe_common, "open_file", open_file)
+    facts = probe_facts.gather(str(tmp_path), ["packages"])
+    assert facts["packages"]["installed"] == {}
+    assert "Permission denied" in facts["packages"]["reasons"][0]
+    assert facts["probes"]["packages"]["state"] == "partial"
+
+
+def test_a_missing_root_with_the_packages_subset(tmp_path):
+    facts = probe_facts.gather(str(tmp_path / "missing"), ["packages"])
+    assert facts["probes"]["packages"]["state"] == "unknown"
+    assert facts["packages"] == {}
+
+
+def test_host_machine_live_and_from_a_tree(h200_live, monkeypatch):
+    monkeypatch.setattr(probe_facts.probe_host.platform, "machine", lambda: "aarch64")
+    assert probe_facts.gather(str(h200_live), ["gpu"], live=True)["host"]["machine"] == "aarch64"
+    host = probe_facts.gather(str(h200_live), ["gpu"])["host"]  # not live: the tree's /bin/sh
+    assert host["machine"] is None
+    assert host["reasons"]["machine"] == "cannot read /bin/sh: /bin does not exist"
+    fakeroot.elf_shell(h200_live, 62)
+    host = probe_facts.gather(str(h200_live), ["gpu"])["host"]
+    assert (host["machine"], "machine" in host["reasons"]) == ("x86_64", False)

@@ -195,3 +195,31 @@ def test_debian_mirror_none_without_a_debian_source(tmp_path):
         },
     )
     assert host["os"]["debian_mirror"] is None
+
+
+@pytest.mark.parametrize(
+    ("e_machine", "little_endian", "expected", "reason"),
+    [
+        (62, True, "x86_64", None),
+        (183, True, "aarch64", None),
+        (21, True, "ppc64le", None),
+        (21, False, None, "/bin/sh is for ELF machine 21, not one of aarch64, ppc64le, x86_64"),
+        (243, True, None, "/bin/sh is for ELF machine 243, not one of aarch64, ppc64le, x86_64"),
+    ],
+)
+def test_machine_of_a_tree_from_its_shell(tmp_path, e_machine, little_endian, expected, reason):
+    fakeroot.elf_shell(tmp_path, e_machine, little_endian=little_endian)
+    assert probe_host.machine(Root(str(tmp_path)), live=False) == (expected, reason)
+
+
+def test_machine_that_cannot_be_told(tmp_path, monkeypatch):
+    root = Root(str(tmp_path))
+    assert probe_host.machine(root, live=False) == (None, "cannot read /bin/sh: /bin does not exist")
+    fakeroot.write(tmp_path, "/bin/sh", "#!/bin/busybox\n")
+    assert probe_host.machine(root, live=False) == (None, "/bin/sh is not an ELF file")
+    monkeypatch.setattr(probe_host.platform, "machine", lambda: "")
+    assert probe_host.machine(root, live=True) == (None, "platform.machine() returned nothing")
+    monkeypatch.setattr(probe_host.platform, "machine", lambda: "aarch64")
+    assert probe_host.machine(root, live=True) == ("aarch64", None)  # live: uname -m, not the tree
+    host = probe_host.probe(root, live=False)
+    assert (host["machine"], host["reasons"]["machine"]) == (None, "/bin/sh is not an ELF file")
