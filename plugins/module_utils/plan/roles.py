@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda as plan_cuda
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cudnn as plan_cudnn
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as plan_driver
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as plan_repo
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import PlanError
 
 ROLES = ("nvidia_driver", "cuda_toolkit", "cudnn")
@@ -41,6 +42,50 @@ def host_os(facts):
     if found.get("distribution") in (None, "", "unknown"):
         return {}
     return {"distribution": found["distribution"], "version": found.get("version") or ""}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Packages (nvidia_repo and distro sources): the repository and the package set against what is installed
+# ---------------------------------------------------------------------------------------------------
+NO_PACKAGES = {"specs": [], "names": [], "hold": [], "installed": {}, "missing": [], "unhold": []}
+
+
+def package_plan(role, variables, facts, versions, cuda_major=""):
+    """{repo, packages} of a role that installs packages: NVIDIA's repository for the host (key, source file,
+    manager) and the package specs decided against the facts' installed packages (missing, holds to release);
+    PlanError naming the variable when the OS has no such repository or apt could not install them."""
+    os_info = host_os(facts)
+    distribution, version = os_info.get("distribution", "unknown"), os_info.get("version", "")
+    installed = (facts or {}).get("packages") or {}
+    try:
+        repo = plan_repo.repo_config(
+            distribution,
+            version,
+            host_machine(facts, "x86_64"),
+            variables[f"{role}_repo_base_url"],
+            variables[f"{role}_repo_key_fingerprint"],
+            prefix=role,
+        )
+        if not versions:  # every toolkit adopted as it is: nothing to install
+            return {"repo": repo, "packages": dict(NO_PACKAGES)}
+        packages = plan_repo.package_plan(
+            role,
+            variables[f"{role}_source"],
+            [str(v) for v in versions],
+            cuda_major=str(cuda_major or ""),
+            dev=role == "cudnn" and bool(variables["cudnn_install_dev"]),
+            repo_dir=repo["repo_dir"],
+            distribution=distribution,
+            distribution_version=version,
+            installed=installed.get("installed") or {},
+        )
+    except plan_repo.RepoPlanError as exc:
+        raise PlanError(str(exc)) from None
+    python_apt = installed.get("python_apt")
+    refusal = plan_repo.python_apt_refusal(repo["manager"], role, packages["missing"], python_apt)
+    if refusal:
+        raise PlanError(refusal)
+    return {"repo": repo, "packages": packages}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -71,10 +116,13 @@ def cuda_request(variables, machine, stamp):
 
 
 def _cuda_facts(variables):
+    subsets = ["gpu", "driver"]
     # the existing toolkits and their owners matter for removals and for who owns what the role touches
     if variables["cuda_toolkit_remove_unlisted"] or variables["cuda_toolkit_source"] != "distro":
-        return {"gather_subset": ["gpu", "driver", "cuda", "owners"]}
-    return {"gather_subset": ["gpu", "driver"]}
+        subsets += ["cuda", "owners"]
+    if variables["cuda_toolkit_source"] != "redist":
+        subsets.append("packages")
+    return {"gather_subset": subsets}
 
 
 def _cuda_validate(variables):
@@ -91,6 +139,9 @@ def _cuda_plan(variables, facts, context):
     owned = [t["path"] for t in toolkits if t.get("gpufleet_marker")]
     plan = plan_cuda.plan(req, facts, context.get("overrides"), owned)
     plan["remove_alternatives"] = plan_cuda.remove_alternatives(plan["remove"])
+    plan.update(repo={}, packages=dict(NO_PACKAGES))
+    if req["source"] != "redist":
+        plan.update(package_plan("cuda_toolkit", variables, facts, plan["package_versions"]))
     compat = plan.pop("compat")
     plan["summary"] = cuda_summary(plan)
     return plan, compat
@@ -135,7 +186,10 @@ def cudnn_request(variables, machine, os_family):
 
 
 def _cudnn_facts(variables):
-    return {"gather_subset": ["gpu", "driver", "owners"], "owner_paths": [variables["cudnn_prefix"]]}
+    subsets = ["gpu", "driver", "owners"]
+    if variables["cudnn_source"] == "nvidia_repo":
+        subsets.append("packages")
+    return {"gather_subset": subsets, "owner_paths": [variables["cudnn_prefix"]]}
 
 
 def _cudnn_validate(variables):
@@ -146,6 +200,10 @@ def _cudnn_plan(variables, facts, context):
     family = context.get("os_family") or {"rhel": "RedHat"}.get(_family(facts), "Debian")
     req = cudnn_request(variables, host_machine(facts, context.get("machine")), family)
     plan = plan_cudnn.plan(req, facts, context.get("overrides"), host_os(facts))
+    plan.update(repo={}, packages=dict(NO_PACKAGES))
+    if req["source"] == "nvidia_repo":
+        main = plan["main"]
+        plan.update(package_plan("cudnn", variables, facts, [main["version"]], main["cuda_major"]))
     compat = plan.pop("compat")
     plan["summary"] = cudnn_summary(plan)
     return plan, compat

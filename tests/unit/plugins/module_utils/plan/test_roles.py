@@ -60,7 +60,14 @@ def test_every_variable_a_request_reads_is_the_roles_own():
     ("role", "given", "subsets", "owner_paths", "mok_paths"),
     [
         ("cuda_toolkit", {}, ["gpu", "driver", "cuda", "owners"], [], []),
-        ("cuda_toolkit", {"cuda_toolkit_source": "distro"}, ["gpu", "driver"], [], []),
+        ("cuda_toolkit", {"cuda_toolkit_source": "distro"}, ["gpu", "driver", "packages"], [], []),
+        (
+            "cudnn",
+            {"cudnn_source": "nvidia_repo"},
+            ["gpu", "driver", "owners", "packages"],
+            ["/opt/nvidia/cudnn"],
+            [],
+        ),
         ("cudnn", {"cudnn_prefix": "/srv/cudnn"}, ["gpu", "driver", "owners"], ["/srv/cudnn"], []),
         ("nvidia_driver", {}, ["gpu", "driver"], [], []),
         (
@@ -137,3 +144,40 @@ def test_report_lines_print_every_error_and_warning():
         "warning: w2",
         "recommended: driver R580 open, CUDA <= 13.5, cuDNN <= 9.28.1",
     ]
+
+
+H200_PACKAGES = {
+    "manager": "apt",
+    "installed": {
+        "libcudnn9-cuda-13": {"version": "9.14.0.64-1", "held": True},
+        "libcudnn9-dev-cuda-13": {"version": "9.14.0.64-1", "held": True},
+        "libcudnn9-headers-cuda-13": {"version": "9.14.0.64-1", "held": True},
+    },
+    "python_apt": {"importable": False, "candidate": "none", "interpreter": "/usr/bin/python3"},
+}
+UBUNTU = dict(DEBIAN12, host=dict(DEBIAN12["host"], os={"distribution": "Ubuntu", "version": "24.04",
+                                                        "key": "ubuntu2404"}))  # fmt: skip
+
+
+def test_the_package_plan_is_decided_on_the_controller_from_the_packages_facts():
+    """nvidia_repo state=planned read the package database on the target; the plan now reads the facts."""
+    facts = dict(UBUNTU, packages=dict(H200_PACKAGES, python_apt=None))
+    plan, _ = roles.plan("cudnn", defaults("cudnn", cudnn_source="nvidia_repo"), facts)
+    assert plan["repo"]["manager"] == "apt" and plan["repo"]["repo_dir"] == "ubuntu2404"
+    assert plan["packages"]["missing"] == []
+    assert "libcudnn9-cuda-13" in plan["packages"]["installed"]
+    moved, _ = roles.plan(
+        "cudnn", defaults("cudnn", cudnn_source="nvidia_repo", cudnn_version="9.19.0"), facts
+    )
+    assert "libcudnn9-cuda-13" in moved["packages"]["unhold"]
+
+
+def test_apt_without_python_apt_is_refused_before_any_change():
+    facts = dict(UBUNTU, packages=dict(H200_PACKAGES, installed={}))
+    with pytest.raises(PlanError, match=r"^cudnn_source='nvidia_repo' installs libcudnn9-cuda-13=9\.14\.0"):
+        roles.plan("cudnn", defaults("cudnn", cudnn_source="nvidia_repo"), facts)
+
+
+def test_redist_plans_no_packages():
+    plan, _ = roles.plan("cudnn", defaults("cudnn"), DEBIAN12)
+    assert plan["repo"] == {} and plan["packages"]["specs"] == []
