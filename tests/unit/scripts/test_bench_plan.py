@@ -1,9 +1,11 @@
 """bench/bench_plan.py's pure helpers, offline and lab-free: arguments, payload inspection, the plays it
-writes, the tables, the order of the rounds, when part 3 is skipped."""
+writes, the tables, the order of the rounds, when part 3 is skipped; and that `make bench` and
+docs/scale.md name every bench script."""
 
 import base64
 import importlib.util
 import io
+import re
 import subprocess
 import zipfile
 from pathlib import Path
@@ -236,3 +238,12 @@ def test_part_noop_skips_with_a_line_when_told(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(bench_plan, "load_bench_install", lambda: fake)
     bench_plan.part_noop(SimpleNamespace(no_lab=True), tmp_path, tmp_path)
     assert "3. no-op converge on a lab host: SKIPPED: --no-lab" in capsys.readouterr().out
+
+
+def test_make_bench_and_the_docs_name_every_bench_script():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^bench:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    docs = (ROOT / "docs" / "scale.md").read_text().split("## `make bench`", 1)[1].split("\n## ", 1)[0]
+    for script in sorted((ROOT / "bench").glob("bench_*.py")):
+        assert f"bench/{script.name}" in recipe, f"make bench does not run bench/{script.name}"
+        assert f"`bench/{script.name}" in docs, f"docs/scale.md's make bench table lacks bench/{script.name}"
