@@ -82,7 +82,10 @@ def parse_args(argv=None):
 
 
 def git(*argv, cwd=ROOT):
-    return subprocess.run(["git", *argv], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+    proc = subprocess.run(["git", *argv], cwd=cwd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"bench_plan: git {' '.join(argv)} failed: {proc.stderr.strip()}")
+    return proc.stdout.strip()
 
 
 def new_label():
@@ -357,8 +360,6 @@ def write_plays(old, work):
     def load(path):
         return yaml.safe_load(path.read_text(encoding="utf-8"))
 
-    if not (old / "plugins" / "modules" / "nvidia_cudnn_plan.py").is_file():
-        sys.exit(f"bench_plan: the base tree has no {OLD_PLAN}: choose a --base before the plan moved")
     cudnn = old / "roles" / "cudnn"
     plays = {
         "old": old_play(load(cudnn / "tasks" / "preflight.yml"), load(cudnn / "defaults" / "main.yml")),
@@ -519,6 +520,8 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="gpufleet-bench-plan-") as tmp:
         work = Path(tmp)
         old = make_old_tree(base, work)
+        if not (old / "plugins" / "modules" / "nvidia_cudnn_plan.py").is_file():
+            sys.exit(f"bench_plan: {base[:12]} has no {OLD_PLAN}: choose a --base from before the plan moved")
         part_payload(old, ROOT, work)
         part_plan(args, old, work)
         part_noop(args, old, work)
