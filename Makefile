@@ -88,6 +88,7 @@ bench: venv  ## benchmarks, each a ratio to a baseline measured in the same run 
 	$(PY) bench/bench_molecule_docker.py
 	$(PY) bench/bench_audit.py --count $(or $(BENCH_HOSTS),20) --down
 	$(PY) bench/bench_install.py
+	$(PY) bench/bench_plan.py
 
 sanity: venv test-tools  ## ansible-test sanity on the collection as it ships (offline pip bootstrap; docs/collection.md)
 	scripts/sanity.sh

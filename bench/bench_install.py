@@ -65,11 +65,11 @@ def sh(cmd, env=None, check=True):
     return elapsed, proc.stdout
 
 
-def inventory(work):
+def inventory(work, prefix=PREFIX):
     """This prefix's lab hosts and the roles' variables (group_vars beside the inventory file)."""
     doc = yaml.safe_load(lab_hosts.INVENTORY.read_text(encoding="utf-8"))
     lab = doc["all"]["children"]["lab_hosts"]
-    group = lab_hosts.group_name(PREFIX)
+    group = lab_hosts.group_name(prefix)
     lab["children"] = {group: lab["children"][group]}
     (work / "group_vars").mkdir(parents=True, exist_ok=True)
     (work / "group_vars" / "all.yml").write_text(yaml.safe_dump(GROUP_VARS), encoding="utf-8")
@@ -79,7 +79,8 @@ def inventory(work):
 
 
 def playbook(inv, name, limit, env, *extra):
-    cmd = [str(BIN / "ansible-playbook"), "-i", str(inv), f"playbooks/{name}", "-l", limit, *extra]
+    """``playbooks/NAME`` of this checkout (an absolute NAME: another tree's playbook); (seconds, changed)."""
+    cmd = [str(BIN / "ansible-playbook"), "-i", str(inv), str(ROOT / "playbooks" / name), "-l", limit, *extra]
     elapsed, out = sh(cmd, env)
     changed = sum(int(m) for m in re.findall(r"changed=(\d+)", out))
     return elapsed, changed
