@@ -21,9 +21,8 @@ Main entry points:
 * :func:`existing_driver` -- a driver gpufleet did not install: packages of another repository, DKMS trees
   no package owns (refused unless ``nvidia_driver_existing: replace``, resp. removed by hand).
 
-Knowledge about branches and module flavors is kb/driver.py's, about operating systems kb/hosts.py's;
-the packaging tables below (what each source packages, and how) carry their sources. ``confidence``:
-high = NVIDIA's / the distribution's own text or index; medium = indirect.
+Knowledge about branches and module flavors is kb/driver.py's, about operating systems kb/hosts.py's, and
+the packaging tables (what each source packages, and how) are kb/driver_packages.py's, with their sources.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ import hashlib
 import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver as kb_driver
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver_packages as kb_packages
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import (
     VersionError,
@@ -80,110 +80,6 @@ class DriverPlanError(ValueError):
     """A request no plan can serve (the message names the variable, the value and what is allowed)."""
 
 
-# ---------------------------------------------------------------------------------------------------
-# Operating systems: initramfs tools (initramfs-tools on Debian/Ubuntu, dracut on RHEL)
-# ---------------------------------------------------------------------------------------------------
-INITRAMFS_COMMANDS = {
-    "ubuntu": ["update-initramfs", "-u", "-k", "all"],
-    "debian": ["update-initramfs", "-u", "-k", "all"],
-    "rhel": ["dracut", "--force", "--regenerate-all"],
-}
-# One kernel's image (update-initramfs(8) -u -k <version>; dracut(8) --kver <version>, high).
-INITRAMFS_KERNEL_COMMANDS = {
-    "ubuntu": ["update-initramfs", "-u", "-k", "{release}"],
-    "debian": ["update-initramfs", "-u", "-k", "{release}"],
-    "rhel": ["dracut", "--force", "--kver", "{release}"],
-}
-
-# ---------------------------------------------------------------------------------------------------
-# Branches each source packages, per OS
-# ---------------------------------------------------------------------------------------------------
-# NVIDIA network repositories: the branches of kb/driver.py from the first one the repository carries.
-# Source: NVIDIA data-center driver lifecycle (kb/driver.py) intersected with the repository's lifetime:
-# ubuntu2204 first CUDA 11.7 (R515), debian12 first CUDA 12.3 (R545), ubuntu2404 created 2024-05 (R550),
-# debian13 and rhel10 from 2025 (R575/R580), rhel9 from 2022 (R515)
-# (compat-facts os_support.cuda_version_os_facts; the per-branch listing itself was not read: medium).
-NVIDIA_REPO_FIRST_BRANCH = {
-    "ubuntu2204": 515,
-    "ubuntu2404": 550,
-    "debian12": 545,
-    "debian13": 580,
-    "rhel8": 450,
-    "rhel9": 515,
-    "rhel10": 575,
-}
-
-# Ubuntu archive (restricted/multiverse): nvidia-graphics-drivers-<branch>[-server] source packages.
-# Source: packages.ubuntu.com listings for jammy/noble (linux-modules-nvidia-*, nvidia-headless-no-dkms-*,
-# nvidia-dkms-*-server(-open)), read 2026-11-30 (medium: not every branch x release pair was read).
-UBUNTU_ARCHIVE_BRANCHES = {
-    "ubuntu2204": (470, 535, 550, 560, 565, 570, 575, 580, 590, 595),
-    "ubuntu2404": (470, 535, 550, 560, 565, 570, 575, 580, 590, 595),
-}
-
-# Debian non-free: one branch per release.
-# Source: apt-cache show nvidia-driver on the Debian mirror, 2026-11-30 (high):
-# bookworm 535.261.03-1, trixie 550.163.01-2; nvidia-open-kernel-dkms is in contrib,
-# firmware-nvidia-gsp in non-free-firmware, nvidia-persistenced in contrib.
-DEBIAN_ARCHIVE_BRANCH = {"debian12": 535, "debian13": 550}
-DEBIAN_COMPONENTS = ("main", "contrib", "non-free", "non-free-firmware")
-# Release codenames (the suites of the non-free source) and Debian's own mirror, used when neither
-# nvidia_driver_debian_mirror nor the host's Debian source (facts host.os.debian_mirror) names one.
-# Source: https://www.debian.org/releases/ (high); deb.debian.org is Debian's CDN (high).
-DEBIAN_CODENAMES = {"debian12": "bookworm", "debian13": "trixie"}
-DEBIAN_DEFAULT_MIRROR = "http://deb.debian.org/debian"
-
-# NVIDIA Driver Installation Guide, the same section in the R590, R615 and R620 editions: "Recent Updates ->
-# Version locking packages for Ubuntu / Debian -> Ubuntu 590 and later packages": "Driver pinning packages
-# have been introduced for Debian and Ubuntu to track specific driver branches and versions"; "we suggest to
-# install the pinning package prior to installing the driver"; "Starting with branch 590, the Ubuntu packages
-# will be renamed by removing the branch designation from the package name" (Table "Ubuntu 590 package
-# renames": cuda-drivers-580 "will be removed", cuda-drivers "no change", nvidia-dkms-580 -> nvidia-dkms,
-# nvidia-dkms-580-open -> nvidia-dkms-open, libnvidia-nscq "no change") (high),
-# sections 4.1.1 (r590, R615) and 4.2.1 (R620) of
-# https://docs.nvidia.com/datacenter/tesla/pdf/Driver_Installation_Guide.pdf,
-# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/615/pdf/Driver_Installation_Guide.pdf,
-# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/pdf/Driver_Installation_Guide.pdf.
-# The pin package's name nvidia-driver-pinning-<branch> (and =<version> for one version): medium (the guide's
-# APT subsection of version-locking.html was not read in full; public install scripts use that name).
-PINNING_FROM = 590
-PIN_PACKAGE = "nvidia-driver-pinning-{branch}"
-
-# dnf versionlock onto a branch (DNF 4: RHEL 8/9/10, "Make sure the python3-dnf-plugin-versionlock package is
-# installed"; "dnf4 versionlock \*nvidia\*575\*"), and the R620 "Open GPU kernel module installation" table:
-# RHEL/Alma/Rocky/Oracle Linux 10, specific branch: "dnf versionlock \*nvidia\*580\*" then
-# "dnf install nvidia-open" (no module streams); RHEL 8/9 (and Alma/Oracle/Rocky 8/9, Amazon Linux 2023):
-# "dnf module enable nvidia-driver:580-open" then "dnf install nvidia-open" (high),
-# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/version-locking.html,
-# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/620/kernel-modules.html
-VERSIONLOCK_PATTERN = "*nvidia*{branch}*"
-
-# Switching the kernel module flavor in place ("Switching between Driver Module Flavors", R590 and R595
-# guides, high): RHEL/Rocky/Oracle 8/9: "dnf -y module switch-to nvidia-driver:<stream> --allowerasing";
-# RHEL/Rocky 10: "dnf install --allowerasing nvidia-open" (to open), "dnf install --allowerasing
-# cuda-drivers" (to proprietary); Debian 12/13: "apt install --autoremove --purge nvidia-open" / "...
-# cuda-drivers"; Ubuntu 22.04/24.04: "apt install --autoremove --purge nvidia-open nvidia-driver-open" /
-# "... cuda-drivers nvidia-driver",
-# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/advanced-options.html,
-# https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/595/advanced-options.html
-# Before R590 (branch-named metapackages) the same apt command with nvidia-open-<b> / cuda-drivers-<b>:
-# medium (by analogy; the R580 page was not read).
-APT_FLAVOR_SWITCH = {
-    "ubuntu": {
-        "open": ("nvidia-open", "nvidia-driver-open"),
-        "proprietary": ("cuda-drivers", "nvidia-driver"),
-    },
-    "debian": {"open": ("nvidia-open",), "proprietary": ("cuda-drivers",)},
-}
-DNF_MODULE_SWITCH = ["dnf", "-y", "module", "switch-to", "{module}", "--allowerasing"]
-DNF_INSTALL_SWITCH = ["dnf", "-y", "install", "--allowerasing", "{package}"]
-
-# Services the role enables (systemd unit names of NVIDIA's packages, high).
-PERSISTENCED_SERVICE = "nvidia-persistenced"
-FABRICMANAGER_SERVICE = "nvidia-fabricmanager"
-DCGM_SERVICE = "nvidia-dcgm"
-
-
 def _os_label(os_name):
     return kb_hosts.OS_TABLE[os_name]["label"]
 
@@ -195,13 +91,13 @@ def _family(os_name):
 def available_branches(os_name, source):
     """Branches ``source`` packages for ``os_name`` (sorted ints)."""
     if source == "nvidia_repo":
-        first = NVIDIA_REPO_FIRST_BRANCH[os_name]
+        first = kb_packages.NVIDIA_REPO_FIRST_BRANCH[os_name]
         return [b for b in sorted(kb_driver.DRIVER_BRANCHES) if b >= first]
     family = _family(os_name)
     if family == "ubuntu":
-        return list(UBUNTU_ARCHIVE_BRANCHES[os_name])
+        return list(kb_packages.UBUNTU_ARCHIVE_BRANCHES[os_name])
     if family == "debian":
-        return [DEBIAN_ARCHIVE_BRANCH[os_name]]
+        return [kb_packages.DEBIAN_ARCHIVE_BRANCH[os_name]]
     return []
 
 
@@ -500,17 +396,17 @@ def _empty_plan(os_name, source, b, flavor, *, version, build_kernel_module):
         "dnf_module": None,
         "dnf_module_reset": None,
         "fabricmanager_packages": [],
-        "fabricmanager_service": FABRICMANAGER_SERVICE,
+        "fabricmanager_service": kb_packages.FABRICMANAGER_SERVICE,
         "dcgm_packages": [],
-        "dcgm_service": DCGM_SERVICE,
+        "dcgm_service": kb_packages.DCGM_SERVICE,
         "hold_packages": [],
         "versionlock": False,
         "versionlock_patterns": [],
         "flavor_switch": {"apt_packages": [], "argv": []},
         "other_flavor_packages": [],
         "persistenced_packages": [],
-        "persistenced_service": PERSISTENCED_SERVICE,
-        "initramfs_command": list(INITRAMFS_COMMANDS[family]),
+        "persistenced_service": kb_packages.PERSISTENCED_SERVICE,
+        "initramfs_command": list(kb_packages.INITRAMFS_COMMANDS[family]),
         "module_signing_needed_with_secure_boot": False,
         "build_kernel_module": bool(build_kernel_module),
         "warnings": [],
@@ -598,10 +494,10 @@ def _plan_nvidia_apt(plan, b, flavor, version):
     # then the unversioned nvidia-open / cuda-drivers (PINNING_FROM's sources: the R590/R615/R620 guides'
     # "Ubuntu 590 and later packages", high). The metapackages pull the DKMS module packages
     # (nvidia-kernel-open-dkms / nvidia-kernel-dkms: medium, compat-facts open_kernel_modules).
-    if b >= PINNING_FROM:
-        plan["pin_packages"] = [_apt_versioned(PIN_PACKAGE.format(branch=b), version)]
+    if b >= kb_packages.PINNING_FROM:
+        plan["pin_packages"] = [_apt_versioned(kb_packages.PIN_PACKAGE.format(branch=b), version)]
         open_pkg, prop_pkg = "nvidia-open", "cuda-drivers"
-        switch = APT_FLAVOR_SWITCH[plan["family"]][flavor]  # the guide's command (high)
+        switch = kb_packages.APT_FLAVOR_SWITCH[plan["family"]][flavor]  # the guide's command (high)
     else:
         open_pkg, prop_pkg = f"nvidia-open-{b}", f"cuda-drivers-{b}"
         switch = (open_pkg if flavor == "open" else prop_pkg,)  # same command, branch-named (medium)
@@ -617,7 +513,7 @@ def _plan_nvidia_apt(plan, b, flavor, version):
         # Userspace only (containers): NVIDIA's Debian-style compute packages, no metapackage that pulls DKMS.
         plan["packages"] = ["nvidia-driver-cuda", "nvidia-persistenced"]
         plan["flavor_switch"] = {"apt_packages": [], "argv": []}
-        if b < PINNING_FROM:
+        if b < kb_packages.PINNING_FROM:
             plan["pin_packages"] = []
             plan["warnings"].append(
                 "userspace-only install from the NVIDIA repository is not branch-locked before R590 "
@@ -626,7 +522,7 @@ def _plan_nvidia_apt(plan, b, flavor, version):
 
 
 def _plan_nvidia_dnf(plan, os_name, b, flavor, version):
-    lock = VERSIONLOCK_PATTERN.format(branch=version or b)
+    lock = kb_packages.VERSIONLOCK_PATTERN.format(branch=version or b)
     if os_name in ("rhel8", "rhel9"):
         # dnf module streams nvidia-driver:<b>-open (open, DKMS), <b>-dkms (proprietary, DKMS); profile 'fm'
         # adds fabric manager + NSCQ (_plan_fabricmanager).
@@ -644,7 +540,7 @@ def _plan_nvidia_dnf(plan, os_name, b, flavor, version):
             ["kmod-nvidia-latest-dkms"] if flavor == "open" else ["kmod-nvidia-open-dkms"]
         )
         # "dnf -y module switch-to nvidia-driver:<stream> --allowerasing" (DNF_MODULE_SWITCH, high)
-        argv = [a.format(module=f"nvidia-driver:{stream}") for a in DNF_MODULE_SWITCH]
+        argv = [a.format(module=f"nvidia-driver:{stream}") for a in kb_packages.DNF_MODULE_SWITCH]
         plan["flavor_switch"] = {"apt_packages": [], "argv": argv}
         if version:
             plan["packages"] = [_dnf_versioned("nvidia-driver", version)]
@@ -674,7 +570,7 @@ def _plan_nvidia_dnf(plan, os_name, b, flavor, version):
         plan["versionlock"] = True
         plan["versionlock_patterns"] = [lock]
         # "dnf install --allowerasing nvidia-open" / "... cuda-drivers" (DNF_INSTALL_SWITCH, high)
-        argv = [a.format(package=plan["packages"][0]) for a in DNF_INSTALL_SWITCH]
+        argv = [a.format(package=plan["packages"][0]) for a in kb_packages.DNF_INSTALL_SWITCH]
         plan["flavor_switch"] = {"apt_packages": [], "argv": argv}
         if not plan["build_kernel_module"]:
             plan["packages"] = [f"nvidia-driver-cuda-{pattern}", "nvidia-persistenced"]
@@ -714,19 +610,10 @@ def _plan_ubuntu_archive(plan, b, flavor, version, *, kernel_release, server):
 
 
 def _plan_debian_archive(plan, flavor):
-    # Debian non-free: headless compute set (nvidia-driver itself pulls the X server), the module as DKMS:
-    # nvidia-kernel-dkms (non-free, proprietary) or nvidia-open-kernel-dkms (contrib, open); GSP firmware in
-    # non-free-firmware.
-    # Source: apt-cache show on the Debian mirror for bookworm and trixie, 2026-11-30 (high).
-    plan["debian_components"] = list(DEBIAN_COMPONENTS)
-    plan["packages"] = [
-        "nvidia-smi",
-        "libcuda1",
-        "libnvidia-ml1",
-        "nvidia-kernel-support",
-        "firmware-nvidia-gsp",
-        "nvidia-persistenced",
-    ]
+    # Debian non-free: the headless compute set and the module as DKMS (kb/driver_packages.py
+    # DEBIAN_ARCHIVE_PACKAGES, DEBIAN_COMPONENTS and their source).
+    plan["debian_components"] = list(kb_packages.DEBIAN_COMPONENTS)
+    plan["packages"] = list(kb_packages.DEBIAN_ARCHIVE_PACKAGES)
     plan["persistenced_packages"] = ["nvidia-persistenced"]
     if flavor == "open":
         plan["kernel_packages"] = ["nvidia-open-kernel-dkms"]
@@ -759,7 +646,7 @@ def _plan_fabricmanager(plan, os_name, b):
         )
         return
     if plan["pkg_mgr"] == "apt":
-        if plan["source"] == "nvidia_repo" and b >= PINNING_FROM:
+        if plan["source"] == "nvidia_repo" and b >= kb_packages.PINNING_FROM:
             plan["fabricmanager_packages"] = ["nvidia-fabricmanager", "libnvidia-nscq"]
         else:
             plan["fabricmanager_packages"] = [f"nvidia-fabricmanager-{b}", f"libnvidia-nscq-{b}"]
@@ -1432,10 +1319,10 @@ def _services(plan, req, state):
 def _debian_source(plan, req, state):
     if not plan["debian_components"]:
         return {"needed": False, "uri": "", "suites": "", "components": ""}
-    codename = DEBIAN_CODENAMES[plan["os"]]
+    codename = kb_packages.DEBIAN_CODENAMES[plan["os"]]
     return {
         "needed": True,
-        "uri": req["debian_mirror"] or state["debian_mirror"] or DEBIAN_DEFAULT_MIRROR,
+        "uri": req["debian_mirror"] or state["debian_mirror"] or kb_packages.DEBIAN_DEFAULT_MIRROR,
         "suites": f"{codename} {codename}-updates",
         "components": " ".join(plan["debian_components"]),
     }
@@ -1673,14 +1560,16 @@ def initramfs_rebuild(plan, facts, *, check_mode=False):
     images = [k for k in state["kernels"] if _section(k, "initramfs").get("path")]
     known = [k for k in state["kernels"] if isinstance(k.get("initramfs"), dict)]
     family = plan.get("family") or state["family"]
-    if not known or family not in INITRAMFS_KERNEL_COMMANDS:
-        out["commands"] = [list(_section(plan, "initramfs").get("command") or INITRAMFS_COMMANDS[family])]
+    if not known or family not in kb_packages.INITRAMFS_KERNEL_COMMANDS:
+        out["commands"] = [
+            list(_section(plan, "initramfs").get("command") or kb_packages.INITRAMFS_COMMANDS[family])
+        ]
         out["reason"] = "the facts do not say which images carry the new files: every image is rebuilt"
         return out
     stale = images if check_mode else [k for k in images if k["initramfs"].get("stale")]
     out["kernels"] = [k["release"] for k in stale]
     out["current"] = [k["release"] for k in images if k not in stale]
-    form = INITRAMFS_KERNEL_COMMANDS[family]
+    form = kb_packages.INITRAMFS_KERNEL_COMMANDS[family]
     out["commands"] = [[part.format(release=release) for part in form] for release in out["kernels"]]
     if check_mode:
         out["reason"] = "check mode: the files would be newer than every image"
