@@ -23,7 +23,7 @@ description:
     that is wrong; the module fails with them before anything is changed.
   - Returns the plan (packages, pin packages, dnf module stream, holds and versionlocks, the change of
     state, services, package sources, verify expectations, the reboot decision before the install) computed
-    by C(plugins/module_utils/plan/driver.py); the role's tasks only execute it.
+    by C(plugins/module_utils/plan/driver/); the role's tasks only execute it.
   - Refuses O(reboot=auto) and O(reboot=always) on the Ansible controller itself (O(is_controller)).
   - Changes nothing and reads nothing but the two MOK paths (their first 64 KiB) when O(facts) is given;
     without O(facts) it gathers the C(gpu) and C(driver) subsets of the facts itself.

@@ -11,6 +11,12 @@ import hashlib
 import pytest
 import yaml
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.existing import installed_branches
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.request import (
+    REQUEST_DEFAULTS,
+    certificate_sha256,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state import host_state
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import ldcache
 from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_driver_plan as mod
 
@@ -162,7 +168,7 @@ def test_an_error_names_only_the_wrong_variable(kw, variable):
     errors = dp.decide(request(**kw), facts_for())["errors"]
     assert len(errors) == 1, errors
     assert errors[0].startswith(f"{variable}: "), errors
-    others = {f"nvidia_driver_{k}" for k in dp.REQUEST_DEFAULTS} - {variable, "nvidia_driver_branch"}
+    others = {f"nvidia_driver_{k}" for k in REQUEST_DEFAULTS} - {variable, "nvidia_driver_branch"}
     assert not [name for name in others if name in errors[0]], errors
     if variable == "nvidia_driver_reboot":
         assert "nvidia_driver_branch" not in errors[0]
@@ -222,8 +228,8 @@ DPKG_PACKAGES = [
 
 def test_packages_holds_and_branches_from_dpkg():
     facts = facts_for(driver_packages=DPKG_PACKAGES, driver_install_method="package")
-    assert dp.host_state(facts)["held"] == ["nvidia-kernel-open-dkms", "nvidia-open-570"]
-    assert dp.installed_branches(DPKG_PACKAGES) == ["570"]
+    assert host_state(facts)["held"] == ["nvidia-kernel-open-dkms", "nvidia-open-570"]
+    assert installed_branches(DPKG_PACKAGES) == ["570"]
     plan = dp.decide(request(), facts)
     assert plan["transition"]["kind"] == "branch_change"
     assert plan["transition"]["unhold"] == ["nvidia-kernel-open-dkms", "nvidia-open-570"]
@@ -251,7 +257,7 @@ def test_rpm_fallback():
         {"name": "kmod-nvidia-open-dkms", "version": "580.95.05-1.el9", "held": False},
         {"name": "nvidia-driver", "version": "3:580.95.05-1.el9", "held": False},
     ]
-    assert dp.installed_branches(packages) == ["580"]
+    assert installed_branches(packages) == ["580"]
 
 
 # --------------------------------------------------------------------------- the module's own steps
@@ -338,7 +344,7 @@ def test_h200_facts_are_host_managed(h200_tree):
     assert facts["driver"]["secure_boot"] == "unknown"
     assert facts["gpu_count"] == 1
     assert facts["nvswitch_count"] == 0
-    state = dp.host_state(facts)
+    state = host_state(facts)
     assert state["host_managed"] is True
     assert state["owned_by_package"] is False
     assert state["secure_boot"] is False
@@ -401,6 +407,6 @@ def test_secure_boot_refuses_a_certificate_that_shim_does_not_hold(tmp_path):
 def test_a_pem_certificate_hashes_as_its_der():
     der = b"\x30\x82\x00\x04" + b"cert"
     pem = b"-----BEGIN CERTIFICATE-----\n" + base64.encodebytes(der) + b"-----END CERTIFICATE-----\n"
-    assert dp.certificate_sha256(pem) == dp.certificate_sha256(der) == hashlib.sha256(der).hexdigest()
-    assert dp.certificate_sha256(b"\x30\x82\x03\x0b\x30") is None  # shorter than its own length
-    assert dp.certificate_sha256(b"-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----") is None
+    assert certificate_sha256(pem) == certificate_sha256(der) == hashlib.sha256(der).hexdigest()
+    assert certificate_sha256(b"\x30\x82\x03\x0b\x30") is None  # shorter than its own length
+    assert certificate_sha256(b"-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----") is None
