@@ -58,12 +58,8 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.reboot
     reboot_decision,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.request import (
-    MOK_READ,
     REQUEST_DEFAULTS,
     DriverPlanError,
-    certificate_sha256,
-    is_certificate,
-    is_private_key,
     normalize_request,
     parse_branch_value,
     resolve_flavor,
@@ -75,17 +71,13 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state 
 
 # The entry points used outside the plan (nvidia_driver_plan, the driver_* filters).
 __all__ = [
-    "MOK_READ",
     "REQUEST_DEFAULTS",
     "DriverPlanError",
-    "certificate_sha256",
     "compat_gpus",
     "compat_os",
     "decide",
     "hold_missing",
     "initramfs_rebuild",
-    "is_certificate",
-    "is_private_key",
     "kernel_guard",
     "reboot_after",
     "user_words",

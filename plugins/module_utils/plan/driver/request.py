@@ -8,11 +8,6 @@ the kernel module flavor. Pure (no I/O), stdlib only, Python >= 3.9.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import re
-
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver as kb_driver
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver_packages as kb_packages
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
@@ -30,8 +25,8 @@ EXISTING_POLICIES = ("refuse", "replace")
 
 
 # The role's variables (nvidia_driver_<key>) a plan is made from, with the role's defaults; plus what the
-# module adds: whether the MOK files exist and hold a key / a certificate (mok_*_valid: is_private_key,
-# is_certificate on their first MOK_READ bytes), the controller test, nvidia_compat's recommendation.
+# module adds: the controller test, nvidia_compat's recommendation. The MOK files are judged from the facts
+# (driver.mok_files), not from the request.
 REQUEST_DEFAULTS = {
     "source": "nvidia_repo",
     "branch": "580",
@@ -46,11 +41,6 @@ REQUEST_DEFAULTS = {
     "existing": "refuse",
     "mok_key": "",
     "mok_cert": "",
-    "mok_key_exists": None,
-    "mok_cert_exists": None,
-    "mok_key_valid": None,
-    "mok_cert_valid": None,
-    "mok_cert_sha256": None,
     "hold": True,
     "persistenced": True,
     "debian_mirror": "",
@@ -156,58 +146,25 @@ def _version_errors(version, branch, branch_int):
     return []
 
 
-# MOK files: the private key is PEM (openssl's "-----BEGIN PRIVATE KEY-----", also RSA/EC/ENCRYPTED), the
-# certificate PEM or DER (an X.509 DER certificate is an ASN.1 SEQUENCE with a two-byte length: 0x30 0x82);
-# RFC 7468 sections 2, 5 and 10 (PEM labels), X.690 8.1.3 (long-form length), high. Only the first MOK_READ
-# bytes are looked at.
-MOK_READ = 64 * 1024
-_PEM_PRIVATE_KEY = re.compile(rb"^-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----\s*$", re.MULTILINE)
-_PEM_CERTIFICATE = re.compile(rb"^-----BEGIN CERTIFICATE-----\s*$", re.MULTILINE)
-_MOK_NOT = {
-    "nvidia_driver_mok_key": 'is not a private key (PEM "-----BEGIN PRIVATE KEY-----")',
-    "nvidia_driver_mok_cert": "is not an X.509 certificate (PEM or DER)",
+# What a MOK file must hold, per variable (facts driver.mok_files, probe/mok.py): the key a PEM private key,
+# the certificate an X.509 certificate (PEM or DER).
+_MOK_MUST = {
+    "nvidia_driver_mok_key": ("private_key", 'is not a private key (PEM "-----BEGIN PRIVATE KEY-----")'),
+    "nvidia_driver_mok_cert": ("certificate", "is not an X.509 certificate (PEM or DER)"),
 }
 
 
-def is_private_key(head):
-    """The first bytes of a file hold a PEM private key line."""
-    return bool(_PEM_PRIVATE_KEY.search(bytes(head or b"")[:MOK_READ]))
-
-
-def is_certificate(head):
-    """The first bytes of a file are a PEM certificate (its BEGIN line) or a DER one (0x30 0x82)."""
-    head = bytes(head or b"")[:MOK_READ]
-    return head[:2] == b"\x30\x82" or bool(_PEM_CERTIFICATE.search(head))
-
-
-_PEM_CERTIFICATE_BODY = re.compile(rb"-----BEGIN CERTIFICATE-----(.+?)-----END CERTIFICATE-----", re.DOTALL)
-
-
-def certificate_sha256(head):
-    """sha256 (hex) of the DER bytes of the certificate at the start of ``head`` (DER, or the first PEM
-    CERTIFICATE block), as shim's MokListRT stores it; None when it cannot be told."""
-    head = bytes(head or b"")[:MOK_READ]
-    if head[:2] == b"\x30\x82":
-        length = 4 + int.from_bytes(head[2:4], "big")
-        der = head[:length] if len(head) >= length else None
-    else:
-        found = _PEM_CERTIFICATE_BODY.search(head)
-        try:
-            der = base64.b64decode(b"".join(found.group(1).split()), validate=True) if found else None
-        except (binascii.Error, ValueError):
-            der = None
-    return hashlib.sha256(der).hexdigest() if der else None
-
-
-def _mok_errors(mok_key, mok_cert, mok_paths_exist, mok_valid=None):
+def _mok_errors(mok_key, mok_cert, mok_files):
     errors = []
     for name, path in (("nvidia_driver_mok_key", mok_key), ("nvidia_driver_mok_cert", mok_cert)):
-        if path in (None, ""):
+        found = (mok_files or {}).get(path) if path else None
+        if not isinstance(found, dict):  # not given, or not in the facts: not judged
             continue
-        if mok_paths_exist is not None and not mok_paths_exist.get(path, False):
+        kind, wrong = _MOK_MUST[name]
+        if not found.get("exists"):
             errors.append(f"{name}: {path!r} does not exist on the host; give the path of an existing file")
-        elif (mok_valid or {}).get(name) is False:
-            errors.append(f"{name}: {path!r} {_MOK_NOT[name]}")
+        elif found.get(kind) is False:
+            errors.append(f"{name}: {path!r} {wrong}")
     if bool(mok_key) != bool(mok_cert):
         errors.append(
             "nvidia_driver_mok_key and nvidia_driver_mok_cert: give both "
@@ -226,16 +183,15 @@ def validate_request(
     reboot="auto",
     mok_key=None,
     mok_cert=None,
-    mok_paths_exist=None,
-    mok_valid=None,
+    mok_files=None,
     is_controller=False,
 ):
     """Every refusal about the variables, as a list of one-line messages (empty = fine).
 
-    ``mok_paths_exist`` maps each given MOK path to whether it exists on the target, ``mok_valid`` each
-    MOK variable (``nvidia_driver_mok_key``, ``nvidia_driver_mok_cert``) to whether its file holds what it
-    must (the key a PEM private key, the certificate PEM or DER; a variable not in it is not judged). By
-    variable, not by path: one file given as both is a certificate or a key, never both.
+    ``mok_files`` is the facts' ``driver.mok_files`` ({path: {exists, private_key, certificate,
+    certificate_sha256}}, probe/mok.py): a MOK path in it must exist and hold what its variable needs (the
+    key a PEM private key, the certificate PEM or DER); a path not in it is not judged. By variable, not by
+    path: one file given as both is a certificate or a key, never both.
     ``is_controller``: the host is the Ansible controller, which auto/always would reboot.
     """
     errors = _choice_errors(source, kernel_module, reboot)
@@ -251,7 +207,7 @@ def validate_request(
         errors.append(str(exc))
     errors += _branch_errors(os_name, source, branch, branch_int, kernel_module)
     errors += _version_errors(version, branch, branch_int)
-    errors += _mok_errors(mok_key, mok_cert, mok_paths_exist, mok_valid)
+    errors += _mok_errors(mok_key, mok_cert, mok_files)
     return errors
 
 
@@ -303,12 +259,6 @@ def validate(request, facts):
         return [
             f"operating system: {shown} is not supported by nvidia_driver; supported: {kb_hosts.SUPPORTED_OS}"
         ]
-    mok_exists, mok_valid = {}, {}
-    for key in ("mok_key", "mok_cert"):
-        if req[key] and req[f"{key}_exists"] is not None:
-            mok_exists[req[key]] = bool(req[f"{key}_exists"])
-        if req[key] and req[f"{key}_valid"] is not None:
-            mok_valid[f"nvidia_driver_{key}"] = bool(req[f"{key}_valid"])
     errors = validate_request(
         os_name,
         req["source"],
@@ -318,8 +268,7 @@ def validate(request, facts):
         reboot=req["reboot"],
         mok_key=req["mok_key"],
         mok_cert=req["mok_cert"],
-        mok_paths_exist=mok_exists if mok_exists else None,
-        mok_valid=mok_valid,
+        mok_files=state["mok_files"],
         # a container or a host-managed driver is never rebooted by the role: nothing to refuse there
         is_controller=bool(req["is_controller"]) and not state["container"] and not state["host_managed"],
     )
@@ -344,7 +293,8 @@ def secure_boot_errors(req, state):
             "nvidia_driver_mok_key and nvidia_driver_mok_cert to a MOK key pair enrolled with "
             "'mokutil --import <cert>' (then reboot to confirm), or disable Secure Boot"
         ], []
-    enrolled, digest, cert = state["mok_enrolled"], req["mok_cert_sha256"], req["mok_cert"]
+    enrolled, cert = state["mok_enrolled"], req["mok_cert"]
+    digest = (state["mok_files"].get(cert) or {}).get("certificate_sha256")  # None: not in the facts
     if enrolled is None:
         why = state["mok_enrolled_reason"] or "the facts hold no MOK list"
         return [], [

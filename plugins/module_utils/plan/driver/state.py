@@ -49,6 +49,8 @@ def host_state(facts):
         "secure_boot": driver.get("secure_boot") == "enabled",
         "mok_enrolled": driver.get("mok_enrolled") if isinstance(driver.get("mok_enrolled"), list) else None,
         "mok_enrolled_reason": section(driver, "reasons").get("mok_enrolled") or "",
+        # {path: {exists, private_key, certificate, certificate_sha256}} of the MOK paths the facts read
+        "mok_files": {p: f for p, f in section(driver, "mok_files").items() if isinstance(f, dict)},
         "nvswitch_count": int((facts or {}).get("nvswitch_count") or 0),
         "gpu_present": gpu_present(facts),
         "boot_pending": section(driver, "boot_pending"),

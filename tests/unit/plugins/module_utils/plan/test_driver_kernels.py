@@ -1,6 +1,9 @@
 """Issue 18, real kernels: the reboot without a GPU, the health check after the role's reboot, the controller
 refusal, the MOK files' content and the kernel guard (every installed kernel's module, the next boot)."""
 
+import base64
+import hashlib
+
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.filter import driver as filters
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
@@ -10,13 +13,11 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.kernel
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.reboot import reboot_after
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.request import (
-    MOK_READ,
-    is_certificate,
-    is_private_key,
     validate_request,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state import gpu_present
-from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_driver_plan as mod
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import mok as probe_mok
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
 
 H200 = {"pci_device_id": "0x2335", "name": "NVIDIA H200"}
 RUNNING = "6.8.0-45-generic"
@@ -173,17 +174,11 @@ def test_never_on_the_controller_is_fine_and_a_bad_policy_keeps_its_error():
 
 
 # --------------------------------------------------------------------------- MOK files' content
-def test_private_key_and_certificate_recognition():
-    assert is_private_key(PEM_KEY)
-    assert is_private_key(b"-----BEGIN RSA PRIVATE KEY-----\r\nMIIE\n")
-    assert is_private_key(b"-----BEGIN ENCRYPTED PRIVATE KEY-----\n")
-    assert not is_private_key(PEM_CERT)
-    assert not is_private_key(b"\x30\x82\x03\x0b")
-    assert not is_private_key(b"x" * MOK_READ + PEM_KEY)  # past the first 64 KiB
-    assert is_certificate(PEM_CERT)
-    assert is_certificate(b"\x30\x82\x03\x0b\x30\x82")
-    assert not is_certificate(PEM_KEY)
-    assert not is_certificate(b"")
+# The facts describe the MOK files (nvidia_facts mok_paths -> driver.mok_files, probe/mok.py); the plan
+# judges each variable by its own verdict.
+def mok_files(tmp_path, moks):
+    files, _reason = probe_mok.probe(Root(str(tmp_path)), [moks["mok_key"], moks["mok_cert"]])
+    return files
 
 
 def test_mok_files_of_the_wrong_kind_are_refused_with_their_variable(tmp_path):
@@ -191,25 +186,32 @@ def test_mok_files_of_the_wrong_kind_are_refused_with_their_variable(tmp_path):
     (tmp_path / "etc/MOK.priv").write_bytes(PEM_CERT)  # swapped: the certificate given as the key
     (tmp_path / "etc/MOK.der").write_bytes(PEM_KEY)
     moks = {"mok_key": "/etc/MOK.priv", "mok_cert": "/etc/MOK.der"}
-    flags = mod.mok_exists(moks, str(tmp_path))
-    assert flags == {
-        "mok_key_exists": True,
-        "mok_key_valid": False,
-        "mok_cert_exists": True,
-        "mok_cert_valid": False,
-        "mok_cert_sha256": None,
+    files = mok_files(tmp_path, moks)
+    assert files == {
+        "/etc/MOK.priv": {
+            "exists": True,
+            "private_key": False,
+            "certificate": True,
+            "certificate_sha256": hashlib.sha256(base64.b64decode("MIIDCzCCAfOgAwIBAgIU")).hexdigest(),
+        },
+        "/etc/MOK.der": {
+            "exists": True,
+            "private_key": True,
+            "certificate": False,
+            "certificate_sha256": None,
+        },
     }
-    errors = dp.decide({"branch": "580", **moks, **flags}, facts())["errors"]
+    errors = dp.decide({"branch": "580", **moks}, facts(mok_files=files))["errors"]
     assert errors == [
         "nvidia_driver_mok_key: '/etc/MOK.priv' is not a private key (PEM \"-----BEGIN PRIVATE KEY-----\")",
         "nvidia_driver_mok_cert: '/etc/MOK.der' is not an X.509 certificate (PEM or DER)",
     ]
     (tmp_path / "etc/MOK.priv").write_bytes(PEM_KEY)
     (tmp_path / "etc/MOK.der").write_bytes(b"\x30\x82\x03\x0b")
-    flags = mod.mok_exists(moks, str(tmp_path))
-    assert flags["mok_key_valid"] is True
-    assert flags["mok_cert_valid"] is True
-    assert dp.decide({"branch": "580", **moks, **flags}, facts())["errors"] == []
+    files = mok_files(tmp_path, moks)
+    assert files["/etc/MOK.priv"]["private_key"] is True
+    assert files["/etc/MOK.der"]["certificate"] is True
+    assert dp.decide({"branch": "580", **moks}, facts(mok_files=files))["errors"] == []
 
 
 def test_one_file_given_as_both_key_and_certificate_is_refused_as_the_key(tmp_path):
@@ -218,23 +220,25 @@ def test_one_file_given_as_both_key_and_certificate_is_refused_as_the_key(tmp_pa
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc/MOK.der").write_bytes(b"\x30\x82\x03\x0b")
     moks = {"mok_key": "/etc/MOK.der", "mok_cert": "/etc/MOK.der"}
-    flags = mod.mok_exists(moks, str(tmp_path))
-    assert flags["mok_key_valid"] is False and flags["mok_cert_valid"] is True
-    errors = dp.decide({"branch": "580", **moks, **flags}, facts())["errors"]
+    files = mok_files(tmp_path, moks)
+    assert files["/etc/MOK.der"]["private_key"] is False and files["/etc/MOK.der"]["certificate"] is True
+    errors = dp.decide({"branch": "580", **moks}, facts(mok_files=files))["errors"]
     assert errors == [
         "nvidia_driver_mok_key: '/etc/MOK.der' is not a private key (PEM \"-----BEGIN PRIVATE KEY-----\")"
     ]
 
 
 def test_a_missing_mok_file_is_not_judged_for_its_content(tmp_path):
-    flags = mod.mok_exists({"mok_key": "/nope.priv", "mok_cert": ""}, str(tmp_path))
-    assert flags == {
-        "mok_key_exists": False,
-        "mok_key_valid": None,
-        "mok_cert_exists": None,
-        "mok_cert_valid": None,
-        "mok_cert_sha256": None,
+    files = mok_files(tmp_path, {"mok_key": "/nope.priv", "mok_cert": ""})
+    assert files == {
+        "/nope.priv": {"exists": False, "private_key": None, "certificate": None, "certificate_sha256": None}
     }
+    errors = dp.decide({"branch": "580", "mok_key": "/nope.priv"}, facts(mok_files=files))["errors"]
+    assert errors == [
+        "nvidia_driver_mok_key: '/nope.priv' does not exist on the host; give the path of an existing file",
+        "nvidia_driver_mok_key and nvidia_driver_mok_cert: give both (private key and DER/PEM certificate) "
+        "or neither",
+    ]
 
 
 # --------------------------------------------------------------------------- the kernel guard

@@ -35,6 +35,12 @@ def test_os_key_refuses_unsupported(dist, ver):
     assert "not supported" in errors[0]
 
 
+# facts driver.mok_files entries (probe/mok.py)
+ABSENT = {"exists": False, "private_key": None, "certificate": None, "certificate_sha256": None}
+PEM_PRIVATE_KEY = {"exists": True, "private_key": True, "certificate": False, "certificate_sha256": None}
+DER_CERTIFICATE = {"exists": True, "private_key": False, "certificate": True, "certificate_sha256": "ab" * 32}
+
+
 def errors_for(**kw):
     args = {"os_name": "ubuntu2404", "source": "nvidia_repo", "branch": "580"}
     args.update(kw)
@@ -65,11 +71,11 @@ def test_valid_request_has_no_errors():
             {
                 "mok_key": "/nope/MOK.priv",
                 "mok_cert": "/etc/MOK.der",
-                "mok_paths_exist": {"/etc/MOK.der": True},
+                "mok_files": {"/nope/MOK.priv": ABSENT, "/etc/MOK.der": DER_CERTIFICATE},
             },
             "nvidia_driver_mok_key: '/nope/MOK.priv' does not exist",
         ),
-        ({"mok_key": "/etc/MOK.priv", "mok_paths_exist": {"/etc/MOK.priv": True}}, "give both"),
+        ({"mok_key": "/etc/MOK.priv", "mok_files": {"/etc/MOK.priv": PEM_PRIVATE_KEY}}, "give both"),
         ({"os_name": "debian12", "source": "distro", "branch": "580"}, "Debian ships one branch per release"),
         ({"os_name": "rhel9", "source": "distro", "branch": "580"}, "RHEL has no distribution driver"),
         ({"os_name": "rhel8", "branch": "470", "kernel_module": "open"}, "'open' needs branch >= 515"),
@@ -102,3 +108,20 @@ def test_branch_of():
     assert branch_of("580.159.04") == "580"
     assert branch_of(None) is None
     assert branch_of("x") is None
+
+
+def test_mok_paths_are_judged_only_where_the_facts_describe_them():
+    """A MOK path not in the facts' driver.mok_files is not judged (facts gathered without mok_paths)."""
+    pair = {"mok_key": "/etc/MOK.priv", "mok_cert": "/etc/MOK.der"}
+    assert errors_for(**pair) == []
+    assert errors_for(**pair, mok_files={"/etc/MOK.der": DER_CERTIFICATE}) == []
+    assert errors_for(**pair, mok_files={"/etc/MOK.priv": ABSENT}) == [
+        "nvidia_driver_mok_key: '/etc/MOK.priv' does not exist on the host; give the path of an existing file"
+    ]
+    swapped = {"/etc/MOK.priv": DER_CERTIFICATE, "/etc/MOK.der": PEM_PRIVATE_KEY}
+    assert errors_for(**pair, mok_files=swapped) == [
+        "nvidia_driver_mok_key: '/etc/MOK.priv' is not a private key (PEM \"-----BEGIN PRIVATE KEY-----\")",
+        "nvidia_driver_mok_cert: '/etc/MOK.der' is not an X.509 certificate (PEM or DER)",
+    ]
+    unreadable = {"exists": True, "private_key": None, "certificate": None, "certificate_sha256": None}
+    assert errors_for(**pair, mok_files={"/etc/MOK.priv": unreadable, "/etc/MOK.der": unreadable}) == []
