@@ -21,6 +21,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.reques
     os_label,
     parse_branch_value,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad
 
 
 def native_cuda_major(branch):
@@ -79,9 +80,7 @@ def _check_plan_input(os_name, source, branch, flavor):
             f"operating system: {os_name!r} is not supported; supported: {', '.join(kb_hosts.OS_TABLE)}"
         )
     if source not in SOURCES:
-        raise DriverPlanError(
-            f"nvidia_driver_source: {source!r} is not allowed; allowed: {', '.join(SOURCES)}"
-        )
+        raise DriverPlanError(bad("nvidia_driver_source", source, ", ".join(SOURCES)))
     if flavor not in ("open", "proprietary"):
         raise DriverPlanError(f"kernel module flavor: {flavor!r} must be resolved to open or proprietary")
     b = parse_branch_value(branch)

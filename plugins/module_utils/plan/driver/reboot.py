@@ -14,6 +14,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.reques
     branch_of,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state import host_state
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad
 
 PENDING_REASON = "the initramfs / NVIDIA module of the running kernel changed after this boot"
 
@@ -78,9 +79,7 @@ def reboot_decision(
     auto reboots when needed; always also when the run changed driver packages or kernel configuration;
     never does not. The controller itself, containers and host-managed drivers are never rebooted."""
     if policy not in REBOOT_POLICIES:
-        raise DriverPlanError(
-            f"nvidia_driver_reboot: {policy!r} is not allowed; allowed: {', '.join(REBOOT_POLICIES)}"
-        )
+        raise DriverPlanError(bad("nvidia_driver_reboot", policy, ", ".join(REBOOT_POLICIES)))
     if host_managed_driver:
         return {
             "reboot": False,

@@ -12,6 +12,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver a
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver_packages as kb_packages
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state import host_state
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import (
     VersionError,
     parse_version,
@@ -95,15 +96,11 @@ def branch_of(version):
 def _choice_errors(source, kernel_module, reboot):
     errors = []
     if source not in SOURCES:
-        errors.append(f"nvidia_driver_source: {source!r} is not allowed; allowed: {', '.join(SOURCES)}")
+        errors.append(bad("nvidia_driver_source", source, ", ".join(SOURCES)))
     if kernel_module not in FLAVORS:
-        errors.append(
-            f"nvidia_driver_kernel_module: {kernel_module!r} is not allowed; allowed: {', '.join(FLAVORS)}"
-        )
+        errors.append(bad("nvidia_driver_kernel_module", kernel_module, ", ".join(FLAVORS)))
     if reboot not in REBOOT_POLICIES:
-        errors.append(
-            f"nvidia_driver_reboot: {reboot!r} is not allowed; allowed: {', '.join(REBOOT_POLICIES)}"
-        )
+        errors.append(bad("nvidia_driver_reboot", reboot, ", ".join(REBOOT_POLICIES)))
     return errors
 
 
@@ -219,7 +216,7 @@ def tristate(value, name):
     elif text in ("no", "off", "0"):
         text = "false"
     if text not in TRISTATE:
-        raise DriverPlanError(f"nvidia_driver_{name}: {value!r} is not allowed; allowed: auto, true, false")
+        raise DriverPlanError(bad(f"nvidia_driver_{name}", value, ", ".join(TRISTATE)))
     return text
 
 
@@ -278,8 +275,7 @@ def validate(request, facts):
         except DriverPlanError as exc:
             errors.append(str(exc))
     if req["existing"] not in EXISTING_POLICIES:
-        allowed = ", ".join(EXISTING_POLICIES)
-        errors.append(f"nvidia_driver_existing: {req['existing']!r} is not allowed; allowed: {allowed}")
+        errors.append(bad("nvidia_driver_existing", req["existing"], ", ".join(EXISTING_POLICIES)))
     return errors
 
 

@@ -231,7 +231,7 @@ def test_debian_packages_whose_repository_cannot_be_told_are_a_warning(tmp_path)
 
 def test_a_typo_in_the_policy_names_the_variable(tmp_path):
     plan = plan_of(host(tmp_path), existing="adopt")
-    assert plan["errors"] == ["nvidia_driver_existing: 'adopt' is not allowed; allowed: refuse, replace"]
+    assert plan["errors"] == ["nvidia_driver_existing=adopt (allowed: refuse, replace)"]
 
 
 # --------------------------------------------------------------------------- the real H200 (host-managed)

@@ -168,7 +168,7 @@ def test_never_on_the_controller_is_fine_and_a_bad_policy_keeps_its_error():
     assert plan["errors"] == []
     assert plan["reboot"]["reboot"] is False
     assert validate_request("ubuntu2404", "nvidia_repo", "580", reboot="sometimes", is_controller=True) == [
-        "nvidia_driver_reboot: 'sometimes' is not allowed; allowed: auto, never, always"
+        "nvidia_driver_reboot=sometimes (allowed: auto, never, always)"
     ]
     assert validate_request("ubuntu2404", "nvidia_repo", "580", reboot="auto") == []
 

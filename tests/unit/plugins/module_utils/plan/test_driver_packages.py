@@ -287,6 +287,10 @@ def test_build_plan_refuses_what_validation_refuses():
         build_plan("ubuntu2404", "nvidia_repo", "580", "auto")
     with pytest.raises(DriverPlanError):
         build_plan("rhel9", "distro", "580", "open")
+    with pytest.raises(
+        DriverPlanError, match=r"^nvidia_driver_source=runfile \(allowed: nvidia_repo, distro\)$"
+    ):
+        build_plan("ubuntu2404", "runfile", "580", "open")
 
 
 def test_branches_come_from_the_knowledge_base():

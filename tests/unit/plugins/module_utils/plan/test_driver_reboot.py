@@ -39,7 +39,9 @@ def test_reboot_decision(kw, reboot, needed, needle):
 
 
 def test_reboot_decision_refuses_typo():
-    with pytest.raises(DriverPlanError, match="nvidia_driver_reboot: 'alwasy'"):
+    with pytest.raises(
+        DriverPlanError, match=r"^nvidia_driver_reboot=alwasy \(allowed: auto, never, always\)$"
+    ):
         decide(policy="alwasy")
 
 
@@ -87,5 +89,7 @@ def test_reboot_after_reads_the_fresh_facts():
     boxed = reboot_after(plan, container, changed=True, policy="always")
     assert boxed["reboot"] is False
     assert "impossible in a container" in boxed["note"]
-    with pytest.raises(DriverPlanError, match="nvidia_driver_reboot: 'alwasy'"):
+    with pytest.raises(
+        DriverPlanError, match=r"^nvidia_driver_reboot=alwasy \(allowed: auto, never, always\)$"
+    ):
         reboot_after(plan, installed, policy="alwasy")

@@ -4,8 +4,10 @@ import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.request import (
+    DriverPlanError,
     branch_of,
     resolve_flavor,
+    tristate,
     validate_request,
 )
 
@@ -61,10 +63,10 @@ def test_valid_request_has_no_errors():
         ({"branch": ""}, "nvidia_driver_branch"),
         (
             {"reboot": "sometimes"},
-            "nvidia_driver_reboot: 'sometimes' is not allowed; allowed: auto, never, always",
+            "nvidia_driver_reboot=sometimes (allowed: auto, never, always)",
         ),
-        ({"kernel_module": "opne"}, "nvidia_driver_kernel_module: 'opne' is not allowed"),
-        ({"source": "runfile"}, "nvidia_driver_source: 'runfile' is not allowed"),
+        ({"kernel_module": "opne"}, "nvidia_driver_kernel_module=opne (allowed: auto, open, proprietary)"),
+        ({"source": "runfile"}, "nvidia_driver_source=runfile (allowed: nvidia_repo, distro)"),
         ({"version": "575.57.08"}, "nvidia_driver_version: '575.57.08' is not in nvidia_driver_branch '580'"),
         ({"version": "latest"}, "nvidia_driver_version: 'latest' is not a valid version"),
         (
@@ -125,3 +127,15 @@ def test_mok_paths_are_judged_only_where_the_facts_describe_them():
     ]
     unreadable = {"exists": True, "private_key": None, "certificate": None, "certificate_sha256": None}
     assert errors_for(**pair, mok_files={"/etc/MOK.priv": unreadable, "/etc/MOK.der": unreadable}) == []
+
+
+def test_a_value_not_allowed_is_worded_as_every_plan_words_it():
+    """plan/refusal.bad: var=value (allowed: ...), as the CUDA toolkit, cuDNN and repository plans say it."""
+    with pytest.raises(DriverPlanError) as refused:
+        tristate("perhaps", "fabricmanager")
+    assert str(refused.value) == "nvidia_driver_fabricmanager=perhaps (allowed: auto, true, false)"
+    assert tristate("yes", "fabricmanager") == "true"
+    assert errors_for(source="runfile", kernel_module="opne") == [
+        "nvidia_driver_source=runfile (allowed: nvidia_repo, distro)",
+        "nvidia_driver_kernel_module=opne (allowed: auto, open, proprietary)",
+    ]
