@@ -1,6 +1,6 @@
 # Copyright: gpufleet contributors
 # Apache-2.0
-"""Jinja2 filters over the NVIDIA driver plan (pure decisions of plugins/module_utils/plan/driver.py).
+"""Jinja2 filters over the NVIDIA driver plan (pure decisions of plugins/module_utils/plan/driver/).
 
 driver_reboot    plan | gpufleet.nvidia.driver_reboot(facts, changed, policy, is_controller, rebooted=true)
                  -> {reboot, needed, reason, container, loaded_version, installed_version, check_running,

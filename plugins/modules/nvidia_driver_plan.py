@@ -17,16 +17,18 @@ description:
     runfile, see O(replace_runfile); packages of another repository, see O(existing); a DKMS tree of the
     nvidia module that no package owns). A host-managed driver is left as it is.
   - Validates the request (branch, exact version, kernel module flavor, reboot policy, MOK files (the key
-    a PEM private key, the certificate PEM or DER), the C(auto|true|false) switches) and checks GPUs, branch,
-    flavor and CUDA with the rules of M(gpufleet.nvidia.nvidia_compat) (unless O(compat_check=false)). Every
+    a PEM private key, the certificate PEM or DER, judged from the facts' C(driver.mok_files)), the
+    C(auto|true|false) switches) and checks GPUs, branch, flavor and CUDA with the rules of
+    M(gpufleet.nvidia.nvidia_compat) (unless O(compat_check=false)). Every
     refusal is one line naming the role's variable, its value and what is allowed, and only the variable
     that is wrong; the module fails with them before anything is changed.
   - Returns the plan (packages, pin packages, dnf module stream, holds and versionlocks, the change of
     state, services, package sources, verify expectations, the reboot decision before the install) computed
-    by C(plugins/module_utils/plan/driver.py); the role's tasks only execute it.
+    by C(plugins/module_utils/plan/driver/); the role's tasks only execute it.
   - Refuses O(reboot=auto) and O(reboot=always) on the Ansible controller itself (O(is_controller)).
-  - Changes nothing and reads nothing but the two MOK paths (their first 64 KiB) when O(facts) is given;
-    without O(facts) it gathers the C(gpu) and C(driver) subsets of the facts itself.
+  - Changes nothing, and reads nothing when O(facts) is given; without O(facts) it gathers the C(gpu) and
+    C(driver) subsets of the facts itself, with O(mok_key) and O(mok_cert) as the C(mok_paths) of
+    M(gpufleet.nvidia.nvidia_facts).
 version_added: "0.2.0"
 author: gpufleet maintainers (!UNKNOWN)
 options:
@@ -34,6 +36,8 @@ options:
     description:
       - The host's facts, C(ansible_facts.nvidia) as returned by M(gpufleet.nvidia.nvidia_facts) with at
         least the C(gpu) and C(driver) subsets (see C(docs/facts.md)).
+      - The MOK files are judged from C(driver.mok_files) (gathered with C(mok_paths) listing O(mok_key) and
+        O(mok_cert)); a MOK path the facts do not describe is not judged.
       - Not given, the module gathers them on the host (under O(root)).
     type: dict
   root:
@@ -306,8 +310,6 @@ plan:
     summary: {description: One line for the preflight report, type: str}
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat as compat_rules
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
@@ -339,34 +341,6 @@ ARGUMENT_SPEC = {
 }
 
 
-MOK_CHECKS = {"mok_key": dp.is_private_key, "mok_cert": dp.is_certificate}
-
-
-def _head(path):
-    """The first bytes of a file the plan judges (dp.MOK_READ), or None when it cannot be read."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(dp.MOK_READ)
-    except OSError:
-        return None
-
-
-def mok_exists(request, root):
-    """{mok_key_exists, mok_cert_exists, mok_key_valid, mok_cert_valid, mok_cert_sha256}: the given MOK paths
-    are files under root, their first bytes hold a PEM private key / a PEM or DER certificate (None: not
-    judged), and the certificate's DER sha256 (to find it among the enrolled ones)."""
-    found = {}
-    for key, check in MOK_CHECKS.items():
-        path = request.get(key) or ""
-        outer = os.path.join(root, path.lstrip("/"))
-        found[f"{key}_exists"] = os.path.isfile(outer) if path else None
-        head = _head(outer) if found[f"{key}_exists"] else None
-        found[f"{key}_valid"] = check(head) if head is not None else None
-        if key == "mok_cert":  # what shim's MokListRT would hold (the facts' driver.mok_enrolled)
-            found["mok_cert_sha256"] = dp.certificate_sha256(head) if found["mok_cert_valid"] else None
-    return found
-
-
 def check_compat(params, request, facts):
     """plan.compat.check on the request, its messages in the role's words."""
     gave = bool(params["gpus"])
@@ -390,9 +364,9 @@ def check_compat(params, request, facts):
 
 def make_plan(params):
     """The plan from the module's parameters (facts gathered when not given)."""
-    facts = params["facts"] or gather(params["root"], ["gpu", "driver"])
+    mok_paths = [path for path in (params["mok_key"], params["mok_cert"]) if path]
+    facts = params["facts"] or gather(params["root"], ["gpu", "driver"], mok_paths=mok_paths)
     request = {key: params[key] for key in dp.REQUEST_DEFAULTS if key in params}
-    request.update(mok_exists(request, facts.get("root") or params["root"]))
     compat = None
     if params["compat_check"] and not dp.validate(request, facts):
         compat = check_compat(params, request, facts)

@@ -93,6 +93,16 @@ options:
     type: list
     elements: path
     default: []
+  mok_paths:
+    description:
+      - Paths (inside O(root)) of MOK files, the private key and the certificate DKMS signs the nvidia module
+        with under Secure Boot, that the V(driver) subset describes in C(driver.mok_files) (whether each is a
+        file, holds a PEM private key or an X.509 certificate, and the certificate's sha256). Only their
+        first 64 KiB are read; nothing of a key is returned.
+      - The C(nvidia_driver) role passes C(nvidia_driver_mok_key) and C(nvidia_driver_mok_cert).
+    type: list
+    elements: path
+    default: []
   max_depth:
     description:
       - Directory levels walked below each search path (1 to 32).
@@ -237,7 +247,8 @@ ansible_facts:
             user-space libraries and their version, GSP firmware versions, loaded vs user-space vs package
             versions and whether they mismatch, the installed kernels with their NVIDIA module and headers,
             the kernel the host boots next, and what waits for a reboot (C(boot_pending) with C(boot_time),
-            C(initramfs_changed), C(module_changed), C(reason)).
+            C(initramfs_changed), C(module_changed), C(reason)); C(mok_files) the O(mok_paths), each with
+            C(exists), C(private_key), C(certificate) and C(certificate_sha256).
           type: dict
           sample: {"installed": true, "version": "580.159.04", "branch": "580", "kernel_module": "open",
                    "loaded": true, "nouveau_loaded": false, "install_method": "host", "package": null,
@@ -250,7 +261,7 @@ ansible_facts:
                                  "version": "580.159.04"}},
                    "gsp_firmware": [],
                    "versions": {"loaded": "580.159.04", "userspace": "580.159.04", "package": null},
-                   "version_mismatch": false, "kernels": [], "next_boot": null,
+                   "version_mismatch": false, "kernels": [], "next_boot": null, "mok_files": {},
                    "boot_pending": {"boot_time": 1764600000, "initramfs_changed": false,
                                     "module_changed": false, "reason": "no initramfs of 6.18.44-fc-v595
                                     (/boot/initrd.img-6.18.44-fc-v595 or /boot/initramfs-6.18.44-fc-v595.img);
@@ -377,6 +388,7 @@ def main():
             "root": {"type": "path", "default": "/"},
             "cudnn_search_paths": {"type": "list", "elements": "path", "default": []},
             "owner_paths": {"type": "list", "elements": "path", "default": []},
+            "mok_paths": {"type": "list", "elements": "path", "default": []},
             "max_depth": {"type": "int", "default": 6},
             "timeout": {"type": "float", "default": 20.0},
         },
@@ -393,7 +405,7 @@ def main():
                 params["timeout"]
             )
         )
-    for option in ("cudnn_search_paths", "owner_paths"):
+    for option in ("cudnn_search_paths", "owner_paths", "mok_paths"):
         for path in params[option]:
             if not path.startswith("/"):
                 module.fail_json(
@@ -407,6 +419,7 @@ def main():
             gather_subset=params["gather_subset"],
             cudnn_search_paths=params["cudnn_search_paths"],
             owner_paths=params["owner_paths"],
+            mok_paths=params["mok_paths"],
             max_depth=params["max_depth"],
             timeout=params["timeout"],
         )

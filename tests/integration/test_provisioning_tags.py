@@ -39,7 +39,8 @@ CUDA, CUDNN, INTERNAL = (
 )
 MARKERS = {
     "cuda_toolkit": {
-        "preflight": CUDA + "Preflight | Plan (variables, the host's facts, compatibility, owners; no network)",
+        "preflight": CUDA
+        + "Preflight | Plan (variables, the host's facts, compatibility, owners; no network)",
         "sources": INTERNAL + "Repository | Use the host's existing NVIDIA repositories",
         "install": CUDA + "Install | Toolkits /usr/local/cuda-X.Y (verified, unpacked to a staging tree, "
         "renamed into place)",
@@ -47,7 +48,8 @@ MARKERS = {
         "verify": CUDA + "Verify | What is verified",
     },
     "cudnn": {
-        "preflight": CUDNN + "Preflight | Plan (variables, the host's facts, compatibility, owners; no network)",
+        "preflight": CUDNN
+        + "Preflight | Plan (variables, the host's facts, compatibility, owners; no network)",
         "sources": INTERNAL + "Repository | Use the host's existing NVIDIA repositories",
         "install": CUDNN + "Install | cuDNN trees (verified, atomic; switch current-cuda<M>; keep "
         "cudnn_keep_versions older)",

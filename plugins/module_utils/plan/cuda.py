@@ -15,10 +15,10 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpufleet import
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import owners as plan_owners
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import redist as plan_redist
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import (
     HOST_CACHE,
     PlanError,
-    bad,
     compat_inputs,
     run_checks,
     skipped_compat,

@@ -16,9 +16,9 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cudnn as
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda as plan_cuda
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import owners as plan_owners
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import (
     PlanError,
-    bad,
     compat_inputs,
     run_checks,
     skipped_compat,

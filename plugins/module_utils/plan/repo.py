@@ -13,7 +13,7 @@ import hashlib
 import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import bad
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
 
 NVIDIA_REPO_BASE_URL = "https://developer.download.nvidia.com/compute/cuda/repos"

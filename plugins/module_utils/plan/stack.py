@@ -1,6 +1,6 @@
 # Copyright: gpufleet contributors
 # Apache-2.0
-"""What the CUDA toolkit and cuDNN plans share: error wording, the host cache, compat inputs from facts.
+"""What the CUDA toolkit and cuDNN plans share: the error class, the host cache, compat inputs from facts.
 
 Stdlib only, Python >= 3.9, pure. The compatibility decision is ``plan.compat.check`` (the rules
 ``nvidia_compat`` runs); this file turns ``ansible_facts.nvidia`` (or a preflight's overrides) into its
@@ -29,11 +29,6 @@ USER_NAMES = {
 
 class PlanError(ValueError):
     """A role variable that cannot work: names the variable, its value and what is allowed."""
-
-
-def bad(var, value, allowed, why=""):
-    """The one wording of a refused variable: ``var=value (allowed: ...)[: why]``."""
-    return f"{var}={value} (allowed: {allowed})" + (f": {why}" if why else "")
 
 
 def user_wording(message):

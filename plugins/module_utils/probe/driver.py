@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.driver import PROC_VERSION_OPEN_MARK
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import boot as probe_boot
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import host as probe_host
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import mok as probe_mok
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import (
     UNKNOWN,
     run_command,
@@ -595,6 +596,7 @@ def empty_driver():
         "cuda_driver_version_int": None,
         "secure_boot": UNKNOWN,
         "mok_enrolled": None,
+        "mok_files": {},
         "loaded_version": None,
         "loaded_kernel_module": None,
         "module_for_running_kernel": {"version": None, "kernel_module": None},
@@ -784,9 +786,10 @@ def _versions(root, driver, userspace, package):
         )
 
 
-def probe(root, live, packages, *, nvml, gpu_driver_info, host, timeout=10.0, userspace=None):
+def probe(root, live, packages, *, nvml, gpu_driver_info, host, timeout=10.0, userspace=None, mok_paths=()):
     """The `driver` fact. `nvml` is (cache path, real inner path, owning package) or None; `userspace` what
-    ldcache.userspace_driver found (libnvidia-ml.so.1 and libcuda.so.1 with their versions)."""
+    ldcache.userspace_driver found (libnvidia-ml.so.1 and libcuda.so.1 with their versions); `mok_paths` the
+    MOK files to describe (`mok_files`, probe/mok.py)."""
     driver = empty_driver()
     reasons = driver["reasons"]
     loaded, proc_reason = read_loaded_module(root)
@@ -803,6 +806,9 @@ def probe(root, live, packages, *, nvml, gpu_driver_info, host, timeout=10.0, us
     driver["mok_enrolled"], reason = mok_enrolled(root)
     if reason:
         reasons["mok_enrolled"] = reason
+    driver["mok_files"], reason = probe_mok.probe(root, mok_paths)
+    if reason:
+        reasons["mok_files"] = reason
     driver["module_for_running_kernel"], reason = module_for_running_kernel(live, timeout)
     if reason:
         reasons["module_for_running_kernel"] = reason

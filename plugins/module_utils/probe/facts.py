@@ -131,7 +131,7 @@ class _Gathering:
         if reasons:
             state.update(state="partial", reason="; ".join(reasons))
 
-    def driver(self, state):
+    def driver(self, state, mok_paths=()):
         packages = self.packages()
         ld = self.ld()
         self.facts["driver"] = probe_driver.probe(
@@ -143,6 +143,7 @@ class _Gathering:
             host=self.facts["host"],
             timeout=self.per_call,
             userspace=probe_ldcache.userspace_driver(self.root, ld),
+            mok_paths=mok_paths,
         )
         problems = [r for r in [self.ld_reason, *packages.reasons] if r]
         if problems:
@@ -254,11 +255,13 @@ def gather(
     *,
     cudnn_search_paths=(),
     owner_paths=(),
+    mok_paths=(),
     max_depth=6,
     timeout=20.0,
     live=None,
 ):
-    """The `nvidia` fact. `live` (run NVML, nvidia-smi, modinfo, ctypes) defaults to root being `/`."""
+    """The `nvidia` fact. `live` (run NVML, nvidia-smi, modinfo, ctypes) defaults to root being `/`;
+    `mok_paths`: the MOK files the driver subset describes (`driver.mok_files`)."""
     started = time.monotonic()
     subsets = resolve_subsets(gather_subset)
     facts = empty_facts(root_path, subsets)
@@ -275,7 +278,7 @@ def gather(
             if "gpu" not in subsets:
                 facts["probes"]["gpu"] = new_probe_state("skipped")
         if "driver" in subsets:
-            run.timed("driver", run.driver)
+            run.timed("driver", lambda state: run.driver(state, mok_paths))
         else:
             facts["host"]["reasons"].setdefault("driver_managed_externally", "driver subset not gathered")
         if "cuda" in subsets:

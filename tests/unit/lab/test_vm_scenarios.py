@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver_packages as kb_packages
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIOS = sorted(p.parent for p in (ROOT / "molecule").glob("driver-vm*/molecule.yml"))
@@ -43,7 +43,7 @@ def test_each_guest_is_of_one_release_and_boots_its_dist(scenario):
 @pytest.mark.parametrize("release", sorted(RELEASES))
 def test_the_release_branch_is_the_planners(release):
     data = yaml.safe_load((ROOT / "molecule" / "driver-vm" / "group_vars" / f"{release}.yml").read_text())
-    assert data["nvidia_driver_branch"] == str(dp.DEBIAN_ARCHIVE_BRANCH[release])
+    assert data["nvidia_driver_branch"] == str(kb_packages.DEBIAN_ARCHIVE_BRANCH[release])
 
 
 def test_no_branch_in_the_shared_guest_vars():

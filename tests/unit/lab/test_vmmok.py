@@ -6,7 +6,7 @@ import shutil
 import subprocess
 
 import pytest
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as plan
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import mok as probe_mok
 
 from lab import LabError, run_checked, vm, vmmok
 
@@ -23,8 +23,10 @@ def mok(tmp_path, monkeypatch):
 
 def test_the_pair_is_what_the_role_accepts(mok):
     key, cert = vmmok.ensure_pair(log=lambda _: None)
-    assert plan.is_private_key(key.read_bytes())  # nvidia_driver_mok_key: PEM private key
-    assert plan.is_certificate(cert.read_bytes()) and cert.read_bytes()[:2] == b"\x30\x82"  # DER for mokutil
+    assert probe_mok.is_private_key(key.read_bytes())  # nvidia_driver_mok_key: PEM private key
+    assert (
+        probe_mok.is_certificate(cert.read_bytes()) and cert.read_bytes()[:2] == b"\x30\x82"
+    )  # DER for mokutil
     assert oct(key.stat().st_mode & 0o777) == "0o600"
     text = subprocess.run(
         ["openssl", "x509", "-inform", "DER", "-in", str(cert), "-noout", "-text"],

@@ -27,7 +27,9 @@ def test_driver_reboot_is_reboot_after():
 
 
 def test_driver_reboot_refuses_a_bad_policy_naming_the_variable():
-    with pytest.raises(AnsibleFilterError, match="^nvidia_driver_reboot: 'sometimes' is not allowed"):
+    with pytest.raises(
+        AnsibleFilterError, match=r"^nvidia_driver_reboot=sometimes \(allowed: auto, never, always\)$"
+    ):
         filters.driver_reboot({}, FACTS, False, "sometimes")
 
 

@@ -4,13 +4,19 @@ The facts dicts are what ``ansible_facts.nvidia`` holds (docs/facts.md); the H20
 host (open 580.159.04 loaded, a container whose driver sits read-only under /usr/local/nvidia).
 """
 
-import base64
 import copy
 import hashlib
 
 import pytest
 import yaml
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.existing import installed_branches
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.request import (
+    REQUEST_DEFAULTS,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state import host_state
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import mok as probe_mok
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
 from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_driver_plan as mod
 
 from tests.data.builders import build_ld_cache
@@ -131,14 +137,14 @@ def test_empty_debian_container_plans_userspace_only():
 
 
 def test_bad_input_refused_before_any_change():
+    moks, _reason = probe_mok.probe(Root("/nonexistent-root"), ["/x.priv", "/x.der"])
     plan = dp.decide(
-        request(branch="58O", reboot="sometimes", mok_key="/x.priv", mok_cert="/x.der")
-        | mod.mok_exists({"mok_key": "/x.priv", "mok_cert": "/x.der"}, "/nonexistent-root"),
-        facts_for(),
+        request(branch="58O", reboot="sometimes", mok_key="/x.priv", mok_cert="/x.der"),
+        facts_for(driver_mok_files=moks),
     )
     text = " | ".join(plan["errors"])
     assert "nvidia_driver_branch: '58O'" in text
-    assert "nvidia_driver_reboot: 'sometimes'" in text
+    assert "nvidia_driver_reboot=sometimes (allowed: auto, never, always)" in text
     assert "nvidia_driver_mok_key: '/x.priv' does not exist" in text
     assert plan["made"] is False
 
@@ -162,8 +168,12 @@ def test_unsupported_os_is_refused():
 def test_an_error_names_only_the_wrong_variable(kw, variable):
     errors = dp.decide(request(**kw), facts_for())["errors"]
     assert len(errors) == 1, errors
-    assert errors[0].startswith(f"{variable}: "), errors
-    others = {f"nvidia_driver_{k}" for k in dp.REQUEST_DEFAULTS} - {variable, "nvidia_driver_branch"}
+    # a value that is not allowed reads as plan/refusal.bad words it (var=value (allowed: ...)); the version
+    # error says which branch it is not in
+    assert errors[0].startswith(f"{variable}: " if variable == "nvidia_driver_version" else f"{variable}="), (
+        errors
+    )
+    others = {f"nvidia_driver_{k}" for k in REQUEST_DEFAULTS} - {variable, "nvidia_driver_branch"}
     assert not [name for name in others if name in errors[0]], errors
     if variable == "nvidia_driver_reboot":
         assert "nvidia_driver_branch" not in errors[0]
@@ -178,7 +188,8 @@ def test_secure_boot_with_dkms_needs_mok(tmp_path):
     (tmp_path / "root/MOK.priv").write_text(PEM_KEY)
     (tmp_path / "root/MOK.der").write_bytes(DER_CERT)
     moks = {"mok_key": "/root/MOK.priv", "mok_cert": "/root/MOK.der"}
-    plan = dp.decide(request(**moks) | mod.mok_exists(moks, str(tmp_path)), facts)
+    facts["driver"]["mok_files"], _reason = probe_mok.probe(Root(str(tmp_path)), moks.values())
+    plan = dp.decide(request(**moks), facts)
     assert plan["errors"] == []
     assert plan["mok_signing"] is True
 
@@ -223,8 +234,8 @@ DPKG_PACKAGES = [
 
 def test_packages_holds_and_branches_from_dpkg():
     facts = facts_for(driver_packages=DPKG_PACKAGES, driver_install_method="package")
-    assert dp.host_state(facts)["held"] == ["nvidia-kernel-open-dkms", "nvidia-open-570"]
-    assert dp.installed_branches(DPKG_PACKAGES) == ["570"]
+    assert host_state(facts)["held"] == ["nvidia-kernel-open-dkms", "nvidia-open-570"]
+    assert installed_branches(DPKG_PACKAGES) == ["570"]
     plan = dp.decide(request(), facts)
     assert plan["transition"]["kind"] == "branch_change"
     assert plan["transition"]["unhold"] == ["nvidia-kernel-open-dkms", "nvidia-open-570"]
@@ -252,7 +263,7 @@ def test_rpm_fallback():
         {"name": "kmod-nvidia-open-dkms", "version": "580.95.05-1.el9", "held": False},
         {"name": "nvidia-driver", "version": "3:580.95.05-1.el9", "held": False},
     ]
-    assert dp.installed_branches(packages) == ["580"]
+    assert installed_branches(packages) == ["580"]
 
 
 # --------------------------------------------------------------------------- the module's own steps
@@ -291,9 +302,7 @@ def test_bad_request_is_refused_before_compat(monkeypatch):
 
     monkeypatch.setattr(mod.compat_rules, "check", boom)
     plan = mod.make_plan(params(branch="580", reboot="sometimes", facts=facts_for()))
-    assert plan["errors"] == [
-        "nvidia_driver_reboot: 'sometimes' is not allowed; allowed: auto, never, always"
-    ]
+    assert plan["errors"] == ["nvidia_driver_reboot=sometimes (allowed: auto, never, always)"]
 
 
 def test_compat_check_can_be_skipped(monkeypatch):
@@ -339,7 +348,7 @@ def test_h200_facts_are_host_managed(h200_tree):
     assert facts["driver"]["secure_boot"] == "unknown"
     assert facts["gpu_count"] == 1
     assert facts["nvswitch_count"] == 0
-    state = dp.host_state(facts)
+    state = host_state(facts)
     assert state["host_managed"] is True
     assert state["owned_by_package"] is False
     assert state["secure_boot"] is False
@@ -381,27 +390,55 @@ def test_secure_boot_refuses_a_certificate_that_shim_does_not_hold(tmp_path):
     (tmp_path / "root/MOK.priv").write_text(PEM_KEY)
     (tmp_path / "root/MOK.der").write_bytes(cert + b"trailing bytes are not the certificate")
     moks = {"mok_key": "/root/MOK.priv", "mok_cert": "/root/MOK.der"}
-    found = mod.mok_exists(moks, str(tmp_path))
-    assert found["mok_cert_sha256"] == hashlib.sha256(cert).hexdigest()
+    found, _reason = probe_mok.probe(Root(str(tmp_path)), moks.values())
+    assert found["/root/MOK.der"]["certificate_sha256"] == hashlib.sha256(cert).hexdigest()
 
-    def plan(enrolled):
-        facts = facts_for(host_efi=True, driver_secure_boot="enabled", driver_mok_enrolled=enrolled)
-        return dp.decide(request(**moks) | found, facts)
+    def plan(enrolled, files=found):
+        facts = facts_for(
+            host_efi=True, driver_secure_boot="enabled", driver_mok_enrolled=enrolled, driver_mok_files=files
+        )
+        return dp.decide(request(**moks), facts)
 
     assert plan([hashlib.sha256(b"other").hexdigest()])["errors"] == [
         "nvidia_driver_mok_cert: '/root/MOK.der' is not enrolled (shim's MokListRT holds 1 other "
         "certificate(s)): run 'mokutil --import /root/MOK.der', reboot and confirm the enrollment in "
         "MokManager, then run again"
     ]
-    assert plan([hashlib.sha256(b"other").hexdigest(), found["mok_cert_sha256"]])["errors"] == []
+    enrolled = [hashlib.sha256(b"other").hexdigest(), found["/root/MOK.der"]["certificate_sha256"]]
+    assert plan(enrolled)["errors"] == []
     unsure = plan(None)  # the facts could not read the list: not judged, but said
     assert unsure["errors"] == []
     assert any("cannot tell whether '/root/MOK.der' is enrolled" in w for w in unsure["warnings"])
+    # facts gathered without mok_paths (no driver.mok_files): the certificate is not judged
+    assert plan([hashlib.sha256(b"other").hexdigest()], files={})["errors"] == []
 
 
-def test_a_pem_certificate_hashes_as_its_der():
-    der = b"\x30\x82\x00\x04" + b"cert"
-    pem = b"-----BEGIN CERTIFICATE-----\n" + base64.encodebytes(der) + b"-----END CERTIFICATE-----\n"
-    assert dp.certificate_sha256(pem) == dp.certificate_sha256(der) == hashlib.sha256(der).hexdigest()
-    assert dp.certificate_sha256(b"\x30\x82\x03\x0b\x30") is None  # shorter than its own length
-    assert dp.certificate_sha256(b"-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----") is None
+def mok_tree(tmp_path, key, cert):
+    write(tmp_path, "/etc/os-release", 'ID=ubuntu\nVERSION_ID="24.04"\n')
+    write(tmp_path, "/etc/MOK.priv", key)
+    write(tmp_path, "/etc/MOK.der", cert)
+    return {"mok_key": "/etc/MOK.priv", "mok_cert": "/etc/MOK.der"}
+
+
+def test_without_facts_the_module_gathers_the_mok_files(tmp_path):
+    """The module reads no MOK file itself: it gathers the facts with its MOK paths as mok_paths."""
+    moks = mok_tree(tmp_path, DER_CERT, PEM_KEY)  # swapped
+    plan = mod.make_plan(params(branch="580", root=str(tmp_path), compat_check=False, **moks))
+    assert plan["errors"] == [
+        "nvidia_driver_mok_key: '/etc/MOK.priv' is not a private key (PEM \"-----BEGIN PRIVATE KEY-----\")",
+        "nvidia_driver_mok_cert: '/etc/MOK.der' is not an X.509 certificate (PEM or DER)",
+    ]
+    moks["mok_key"] = "/nope"
+    missing = mod.make_plan(params(branch="580", root=str(tmp_path), compat_check=False, **moks))
+    assert missing["errors"][0] == (
+        "nvidia_driver_mok_key: '/nope' does not exist on the host; give the path of an existing file"
+    )
+
+
+def test_given_facts_without_mok_files_leave_the_mok_paths_unjudged(tmp_path):
+    moks = mok_tree(tmp_path, DER_CERT, PEM_KEY)
+    assert mod.make_plan(params(branch="580", facts=facts_for(), compat_check=False, **moks))["errors"] == []
+    facts = mod.gather(str(tmp_path), ["gpu", "driver"], mok_paths=list(moks.values()))
+    assert sorted(facts["driver"]["mok_files"]) == ["/etc/MOK.der", "/etc/MOK.priv"]
+    refused = mod.make_plan(params(branch="580", facts=facts, compat_check=False, **moks))
+    assert [e.split(":")[0] for e in refused["errors"]] == ["nvidia_driver_mok_key", "nvidia_driver_mok_cert"]

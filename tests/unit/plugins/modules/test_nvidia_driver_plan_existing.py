@@ -2,7 +2,7 @@
 
 Each host is a fixture root (Ubuntu 24.04 or Debian 12 bare metal with one H200): the module gathers the
 facts from it (probe/driver.py: runfile, DKMS trees and their owners, the repository of each package) and
-plans (plan/driver.py). A runfile driver, packages of another repository and a DKMS tree no package owns
+plans (plan/driver/). A runfile driver, packages of another repository and a DKMS tree no package owns
 are refused by default, naming the owner and the way out; the real H200 (host-managed) stays as it is.
 Check mode gives the same answer (the module run as Ansible runs it, with and without --check).
 """
@@ -13,7 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.request import (
+    EXISTING_POLICIES,
+    REQUEST_DEFAULTS,
+    SOURCES,
+)
 from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_driver_plan as mod
 
 from tests.data.facts import fakeroot
@@ -200,7 +204,7 @@ def test_nvidia_repository_packages_are_refused_for_the_distro_source(tmp_path):
 
 def test_the_graphics_drivers_ppa_is_refused_for_both_sources(tmp_path):
     root = host(tmp_path, PPA)
-    for source in dp.SOURCES:
+    for source in SOURCES:
         (error,) = plan_of(root, source=source)["errors"]
         assert "come from the graphics-drivers PPA" in error
         assert "to keep managing" not in error  # gpufleet manages no PPA
@@ -227,13 +231,13 @@ def test_debian_packages_whose_repository_cannot_be_told_are_a_warning(tmp_path)
 
 def test_a_typo_in_the_policy_names_the_variable(tmp_path):
     plan = plan_of(host(tmp_path), existing="adopt")
-    assert plan["errors"] == ["nvidia_driver_existing: 'adopt' is not allowed; allowed: refuse, replace"]
+    assert plan["errors"] == ["nvidia_driver_existing=adopt (allowed: refuse, replace)"]
 
 
 # --------------------------------------------------------------------------- the real H200 (host-managed)
 def test_the_h200_stays_host_managed_with_no_refusal(tmp_path):
     fakeroot.h200(tmp_path)
-    for existing in dp.EXISTING_POLICIES:
+    for existing in EXISTING_POLICIES:
         plan = plan_of(tmp_path, existing=existing)
         assert plan["errors"] == [], plan["errors"]
         assert plan["warnings"] == []
@@ -301,6 +305,6 @@ def test_check_mode_on_the_h200_plans_the_same(tmp_path):
 
 
 def test_the_policies_are_the_module_option_and_the_plan_default():
-    assert dp.EXISTING_POLICIES == ("refuse", "replace")
+    assert EXISTING_POLICIES == ("refuse", "replace")
     assert mod.ARGUMENT_SPEC["existing"] == {"type": "str", "default": "refuse"}
-    assert dp.REQUEST_DEFAULTS["existing"] == "refuse"
+    assert REQUEST_DEFAULTS["existing"] == "refuse"

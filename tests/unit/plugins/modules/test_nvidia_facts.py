@@ -43,6 +43,25 @@ def test_h200_tree_in_normal_and_check_mode(tmp_path, check_mode):
     assert facts["driver"]["install_method"] == "host"
 
 
+def test_mok_paths_are_described_under_the_driver(tmp_path):
+    tree = tmp_path / "h200"
+    fakeroot.h200(tree)
+    (tree / "etc/MOK.der").write_bytes(b"\x30\x82\x00\x04cert")
+    result = run_module(
+        tmp_path, root=str(tree), gather_subset=["driver"], mok_paths=["/etc/MOK.der", "/nope"]
+    )
+    files = result["ansible_facts"]["nvidia"]["driver"]["mok_files"]
+    assert files["/etc/MOK.der"]["certificate"] is True
+    assert files["/etc/MOK.der"]["private_key"] is False
+    assert len(files["/etc/MOK.der"]["certificate_sha256"]) == 64
+    assert files["/nope"] == {
+        "exists": False,
+        "private_key": None,
+        "certificate": None,
+        "certificate_sha256": None,
+    }
+
+
 def test_nonexistent_root_succeeds_with_a_warning(tmp_path):
     result = run_module(tmp_path, root=str(tmp_path / "nope"))
     assert result.get("failed") is not True
@@ -61,6 +80,10 @@ def test_nonexistent_root_succeeds_with_a_warning(tmp_path):
         ({"max_depth": 0}, "max_depth: 0 is not allowed; allowed: an integer from 1 to 32"),
         ({"timeout": -1}, "timeout: -1.0 is not allowed; allowed: seconds, more than 0 and at most 600"),
         ({"cudnn_search_paths": ["relative/dir"]}, "cudnn_search_paths: 'relative/dir' is not allowed"),
+        (
+            {"mok_paths": ["MOK.priv"]},
+            "mok_paths: 'MOK.priv' is not allowed; allowed: absolute paths inside root",
+        ),
     ],
 )
 def test_bad_parameters_fail_with_one_clear_line(tmp_path, args, message):

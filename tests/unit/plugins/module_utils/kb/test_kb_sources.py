@@ -40,6 +40,18 @@ NON_NVIDIA_SOURCES = {
     "https://www.freedesktop.org/software/systemd/man/latest/os-release.html": (
         "os-release(5): distribution IDs (distributions.py, not an NVIDIA fact)"
     ),
+    "https://packages.ubuntu.com/": (
+        "Ubuntu's own package index: the driver branches Ubuntu's archive builds (driver_packages.py, not an "
+        "NVIDIA fact)"
+    ),
+    "http://deb.debian.org/debian": (
+        "Debian's own mirror and index: the one driver branch and the components of each Debian release "
+        "(driver_packages.py), and the mirror the non-free source defaults to"
+    ),
+    "https://www.debian.org/releases/": "Debian's release codenames (driver_packages.py, not an NVIDIA fact)",
+    "https://manpages.debian.org/": (
+        "the manual pages of update-initramfs and dracut: the initramfs commands (driver_packages.py)"
+    ),
 }
 
 
@@ -139,6 +151,14 @@ TABLE_SOURCED = {
         "arch.py",
         "LEGACY_BRANCH_ARCH",
     ): "NVIDIA's legacy-branch list (forum 'Current graphics driver releases')",
+    ("driver_packages.py", "NVIDIA_REPO_FIRST_BRANCH"): "one rule (lifecycle x repository lifetime), medium",
+    ("driver_packages.py", "UBUNTU_ARCHIVE_BRANCHES"): "one reading of Ubuntu's package listings (medium)",
+    (
+        "driver_packages.py",
+        "APT_FLAVOR_SWITCH",
+    ): "the install guides' 'Switching between Driver Module Flavors'",
+    ("driver_packages.py", "INITRAMFS_COMMANDS"): "the manual pages of update-initramfs and dracut (high)",
+    ("driver_packages.py", "INITRAMFS_KERNEL_COMMANDS"): "the same manual pages (high)",
 }
 # Tables of words, not facts.
 NAMING_ROWS = {

@@ -595,3 +595,39 @@ def test_h200_real_state_has_no_runfile_dkms_or_driver_package(tmp_path):
     driver = probe_driver.probe(root, False, Packages(root), nvml=None, gpu_driver_info={}, host=host_fact())
     assert driver["runfile"] == {"uninstaller": None, "log": None, "version": None, "completed": None}
     assert (driver["dkms"], driver["packages"], driver["runfile_markers"]) == ([], [], [])
+
+
+H200_PROC_VERSION = (
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \n"
+    "GCC version:  gcc version 15.3.0 (GCC) \n"
+)
+
+
+PROPRIETARY_PROC_VERSION = (
+    "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n"
+    "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"
+)
+
+
+# The kernel's strings have one reader, probe/driver.py (these assertions moved with the readers).
+def test_parse_proc_version_open_h200():
+    assert probe_driver.parse_proc_version(H200_PROC_VERSION) == {
+        "version": "580.159.04",
+        "kernel_module": "open",
+    }
+
+
+def test_parse_proc_version_proprietary_and_garbage():
+    assert probe_driver.parse_proc_version(PROPRIETARY_PROC_VERSION) == {
+        "version": "535.104.05",
+        "kernel_module": "proprietary",
+    }
+    assert probe_driver.parse_proc_version("") is None
+    assert probe_driver.parse_proc_version(None) is None
+
+
+@pytest.mark.parametrize(
+    ("lic", "flavor"), [("Dual MIT/GPL", "open"), ("NVIDIA", "proprietary"), ("", None), ("weird", None)]
+)
+def test_flavor_from_license(lic, flavor):
+    assert probe_driver.flavor_from_license(lic) == flavor

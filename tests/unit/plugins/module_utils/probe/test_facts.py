@@ -277,6 +277,7 @@ ADDED_SINCE_THE_AUDIT_FIXTURE = {
         "next_boot",
         "boot_pending",
         "mok_enrolled",
+        "mok_files",
     },
 }
 # keys of each toolkit (facts.cuda.toolkits[]) added since the fixture

@@ -223,3 +223,35 @@ def test_machine_that_cannot_be_told(tmp_path, monkeypatch):
     assert probe_host.machine(root, live=True) == ("aarch64", None)  # live: uname -m, not the tree
     host = probe_host.probe(root, live=False)
     assert (host["machine"], host["reasons"]["machine"]) == (None, "/bin/sh is not an ELF file")
+
+
+# THE definition is probe/host.py's driver_managed_externally (the plan reads it from the facts); the
+# assertions of the installer's former definition, on the one left.
+def test_h200_is_host_managed():
+    managed, reason = probe_host.driver_managed_externally(
+        "docker",
+        "/usr/local/nvidia/lib64/libnvidia-ml.so.1",
+        "/usr/local/nvidia/lib64/libnvidia-ml.so.1",
+        None,
+        readonly=True,
+    )
+    assert managed is True
+    assert "container" in reason
+    assert "/usr/local/nvidia" in reason
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        (("none", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "libnvidia-compute-580", False), False),
+        (("docker", None, None, False), False),  # empty container: installable userspace
+        (("none", "/usr/lib/libnvidia-ml.so.1", None, False), False),  # runfile on bare metal
+        (("none", "/usr/local/nvidia/lib64/libnvidia-ml.so.1", None, True), True),
+        (("docker", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", None, False), True),  # toolkit-injected
+        (("docker", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "libnvidia-compute-580", False), False),
+    ],
+)
+def test_host_managed_matrix(case, expected):
+    container, path, owner, readonly = case
+    managed, _ = probe_host.driver_managed_externally(container, path, path, owner, readonly=readonly)
+    assert bool(managed) is expected

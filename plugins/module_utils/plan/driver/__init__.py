@@ -1,0 +1,290 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""The NVIDIA driver plan: every decision of the ``nvidia_driver`` role, from the request and the facts.
+
+Pure Python (no I/O), stdlib only, Python >= 3.9: runs on targets inside ``nvidia_driver_plan``, on the
+controller in the ``gpufleet.nvidia.driver_*`` filters, and in tests. One concern per module:
+
+* ``request`` -- the role's variables (:data:`REQUEST_DEFAULTS`), their validation (:func:`validate`), branch
+  parsing, the ``auto|true|false`` switches and the kernel module flavor;
+* ``packages`` -- :func:`build_plan`: packages / dnf module stream / holds / fabric manager / kernel headers
+  per OS x source x branch x kernel module flavor;
+* ``existing`` -- a driver gpufleet did not install (host-managed, runfile, packages of another repository,
+  DKMS trees no package owns) and the change of state (:func:`transition`);
+* ``reboot`` -- the reboot decision, :func:`reboot_after` the install, the health check after the reboot;
+* ``kernels`` -- :func:`kernel_guard`, :func:`initramfs_rebuild`, :func:`hold_missing`,
+  :func:`versionlock_missing`;
+* ``state`` -- what the plan reads of the facts; ``compat_input`` -- nvidia_compat's inputs and wording.
+
+This module holds :func:`decide` -- ``decide(request, facts, compat=None)``: the one plan of a run.
+``request`` holds the role's variables without their ``nvidia_driver_`` prefix, ``facts`` what
+``ansible_facts.nvidia`` holds (docs/facts.md), ``compat`` the result of ``plan.compat.check``. The plan says
+everything the tasks do: packages, locks, services, sources, refusals (``errors``), the reboot now. It also
+exposes the entry points the module and the filters use; tests import the module they test.
+
+Knowledge about branches and module flavors is kb/driver.py's, about operating systems kb/hosts.py's, and
+the packaging tables (what each source packages, and how) are kb/driver_packages.py's, with their sources.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver_packages as kb_packages
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.compat_input import (
+    compat_gpus,
+    compat_os,
+    user_words,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.existing import (
+    add_runfile,
+    existing_driver,
+    host_managed_mismatch,
+    installed_branches,
+    transition,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.kernels import (
+    guard_for_state,
+    hold_missing,
+    initramfs_rebuild,
+    kernel_guard,
+    versionlock_missing,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.packages import (
+    bare_names,
+    build_plan,
+    dnf_bare,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.reboot import (
+    reboot_after,
+    reboot_decision,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.request import (
+    REQUEST_DEFAULTS,
+    DriverPlanError,
+    normalize_request,
+    parse_branch_value,
+    resolve_flavor,
+    secure_boot_errors,
+    tristate,
+    validate,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state import host_state
+
+# The entry points used outside the plan (nvidia_driver_plan, the driver_* filters).
+__all__ = [
+    "REQUEST_DEFAULTS",
+    "DriverPlanError",
+    "compat_gpus",
+    "compat_os",
+    "decide",
+    "hold_missing",
+    "initramfs_rebuild",
+    "kernel_guard",
+    "reboot_after",
+    "user_words",
+    "validate",
+    "versionlock_missing",
+]
+
+
+def decide(request, facts, compat=None):
+    """The driver plan of one host: a dict with everything the role's tasks do (see the module's RETURN).
+
+    ``compat`` is ``plan.compat.check``'s result for the request (None: not checked); its errors and
+    warnings join the plan's, its ``recommended.kernel_module`` resolves ``kernel_module: auto``.
+    A plan with ``errors`` must not be executed; ``made`` is false when no package plan could be made.
+    """
+    req, state = normalize_request(request), host_state(facts)
+    errors = validate(req, facts)
+    if errors:
+        return {"made": False, "errors": errors, "warnings": [], "flavor": None}
+    compat = compat or {}
+    errors, warnings = list(compat.get("errors") or []), list(compat.get("warnings") or [])
+    recommended = (compat.get("recommended") or {}).get("kernel_module") or req["recommended_kernel_module"]
+    branch = parse_branch_value(req["branch"])
+    flavor = resolve_flavor(req["kernel_module"], branch, recommended)
+    if state["host_managed"]:
+        errors += host_managed_mismatch(
+            req["branch"],
+            req["kernel_module"],
+            req["version"],
+            state["loaded_version"],
+            state["loaded_flavor"],
+        )
+        flavor = state["loaded_flavor"] or flavor
+    build = tristate(req["build_kernel_module"], "build_kernel_module")
+    fabric = tristate(req["fabricmanager"], "fabricmanager")
+    try:
+        plan = build_plan(
+            state["os_key"],
+            req["source"],
+            branch,
+            flavor,
+            version=req["version"],
+            kernel_release=state["kernel_release"],
+            ubuntu_server=bool(req["ubuntu_server"]),
+            fabricmanager=state["nvswitch_count"] > 0 if fabric == "auto" else fabric == "true",
+            dcgm=bool(req["dcgm"]),
+            build_kernel_module=(not state["container"]) if build == "auto" else build == "true",
+        )
+    except DriverPlanError as exc:
+        return {"made": False, "errors": [*errors, str(exc)], "warnings": warnings, "flavor": flavor}
+    _add_state(plan, req, state, errors, warnings)
+    _add_tasks(plan, req, state)
+    return plan
+
+
+_NOTHING_EXISTING = {"foreign": [], "undecided": [], "dkms": [], "replace": [], "errors": [], "warnings": []}
+
+
+def _add_state(plan, req, state, errors, warnings):
+    """Host-managed, existing driver, transition, Secure Boot and runfile refusals; the user's warnings."""
+    managed = state["host_managed"]
+    if managed:  # the host owns the driver: nothing here is gpufleet's to judge or change
+        existing = dict(_NOTHING_EXISTING, policy=req["existing"])
+        plan["transition"] = {
+            "kind": "none",
+            "unhold": [],
+            "remove": [],
+            "from_branches": [],
+            "switch_packages": [],
+            "switch_argv": [],
+        }
+    else:
+        warnings += plan["warnings"]
+        existing = existing_driver(req, state, plan)
+        errors += existing["errors"]
+        warnings += existing["warnings"]
+        plan["transition"] = transition(
+            plan,
+            [p["name"] for p in state["packages"]],
+            installed_branches(state["packages"]),
+            state["held"],
+            replaced=existing["replace"],
+        )
+        if state["secure_boot"] and plan["module_signing_needed_with_secure_boot"]:
+            refused, unsure = secure_boot_errors(req, state)
+            errors += refused
+            warnings += unsure
+    plan["existing"] = {k: v for k, v in existing.items() if k not in ("errors", "warnings")}
+    add_runfile(plan, req, state, errors, warnings)
+    plan.update(
+        made=True,
+        errors=errors,
+        warnings=warnings,
+        host_managed=managed,
+        host_managed_reason=state["host_managed_reason"],
+        container=state["container"],
+        install=not managed,
+        mok_signing=state["secure_boot"] and plan["module_signing_needed_with_secure_boot"] and not managed,
+    )
+
+
+def _services(plan, req, state):
+    state_wanted = "started" if state["loaded_version"] else None  # without /dev/nvidiactl they exit
+    services = []
+    if req["persistenced"]:
+        services.append({"name": plan["persistenced_service"], "enabled": True, "state": state_wanted})
+    if plan["fabricmanager_packages"] or (plan["dnf_module"] or "").endswith("/fm"):
+        services.append({"name": plan["fabricmanager_service"], "enabled": True, "state": state_wanted})
+    if plan["dcgm_packages"]:
+        services.append({"name": plan["dcgm_service"], "enabled": True, "state": state_wanted})
+    return services
+
+
+def _debian_source(plan, req, state):
+    if not plan["debian_components"]:
+        return {"needed": False, "uri": "", "suites": "", "components": ""}
+    codename = kb_packages.DEBIAN_CODENAMES[plan["os"]]
+    return {
+        "needed": True,
+        "uri": req["debian_mirror"] or state["debian_mirror"] or kb_packages.DEBIAN_DEFAULT_MIRROR,
+        "suites": f"{codename} {codename}-updates",
+        "components": " ".join(plan["debian_components"]),
+    }
+
+
+def _dnf_locks(plan, req, state, apt):
+    """The dnf branch lock, the locks released first and the module reset of this run's change."""
+    kind = plan["transition"]["kind"]
+    patterns = plan["versionlock_patterns"] if req["hold"] and not state["host_managed"] else []
+    main_names = {dnf_bare(p) for p in plan["packages"]}
+    return {
+        # NVIDIA's branch lock before the install (RHEL 10; RHEL 8/9 userspace only): needed unless the
+        # installed driver is this plan's and already locked (kb/driver_packages.py VERSIONLOCK_PATTERN).
+        "versionlock_patterns": patterns,
+        "versionlock_patterns_needed": bool(patterns)
+        and (kind != "none" or not main_names & set(state["held"])),
+        # dnf: the locks of the installed driver go before a branch change, flavor switch or source change
+        "versionlock_delete": list(plan["transition"]["unhold"]) if not apt else [],
+        # the stream is reset for a branch change; a flavor switch is `dnf module switch-to` (switch_argv)
+        "dnf_module_reset_needed": bool(plan["dnf_module_reset"])
+        and (kind == "branch_change" or (kind == "flavor_switch" and not plan["transition"]["switch_argv"])),
+    }
+
+
+def _add_tasks(plan, req, state):
+    """What the tasks loop over or test: names, locks, services, sources, verify, reboot now, summary."""
+    apt = plan["pkg_mgr"] == "apt"
+    install = (
+        plan["packages"] + plan["kernel_packages"] + plan["fabricmanager_packages"] + plan["dcgm_packages"]
+    )
+    expected = [p.split("=", 1)[0] for p in plan["pin_packages"] + install]
+    locked = plan["packages"] + plan["kernel_packages"] + plan["fabricmanager_packages"]
+    plan.update(
+        install_packages=install,
+        # DKMS builds for every installed kernel: the headers of those without a module and headers too
+        header_packages=bare_names(plan["header_packages"] + guard_for_state(plan, state)["header_packages"]),
+        hold_names=plan["hold_packages"] if req["hold"] and apt else [],
+        versionlock_names=bare_names([dnf_bare(p) for p in locked])
+        if req["hold"] and plan["versionlock"]
+        else [],
+        **_dnf_locks(plan, req, state, apt),
+        services=_services(plan, req, state),
+        initramfs={"command": plan["initramfs_command"], "run": not state["container"]},
+        verify={
+            "packages": [p for p in expected if "*" not in p],
+            "check_packages": apt,
+            "branch": plan["branch"],
+        },
+        debian_source=_debian_source(plan, req, state),
+        loaded_version=state["loaded_version"],
+    )
+    plan["reboot"] = reboot_decision(
+        req["reboot"],
+        state["loaded_version"],
+        state["loaded_flavor"],
+        state["installed_version"],
+        state["installed_flavor"],
+        is_controller=bool(req["is_controller"]),
+        is_container=state["container"],
+        host_managed_driver=state["host_managed"],
+        gpu_present=state["gpu_present"],
+        boot_pending=state["boot_pending"],
+    )
+    plan["touches_host"] = not state["host_managed"] and (
+        plan["transition"]["kind"] != "none" or plan["reboot"]["needed"]
+    )
+    plan["summary"] = _summary(plan, state)
+    plan["host_managed_report"] = (
+        f"host-managed NVIDIA driver {state['loaded_version']} ({state['loaded_flavor']} kernel module) "
+        f"matches nvidia_driver_branch {plan['branch']}; nothing installed or changed "
+        f"({state['host_managed_reason']})."
+        if state["host_managed"] and not plan.get("errors")
+        else ""
+    )
+
+
+def _summary(plan, state):
+    head = (
+        f"driver branch {plan['branch']} ({plan['flavor']} module) from {plan['source']}; "
+        f"loaded {state['loaded_version'] or 'none'}, "
+    )
+    if state["host_managed"]:
+        return f"{head}host-managed ({state['host_managed_reason']})"
+    names = " ".join(plan["pin_packages"] + plan["packages"] + plan["kernel_packages"])
+    text = f"{head}change: {plan['transition']['kind']}, packages: {names}"
+    if plan["dnf_module"]:
+        text += f", module stream {plan['dnf_module']}"
+    if not plan["build_kernel_module"]:
+        text += "; kernel module build skipped (container: module loading is impossible here)"
+    return text
