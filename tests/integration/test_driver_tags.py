@@ -50,7 +50,10 @@ EXTRA_VARS = {
     "__nvidia_driver_sources_changed": True,
     "__nvidia_driver_changed": True,
 }
-PREFLIGHT = ["Preflight | Load OS data", "Preflight | Validate the request and plan the driver"]
+PREFLIGHT = [
+    "Preflight | Load OS data",
+    "Preflight | Plan the driver (variables, the host's facts with its MOK files, compatibility; no network)",
+]
 PHASES = {
     "nvidia_driver_preflight": ("Preflight", ["Preflight | Report the plan"]),
     "nvidia_driver_sources": (
@@ -65,6 +68,7 @@ PHASES = {
         [
             "Install | Check mode cannot resolve packages from a source it has not really added",
             "Install | Remember whether the driver changed",
+            "Install | What the installed driver needs (kernels to build for, holds and locks missing)",
         ],
     ),
     "nvidia_driver_configure": (
@@ -74,12 +78,17 @@ PHASES = {
     "nvidia_driver_reboot": (
         "Reboot",
         [
-            "Reboot | Decide from the facts read after the install",
+            "Reboot | Decide from the host's facts now",
             "Reboot | Report the decision",
-            "Reboot | The final state for verification",
         ],
     ),
-    "nvidia_driver_verify": ("Verify", ["Verify | Report a module that cannot be loaded here"]),
+    "nvidia_driver_verify": (
+        "Verify",
+        [
+            "Verify | What the facts now say of the plan (after the role's reboot, the health check)",
+            "Verify | Report a module that cannot be loaded here",
+        ],
+    ),
 }
 
 

@@ -58,13 +58,15 @@ def test_nvidia_smi_present_but_no_driver(host):
     assert not host.file("/proc/driver/nvidia/version").exists
 
 
-def test_plan_module_reports_container_and_reboot_decision(host):
-    """The role's plan module, run on the instance (it gathers the facts itself): container detected, no
-    reboot, the reason given, nothing left to change."""
+def test_plan_reports_container_and_reboot_decision(host):
+    """The role's plan (gpufleet.nvidia.nvidia_plan: on the controller, nvidia_facts run on the instance):
+    container detected, no reboot, the reason given, nothing left to change."""
+    branch = "535" if host.system_info.release.startswith("12") else "550"
     result = host.ansible(
-        "gpufleet.nvidia.nvidia_driver_plan",
-        "branch={} source=distro".format("535" if host.system_info.release.startswith("12") else "550"),
+        "gpufleet.nvidia.nvidia_plan",
+        "role=nvidia_driver",
         check=True,
+        extra_vars={"nvidia_driver_branch": branch, "nvidia_driver_source": "distro"},
     )
     plan = result["plan"]
     assert plan["container"] is True

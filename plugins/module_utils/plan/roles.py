@@ -236,17 +236,11 @@ def _loader_words(change):
 # nvidia_driver
 # ---------------------------------------------------------------------------------------------------
 DRIVER_PREFIX = "nvidia_driver_"
-# The variables the driver plan is made from (the rest are read by the role's tasks as they are).
-DRIVER_REQUEST = (
-    "source", "branch", "version", "kernel_module", "reboot", "ubuntu_server", "fabricmanager", "dcgm",
-    "build_kernel_module", "replace_runfile", "existing", "mok_key", "mok_cert", "hold", "persistenced",
-    "debian_mirror",
-)  # fmt: skip
 
 
 def driver_request(variables, is_controller):
     """plan/driver's request from the nvidia_driver role's variables."""
-    request = {key: variables[DRIVER_PREFIX + key] for key in DRIVER_REQUEST}
+    request = {key: variables[DRIVER_PREFIX + key] for key in plan_driver.REQUEST_KEYS}
     request["is_controller"] = bool(is_controller)
     return request
 
@@ -290,6 +284,11 @@ def _driver_plan(variables, facts, context):
     if not variables["nvidia_driver_skip_compat_check"] and not plan_driver.validate(request, facts):
         compat = _driver_compat(variables, request, facts)
     plan = plan_driver.decide(request, facts, compat)
+    # holds and versionlocks the facts do not show yet (configure's, when the install step did not run)
+    plan.update(
+        unheld=plan_driver.hold_missing(plan, facts), unlocked=plan_driver.versionlock_missing(plan, facts)
+    )
+    plan["repo"] = _driver_repo(variables, facts, plan)
     found = {
         "compatible": not plan["errors"],
         "errors": list(plan["errors"]),
@@ -300,6 +299,26 @@ def _driver_plan(variables, facts, context):
     }
     plan.setdefault("summary", "; ".join(plan["errors"]) or "no plan")
     return plan, found
+
+
+def _driver_repo(variables, facts, plan):
+    """NVIDIA's repository for the host when the plan installs from it (else {}); a refusal joins the
+    plan's errors (an OS NVIDIA has no repository for, a malformed base URL or fingerprint)."""
+    if not plan.get("use_nvidia_repo"):
+        return {}
+    os_info = host_os(facts)
+    try:
+        return plan_repo.repo_config(
+            os_info.get("distribution", "unknown"),
+            os_info.get("version", ""),
+            host_machine(facts, "x86_64"),
+            variables["nvidia_driver_repo_base_url"],
+            variables["nvidia_driver_repo_key_fingerprint"],
+            prefix="nvidia_driver",
+        )
+    except plan_repo.RepoPlanError as exc:
+        plan["errors"].append(str(exc))
+        return {}
 
 
 def driver_target(plan):

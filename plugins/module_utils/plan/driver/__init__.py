@@ -2,11 +2,11 @@
 # Apache-2.0
 """The NVIDIA driver plan: every decision of the ``nvidia_driver`` role, from the request and the facts.
 
-Pure Python (no I/O), stdlib only, Python >= 3.9: runs on targets inside ``nvidia_driver_plan``, on the
-controller in the ``gpufleet.nvidia.driver_*`` filters, and in tests. One concern per module:
+Pure Python (no I/O), stdlib only: runs on the controller, in ``gpufleet.nvidia.nvidia_plan`` (through
+plan/roles.py), and in tests. One concern per module:
 
-* ``request`` -- the role's variables (:data:`REQUEST_DEFAULTS`), their validation (:func:`validate`), branch
-  parsing, the ``auto|true|false`` switches and the kernel module flavor;
+* ``request`` -- the role's variables (:data:`REQUEST_KEYS`, built by plan/roles.py), their validation
+  (:func:`validate`), branch parsing, the ``auto|true|false`` switches and the kernel module flavor;
 * ``packages`` -- :func:`build_plan`: packages / dnf module stream / holds / fabric manager / kernel headers
   per OS x source x branch x kernel module flavor;
 * ``existing`` -- a driver gpufleet did not install (host-managed, runfile, packages of another repository,
@@ -58,7 +58,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.reboot
     reboot_decision,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.request import (
-    REQUEST_DEFAULTS,
+    REQUEST_KEYS,
     DriverPlanError,
     normalize_request,
     parse_branch_value,
@@ -71,7 +71,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state 
 
 # The entry points used outside the plan (nvidia_driver_plan, the driver_* filters).
 __all__ = [
-    "REQUEST_DEFAULTS",
+    "REQUEST_KEYS",
     "DriverPlanError",
     "compat_gpus",
     "compat_os",
@@ -99,7 +99,7 @@ def decide(request, facts, compat=None):
         return {"made": False, "errors": errors, "warnings": [], "flavor": None}
     compat = compat or {}
     errors, warnings = list(compat.get("errors") or []), list(compat.get("warnings") or [])
-    recommended = (compat.get("recommended") or {}).get("kernel_module") or req["recommended_kernel_module"]
+    recommended = (compat.get("recommended") or {}).get("kernel_module")
     branch = parse_branch_value(req["branch"])
     flavor = resolve_flavor(req["kernel_module"], branch, recommended)
     if state["host_managed"]:

@@ -25,29 +25,28 @@ TRISTATE = ("auto", "true", "false")
 EXISTING_POLICIES = ("refuse", "replace")
 
 
-# The role's variables (nvidia_driver_<key>) a plan is made from, with the role's defaults; plus what the
-# module adds: the controller test, nvidia_compat's recommendation. The MOK files are judged from the facts
+# The role's variables (nvidia_driver_<key>) a plan is made from, without the prefix: plan/roles.py builds the
+# request from the role's variables (their defaults are the role's defaults/main.yml, read by the nvidia_plan
+# action), plus is_controller (the host is the Ansible controller). The MOK files are judged from the facts
 # (driver.mok_files), not from the request.
-REQUEST_DEFAULTS = {
-    "source": "nvidia_repo",
-    "branch": "580",
-    "version": "",
-    "kernel_module": "auto",
-    "reboot": "auto",
-    "ubuntu_server": True,
-    "fabricmanager": "auto",
-    "dcgm": False,
-    "build_kernel_module": "auto",
-    "replace_runfile": False,
-    "existing": "refuse",
-    "mok_key": "",
-    "mok_cert": "",
-    "hold": True,
-    "persistenced": True,
-    "debian_mirror": "",
-    "is_controller": False,
-    "recommended_kernel_module": None,
-}
+REQUEST_KEYS = (
+    "source",
+    "branch",
+    "version",
+    "kernel_module",
+    "reboot",
+    "ubuntu_server",
+    "fabricmanager",
+    "dcgm",
+    "build_kernel_module",
+    "replace_runfile",
+    "existing",
+    "mok_key",
+    "mok_cert",
+    "hold",
+    "persistenced",
+    "debian_mirror",
+)
 
 
 class DriverPlanError(ValueError):
@@ -238,9 +237,10 @@ def resolve_flavor(requested, branch, recommended=None):
 
 
 def normalize_request(request):
-    """REQUEST_DEFAULTS updated with the given values (None = not given)."""
-    req = dict(REQUEST_DEFAULTS)
-    req.update({k: v for k, v in (request or {}).items() if v is not None})
+    """The request with every key of REQUEST_KEYS (a missing one is a caller's bug: KeyError), its texts as
+    text; is_controller false unless given."""
+    req = {key: request[key] for key in REQUEST_KEYS}
+    req["is_controller"] = bool(request.get("is_controller"))
     for key in ("version", "mok_key", "mok_cert", "debian_mirror"):
         req[key] = str(req[key] or "")
     req["branch"] = str(req["branch"])

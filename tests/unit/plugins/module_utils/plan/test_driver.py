@@ -12,6 +12,8 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.kernel
     versionlock_missing,
 )
 
+from tests.data.roles import driver_request as req
+
 
 def facts(os_key="ubuntu2404", **driver):
     dist, ver = {
@@ -33,7 +35,7 @@ def facts(os_key="ubuntu2404", **driver):
 
 
 def test_decide_gives_names_without_version_patterns_for_tasks():
-    plan = dp.decide({"branch": "580", "version": "580.95.05", "dcgm": True}, facts())
+    plan = dp.decide(req({"branch": "580", "version": "580.95.05", "dcgm": True}), facts())
     assert plan["errors"] == []
     assert plan["install_packages"] == [
         "nvidia-open-580=580.95.05*",
@@ -62,15 +64,15 @@ def test_decide_gives_names_without_version_patterns_for_tasks():
 
 
 def test_hold_and_persistenced_switches():
-    plan = dp.decide({"branch": "580", "hold": False, "persistenced": False}, facts())
+    plan = dp.decide(req({"branch": "580", "hold": False, "persistenced": False}), facts())
     assert plan["hold_names"] == []
     assert plan["services"] == []
-    loaded = dp.decide({"branch": "580"}, facts(loaded_version="580.95.05", loaded_kernel_module="open"))
+    loaded = dp.decide(req({"branch": "580"}), facts(loaded_version="580.95.05", loaded_kernel_module="open"))
     assert loaded["services"] == [{"name": "nvidia-persistenced", "enabled": True, "state": "started"}]
 
 
 def test_rhel_versionlock_names_are_bare_and_module_reset_only_on_change():
-    plan = dp.decide({"branch": "580", "fabricmanager": "true"}, facts("rhel10"))
+    plan = dp.decide(req({"branch": "580", "fabricmanager": "true"}), facts("rhel10"))
     assert plan["versionlock_names"] == [
         "nvidia-open",
         "kmod-nvidia-open-dkms",
@@ -79,20 +81,22 @@ def test_rhel_versionlock_names_are_bare_and_module_reset_only_on_change():
     ]
     assert plan["hold_names"] == []
     assert plan["verify"]["check_packages"] is False
-    stream = dp.decide({"branch": "580", "fabricmanager": True}, facts("rhel9"))
+    stream = dp.decide(req({"branch": "580", "fabricmanager": True}), facts("rhel9"))
     assert stream["dnf_module"] == "@nvidia-driver:580-open/fm"
     assert "nvidia-fabricmanager" in [s["name"] for s in stream["services"]]
     assert stream["dnf_module_reset_needed"] is False
     installed = [{"name": "kmod-nvidia-open-dkms", "version": "570.172.08-1.el9", "held": True}]
     installed.append({"name": "nvidia-driver", "version": "3:570.172.08-1.el9", "held": True})
-    change = dp.decide({"branch": "580"}, facts("rhel9", packages=installed))
+    change = dp.decide(req({"branch": "580"}), facts("rhel9", packages=installed))
     assert change["transition"]["kind"] == "branch_change"
     assert change["dnf_module_reset_needed"] is True
     assert change["versionlock_delete"] == ["kmod-nvidia-open-dkms", "nvidia-driver"]
 
 
 def test_hold_missing_leaves_out_what_dpkg_already_holds():
-    plan = dp.decide({"source": "distro", "branch": "535", "kernel_module": "proprietary"}, facts("debian12"))
+    plan = dp.decide(
+        req({"source": "distro", "branch": "535", "kernel_module": "proprietary"}), facts("debian12")
+    )
     assert "nvidia-kernel-dkms" in plan["hold_names"] and "libcuda1" in plan["hold_names"]
     assert hold_missing(plan, facts("debian12")) == plan["hold_names"]
     held = [{"name": n, "version": "535.309.01-1", "held": True} for n in plan["hold_names"]]
@@ -103,7 +107,7 @@ def test_hold_missing_leaves_out_what_dpkg_already_holds():
 
 
 def test_versionlock_missing_uses_the_held_flags_of_the_facts():
-    plan = dp.decide({"branch": "580"}, facts("rhel10"))
+    plan = dp.decide(req({"branch": "580"}), facts("rhel10"))
     after = facts("rhel10", packages=[{"name": "nvidia-open", "version": "580.95.05-1.el10", "held": True}])
     assert versionlock_missing(plan, after) == ["kmod-nvidia-open-dkms"]
     assert versionlock_missing({}, after) == []
@@ -120,7 +124,7 @@ def test_versionlock_missing_uses_the_held_flags_of_the_facts():
 def test_debian_source_mirror(request_mirror, facts_mirror, uri):
     host = facts("debian13")
     host["host"]["os"]["debian_mirror"] = facts_mirror
-    plan = dp.decide({"branch": "550", "source": "distro", "debian_mirror": request_mirror}, host)
+    plan = dp.decide(req({"branch": "550", "source": "distro", "debian_mirror": request_mirror}), host)
     assert plan["debian_source"]["uri"] == uri
     assert plan["debian_source"]["suites"] == "trixie trixie-updates"
 
@@ -152,32 +156,32 @@ def test_compat_inputs_from_the_facts():
 
 
 def test_rhel10_branch_lock_runs_once_and_follows_hold():
-    fresh = dp.decide({"branch": "580"}, facts("rhel10"))
+    fresh = dp.decide(req({"branch": "580"}), facts("rhel10"))
     assert (fresh["versionlock_patterns"], fresh["versionlock_patterns_needed"]) == (["*nvidia*580*"], True)
     locked = [
         {"name": "nvidia-open", "version": "3:580.95.05-1.el10", "held": True},
         {"name": "kmod-nvidia-open-dkms", "version": "3:580.95.05-1.el10", "held": True},
     ]
-    again = dp.decide({"branch": "580"}, facts("rhel10", packages=locked))
+    again = dp.decide(req({"branch": "580"}), facts("rhel10", packages=locked))
     assert again["transition"]["kind"] == "none"
     assert again["versionlock_patterns_needed"] is False
     assert again["versionlock_delete"] == []
-    upgrade = dp.decide({"branch": "595"}, facts("rhel10", packages=locked))
+    upgrade = dp.decide(req({"branch": "595"}), facts("rhel10", packages=locked))
     assert upgrade["transition"]["kind"] == "branch_change"
     assert upgrade["versionlock_delete"] == ["kmod-nvidia-open-dkms", "nvidia-open"]  # 580's locks go first
     assert (upgrade["versionlock_patterns"], upgrade["versionlock_patterns_needed"]) == (
         ["*nvidia*595*"],
         True,
     )
-    unlocked = dp.decide({"branch": "580", "hold": False}, facts("rhel10"))
+    unlocked = dp.decide(req({"branch": "580", "hold": False}), facts("rhel10"))
     assert (unlocked["versionlock_patterns"], unlocked["versionlock_patterns_needed"]) == ([], False)
-    assert dp.decide({"branch": "580"}, facts("ubuntu2404"))["versionlock_delete"] == []  # apt: unhold
+    assert dp.decide(req({"branch": "580"}), facts("ubuntu2404"))["versionlock_delete"] == []  # apt: unhold
 
 
 def test_rhel9_flavor_switch_is_module_switch_to_not_a_reset():
     installed = [{"name": "kmod-nvidia-latest-dkms", "version": "3:580.95.05-1.el9", "held": False}]
     installed.append({"name": "nvidia-driver", "version": "3:580.95.05-1.el9", "held": False})
-    plan = dp.decide({"branch": "580", "kernel_module": "open"}, facts("rhel9", packages=installed))
+    plan = dp.decide(req({"branch": "580", "kernel_module": "open"}), facts("rhel9", packages=installed))
     assert plan["transition"]["kind"] == "flavor_switch"
     assert plan["transition"]["switch_argv"][3:5] == ["switch-to", "nvidia-driver:580-open"]
     assert plan["dnf_module_reset_needed"] is False
@@ -200,8 +204,8 @@ def test_rhel9_flavor_switch_is_module_switch_to_not_a_reset():
 def test_nvswitches_in_the_facts_bring_the_fm_profile_or_packages(os_key, branch, module, fm_packages):
     host = facts(os_key)
     host["nvswitch_count"] = 4
-    plan = dp.decide({"branch": branch}, host)
+    plan = dp.decide(req({"branch": branch}), host)
     assert plan["dnf_module"] == module
     assert plan["fabricmanager_packages"] == fm_packages
     assert "nvidia-fabricmanager" in [s["name"] for s in plan["services"]]
-    assert dp.decide({"branch": branch}, facts(os_key))["services"][-1]["name"] != "nvidia-fabricmanager"
+    assert dp.decide(req({"branch": branch}), facts(os_key))["services"][-1]["name"] != "nvidia-fabricmanager"

@@ -19,6 +19,8 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import mok as probe_mok
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
 
+from tests.data.roles import driver_request as req
+
 H200 = {"pci_device_id": "0x2335", "name": "NVIDIA H200"}
 RUNNING = "6.8.0-45-generic"
 NEWER = "6.8.0-51-generic"
@@ -58,7 +60,7 @@ def facts(os_key="ubuntu2404", gpus=(H200,), loaded=None, installed="580.95.05",
 
 # --------------------------------------------------------------------------- reboot without a GPU
 def test_no_gpu_and_nothing_pending_is_a_clear_non_failing_state():
-    plan = dp.decide({"branch": "580"}, facts(gpus=()))
+    plan = dp.decide(req({"branch": "580"}), facts(gpus=()))
     assert plan["reboot"] == {"reboot": False, "needed": False, "reason": NO_GPU_NOTE}
     after = reboot_after(plan, facts(gpus=()), changed=True, policy="auto")
     assert after["reboot"] is False
@@ -155,7 +157,7 @@ def test_the_filter_takes_rebooted_as_a_keyword():
 # --------------------------------------------------------------------------- the controller itself
 @pytest.mark.parametrize("policy", ["auto", "always"])
 def test_auto_or_always_on_the_controller_is_refused_before_any_change(policy):
-    plan = dp.decide({"branch": "580", "reboot": policy, "is_controller": True}, facts())
+    plan = dp.decide(req({"branch": "580", "reboot": policy, "is_controller": True}), facts())
     assert plan["made"] is False
     assert plan["errors"] == [CONTROLLER.format(policy)]
     assert validate_request("ubuntu2404", "nvidia_repo", "580", reboot=policy, is_controller=True) == [
@@ -164,7 +166,7 @@ def test_auto_or_always_on_the_controller_is_refused_before_any_change(policy):
 
 
 def test_never_on_the_controller_is_fine_and_a_bad_policy_keeps_its_error():
-    plan = dp.decide({"branch": "580", "reboot": "never", "is_controller": True}, facts())
+    plan = dp.decide(req({"branch": "580", "reboot": "never", "is_controller": True}), facts())
     assert plan["errors"] == []
     assert plan["reboot"]["reboot"] is False
     assert validate_request("ubuntu2404", "nvidia_repo", "580", reboot="sometimes", is_controller=True) == [
@@ -201,7 +203,7 @@ def test_mok_files_of_the_wrong_kind_are_refused_with_their_variable(tmp_path):
             "certificate_sha256": None,
         },
     }
-    errors = dp.decide({"branch": "580", **moks}, facts(mok_files=files))["errors"]
+    errors = dp.decide(req({"branch": "580", **moks}), facts(mok_files=files))["errors"]
     assert errors == [
         "nvidia_driver_mok_key: '/etc/MOK.priv' is not a private key (PEM \"-----BEGIN PRIVATE KEY-----\")",
         "nvidia_driver_mok_cert: '/etc/MOK.der' is not an X.509 certificate (PEM or DER)",
@@ -211,7 +213,7 @@ def test_mok_files_of_the_wrong_kind_are_refused_with_their_variable(tmp_path):
     files = mok_files(tmp_path, moks)
     assert files["/etc/MOK.priv"]["private_key"] is True
     assert files["/etc/MOK.der"]["certificate"] is True
-    assert dp.decide({"branch": "580", **moks}, facts(mok_files=files))["errors"] == []
+    assert dp.decide(req({"branch": "580", **moks}), facts(mok_files=files))["errors"] == []
 
 
 def test_one_file_given_as_both_key_and_certificate_is_refused_as_the_key(tmp_path):
@@ -222,7 +224,7 @@ def test_one_file_given_as_both_key_and_certificate_is_refused_as_the_key(tmp_pa
     moks = {"mok_key": "/etc/MOK.der", "mok_cert": "/etc/MOK.der"}
     files = mok_files(tmp_path, moks)
     assert files["/etc/MOK.der"]["private_key"] is False and files["/etc/MOK.der"]["certificate"] is True
-    errors = dp.decide({"branch": "580", **moks}, facts(mok_files=files))["errors"]
+    errors = dp.decide(req({"branch": "580", **moks}), facts(mok_files=files))["errors"]
     assert errors == [
         "nvidia_driver_mok_key: '/etc/MOK.der' is not a private key (PEM \"-----BEGIN PRIVATE KEY-----\")"
     ]
@@ -233,7 +235,7 @@ def test_a_missing_mok_file_is_not_judged_for_its_content(tmp_path):
     assert files == {
         "/nope.priv": {"exists": False, "private_key": None, "certificate": None, "certificate_sha256": None}
     }
-    errors = dp.decide({"branch": "580", "mok_key": "/nope.priv"}, facts(mok_files=files))["errors"]
+    errors = dp.decide(req({"branch": "580", "mok_key": "/nope.priv"}), facts(mok_files=files))["errors"]
     assert errors == [
         "nvidia_driver_mok_key: '/nope.priv' does not exist on the host; give the path of an existing file",
         "nvidia_driver_mok_key and nvidia_driver_mok_cert: give both (private key and DER/PEM certificate) "
@@ -249,7 +251,7 @@ def kernels_facts(os_key="ubuntu2404", next_boot=NEWER, has_module=False, **kw):
 
 
 def test_dkms_kernels_to_build_headers_missing_and_the_next_boot():
-    plan = dp.decide({"branch": "580"}, kernels_facts())
+    plan = dp.decide(req({"branch": "580"}), kernels_facts())
     assert plan["kernel_build"] == "dkms"
     guard = filters.driver_kernels(plan, kernels_facts())
     assert guard == {
@@ -268,9 +270,9 @@ def test_dkms_kernels_to_build_headers_missing_and_the_next_boot():
 
 
 def test_the_plan_installs_the_headers_of_every_kernel_without_a_module():
-    plan = dp.decide({"branch": "580"}, kernels_facts())
+    plan = dp.decide(req({"branch": "580"}), kernels_facts())
     assert plan["header_packages"] == [f"linux-headers-{RUNNING}", f"linux-headers-{NEWER}"]
-    rhel = dp.decide({"branch": "580"}, kernels_facts("rhel9"))
+    rhel = dp.decide(req({"branch": "580"}), kernels_facts("rhel9"))
     assert rhel["header_packages"] == [
         f"kernel-devel-{RUNNING}",
         f"kernel-headers-{RUNNING}",
@@ -280,7 +282,7 @@ def test_the_plan_installs_the_headers_of_every_kernel_without_a_module():
 
 
 def test_precompiled_and_userspace_only_plans_build_nothing():
-    precompiled = dp.decide({"branch": "580", "source": "distro"}, kernels_facts())
+    precompiled = dp.decide(req({"branch": "580", "source": "distro"}), kernels_facts())
     assert precompiled["kernel_build"] == "precompiled"
     assert precompiled["header_packages"] == []
     guard = kernel_guard(precompiled, kernels_facts())
@@ -292,7 +294,7 @@ def test_precompiled_and_userspace_only_plans_build_nothing():
     )
     container = kernels_facts()
     container["host"]["container"] = "docker"
-    userspace = dp.decide({"branch": "580"}, container)
+    userspace = dp.decide(req({"branch": "580"}), container)
     assert userspace["build_kernel_module"] is False
     assert userspace["header_packages"] == []
     assert kernel_guard(userspace, container)["next_boot_ok"] is True
@@ -314,7 +316,7 @@ def test_the_controller_that_is_a_container_or_host_managed_is_not_refused(host)
     """The role never reboots a container or a host-managed driver, so auto there refuses nothing."""
     base = facts()
     base["host"] = {**base["host"], **host}
-    plan = dp.decide({"branch": "580", "reboot": "auto", "is_controller": True}, base)
+    plan = dp.decide(req({"branch": "580", "reboot": "auto", "is_controller": True}), base)
     assert CONTROLLER.format("auto") not in plan["errors"]
 
 
@@ -327,7 +329,7 @@ def _image(release, stale, older_than="/etc/modprobe.d/blacklist-nouveau-gpuflee
 
 
 def _plan(run=True, os_key="ubuntu2404"):
-    plan = dp.decide({"branch": "580"}, facts(os_key=os_key))
+    plan = dp.decide(req({"branch": "580"}), facts(os_key=os_key))
     plan["initramfs"]["run"] = run
     return plan
 
@@ -350,7 +352,7 @@ def test_initramfs_only_the_images_older_than_the_files_one_command_each():
 
 def test_initramfs_rhel_uses_dracut_per_kernel():
     kernels = [_image("5.14.0-503.el9.x86_64", True, "/etc/dracut.conf.d/gpufleet-omit-nouveau.conf")]
-    plan = dp.decide({"branch": "580"}, facts(os_key="rhel9"))
+    plan = dp.decide(req({"branch": "580"}), facts(os_key="rhel9"))
     out = initramfs_rebuild(plan, facts(os_key="rhel9", kernels=kernels))
     assert out["commands"] == [["dracut", "--force", "--kver", "5.14.0-503.el9.x86_64"]]
 

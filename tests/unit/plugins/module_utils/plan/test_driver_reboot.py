@@ -8,6 +8,8 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.reboot
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.request import DriverPlanError
 
+from tests.data.roles import driver_request as req
+
 
 def decide(policy="auto", loaded="580.95.05", lflav="open", inst="580.95.05", iflav="open", **kw):
     return reboot_decision(policy, loaded, lflav, inst, iflav, **kw)
@@ -65,7 +67,7 @@ def facts(os_key="ubuntu2404", **driver):
 
 
 def test_reboot_after_reads_the_fresh_facts():
-    plan = dp.decide({"branch": "580"}, facts())
+    plan = dp.decide(req({"branch": "580"}), facts())
     installed = facts(module_for_running_kernel={"version": "580.95.05", "kernel_module": "open"})
     after = reboot_after(plan, installed, changed=True, policy="auto")
     assert after["reboot"] is True

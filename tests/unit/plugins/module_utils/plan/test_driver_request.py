@@ -11,6 +11,8 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.reques
     validate_request,
 )
 
+from tests.data.roles import driver_request as req
+
 
 @pytest.mark.parametrize(
     ("dist", "ver", "key"),
@@ -32,7 +34,7 @@ def test_os_key(dist, ver, key):
 def test_os_key_refuses_unsupported(dist, ver):
     assert kb_hosts.os_key(dist, ver) is None
     facts = {"host": {"os": {"distribution": dist, "version": ver, "key": None}}}
-    errors = dp.decide({"branch": "580"}, facts)["errors"]
+    errors = dp.decide(req({"branch": "580"}), facts)["errors"]
     assert len(errors) == 1
     assert "not supported" in errors[0]
 
