@@ -2,7 +2,7 @@
 meta/argument_specs.yml (tied by tests/unit/roles/test_provisioning_roles_specs.py) and the README generated
 from them. Nothing else may restate it: no module option, no request-defaults table, no `.get(name, default)`
 fallback and no `| default(...)` in a task or playbook. (The bug: cudnn_version's default was written in five
-places, the driver's defaults again in plan/driver.py REQUEST_DEFAULTS.)
+places, the driver's defaults again in plan/driver.py REQUEST_DEFAULTS; both gone.)
 
 The plan action reads the defaults file itself (plugins/action/nvidia_plan.py), so plan/ always receives every
 variable and needs no fallback of its own.

@@ -1,7 +1,7 @@
 """roles/nvidia_driver: bad input is refused in preflight, before any change.
 
 Runs the role's preflight (tags nvidia_driver_preflight) against this machine in check mode through
-ansible-playbook; the preflight only reads (nvidia_facts, nvidia_driver_plan).
+ansible-playbook; the preflight only reads (nvidia_plan, which runs nvidia_facts).
 """
 
 import json

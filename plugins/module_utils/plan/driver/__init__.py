@@ -20,7 +20,7 @@ This module holds :func:`decide` -- ``decide(request, facts, compat=None)``: the
 ``request`` holds the role's variables without their ``nvidia_driver_`` prefix, ``facts`` what
 ``ansible_facts.nvidia`` holds (docs/facts.md), ``compat`` the result of ``plan.compat.check``. The plan says
 everything the tasks do: packages, locks, services, sources, refusals (``errors``), the reboot now. It also
-exposes the entry points the module and the filters use; tests import the module they test.
+exposes the entry points plan/roles.py uses; tests import the module they test.
 
 Knowledge about branches and module flavors is kb/driver.py's, about operating systems kb/hosts.py's, and
 the packaging tables (what each source packages, and how) are kb/driver_packages.py's, with their sources.
@@ -69,7 +69,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.reques
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state import host_state
 
-# The entry points used outside the plan (nvidia_driver_plan, the driver_* filters).
+# The entry points used outside the plan (plan/roles.py: the plan and the later phases of nvidia_plan).
 __all__ = [
     "REQUEST_KEYS",
     "DriverPlanError",

@@ -1,7 +1,7 @@
 # Copyright: gpufleet contributors
 # Apache-2.0
 """The reboot: the decision before the install, the one from the facts read after it
-(:func:`reboot_after`, filter ``gpufleet.nvidia.driver_reboot``) and the health check after the role's reboot.
+(:func:`reboot_after`, ``nvidia_plan`` phases reboot and verify) and the health check after the role's reboot.
 
 Pure (no I/O), stdlib only, Python >= 3.9.
 """

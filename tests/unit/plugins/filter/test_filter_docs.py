@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.gpufleet.nvidia.plugins.filter import driver, nvidia
+from ansible_collections.gpufleet.nvidia.plugins.filter import nvidia
 
 ROOT = Path(__file__).resolve().parents[4]
-FILTERS = {**driver.FilterModule().filters(), **nvidia.FilterModule().filters()}
+FILTERS = nvidia.FilterModule().filters()
 ENV = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"), "ANSIBLE_NOCOLOR": "1"}
 
 

@@ -5,8 +5,8 @@ import base64
 import hashlib
 
 import pytest
-from ansible_collections.gpufleet.nvidia.plugins.filter import driver as filters
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import roles
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.kernels import (
     initramfs_rebuild,
     kernel_guard,
@@ -20,6 +20,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import mok a
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
 
 from tests.data.roles import driver_request as req
+from tests.data.roles import variables
 
 H200 = {"pci_device_id": "0x2335", "name": "NVIDIA H200"}
 RUNNING = "6.8.0-45-generic"
@@ -147,11 +148,16 @@ def test_after_the_reboot_a_running_kernel_without_the_built_module_fails_the_he
     assert not_rebooted["failure"] == ""
 
 
-def test_the_filter_takes_rebooted_as_a_keyword():
-    assert filters.driver_reboot({}, facts(), False, "never", False, rebooted=True)["failure"].startswith(
-        "health check: after the reboot"
-    )
-    assert filters.driver_reboot({}, facts(), False, "never", False)["failure"] == ""
+def test_the_verify_phase_takes_rebooted_from_its_context():
+    plan = dp.decide(req({"branch": "580"}), facts())
+    never = variables("nvidia_driver", nvidia_driver_reboot="never")
+
+    def verified(**context):
+        decided = roles.driver_phase("verify", never, plan, facts(), {"is_controller": False, **context})
+        return decided["verified"]
+
+    assert verified(rebooted=True)["failure"].startswith("health check: after the reboot")
+    assert verified()["failure"] == ""
 
 
 # --------------------------------------------------------------------------- the controller itself
@@ -253,7 +259,7 @@ def kernels_facts(os_key="ubuntu2404", next_boot=NEWER, has_module=False, **kw):
 def test_dkms_kernels_to_build_headers_missing_and_the_next_boot():
     plan = dp.decide(req({"branch": "580"}), kernels_facts())
     assert plan["kernel_build"] == "dkms"
-    guard = filters.driver_kernels(plan, kernels_facts())
+    guard = kernel_guard(plan, kernels_facts())
     assert guard == {
         "build": ["6.8.0-50-generic"],
         "headers_missing": [NEWER],
@@ -366,11 +372,9 @@ def test_initramfs_check_mode_lists_every_image_and_facts_without_the_field_rebu
     assert "every image is rebuilt" in out["reason"]
 
 
-def test_initramfs_a_container_rebuilds_nothing_and_the_filter_is_the_plan_function():
+def test_initramfs_a_container_rebuilds_nothing_and_the_phase_is_the_plan_function():
     out = initramfs_rebuild(_plan(run=False), facts(kernels=[_image(RUNNING, True)]))
     assert (out["commands"], out["kernels"]) == ([], [])
     kernels = [_image(RUNNING, True)]
-    assert filters.driver_initramfs(_plan(), facts(kernels=kernels)) == initramfs_rebuild(
-        _plan(), facts(kernels=kernels)
-    )
-    assert filters.FilterModule().filters()["driver_initramfs"] is filters.driver_initramfs
+    phase = roles.driver_phase("initramfs", variables("nvidia_driver"), _plan(), facts(kernels=kernels))
+    assert phase["initramfs"] == initramfs_rebuild(_plan(), facts(kernels=kernels))

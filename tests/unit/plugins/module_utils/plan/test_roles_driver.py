@@ -1,4 +1,5 @@
-"""Unit tests of nvidia_driver_plan: the decision from synthetic facts, compat in the role's words, gather.
+"""The nvidia_driver role's plan (plan/roles.py ``plan("nvidia_driver", ...)``, what the nvidia_plan action
+runs on the controller): the decision from synthetic facts, compat in the role's words, facts gathered.
 
 The facts dicts are what ``ansible_facts.nvidia`` holds (docs/facts.md); the H200 one copies the project's
 host (open 580.159.04 loaded, a container whose driver sits read-only under /usr/local/nvidia).
@@ -8,18 +9,17 @@ import copy
 import hashlib
 
 import pytest
-import yaml
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import roles
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.existing import installed_branches
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.request import (
-    REQUEST_DEFAULTS,
-)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.request import REQUEST_KEYS
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state import host_state
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import mok as probe_mok
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
-from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_driver_plan as mod
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
 
 from tests.data.builders import build_ld_cache
+from tests.data.roles import driver_request, variables
 
 H200_VERSION = (
     "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \n"
@@ -86,9 +86,8 @@ def h200_facts():
 
 
 def request(**kw):
-    base = {"branch": "580"}
-    base.update(kw)
-    return base
+    """plan/driver's full request (the role's defaults), branch 580, updated with request keys."""
+    return driver_request({"branch": "580"}, **kw)
 
 
 def test_h200_580_is_accepted_and_never_rebooted():
@@ -173,7 +172,7 @@ def test_an_error_names_only_the_wrong_variable(kw, variable):
     assert errors[0].startswith(f"{variable}: " if variable == "nvidia_driver_version" else f"{variable}="), (
         errors
     )
-    others = {f"nvidia_driver_{k}" for k in REQUEST_DEFAULTS} - {variable, "nvidia_driver_branch"}
+    others = {f"nvidia_driver_{k}" for k in REQUEST_KEYS} - {variable, "nvidia_driver_branch"}
     assert not [name for name in others if name in errors[0]], errors
     if variable == "nvidia_driver_reboot":
         assert "nvidia_driver_branch" not in errors[0]
@@ -266,33 +265,47 @@ def test_rpm_fallback():
     assert installed_branches(packages) == ["580"]
 
 
-# --------------------------------------------------------------------------- the module's own steps
-def params(**kw):
-    base = {key: spec.get("default") for key, spec in mod.ARGUMENT_SPEC.items()}
-    base.update(kw)
-    return base
+# --------------------------------------------------------------------------- the role's plan (plan/roles.py)
+def role_plan(facts, context=None, **given):
+    """(plan, compat) of the nvidia_driver role: its defaults with branch 580, updated with ``given`` (the
+    role's variables by their names), on a host that is not the controller unless the context says so."""
+    return roles.plan(
+        "nvidia_driver",
+        variables("nvidia_driver", **{"nvidia_driver_branch": "580", **given}),
+        facts,
+        context or {"is_controller": False},
+    )
 
 
-def test_make_plan_checks_compat_from_the_facts_gpus():
-    plan = mod.make_plan(params(branch="580", facts=h200_facts()))
+def plan_of(facts, **given):
+    plan, compat = role_plan(facts, **given)
+    assert compat["errors"] == plan["errors"]  # the compat answer mirrors the plan's refusals
+    assert compat["compatible"] is (not plan["errors"])
+    return plan
+
+
+def test_the_plan_checks_compat_from_the_facts_gpus():
+    plan, compat = role_plan(h200_facts())
     assert plan["errors"] == []
     assert plan["flavor"] == "open"
+    assert compat["checked"] == ["driver"]
+    assert [g["name"] for g in compat["gpus"]] == ["NVIDIA H200"]
 
 
 def test_compat_recommendation_resolves_auto_for_pascal():
     facts = facts_for(gpus=[{"pci_device_id": "0x15F8", "name": "Tesla P100-PCIE-16GB"}])
-    plan = mod.make_plan(params(branch="580", facts=facts))
+    plan = plan_of(facts)
     assert plan["errors"] == []
     assert plan["flavor"] == "proprietary"
-    refused = mod.make_plan(params(branch="580", kernel_module="open", facts=facts))
+    refused = plan_of(facts, nvidia_driver_kernel_module="open")
     assert any("Pascal" in e for e in refused["errors"])
 
 
 def test_compat_errors_name_the_role_variables():
-    plan = mod.make_plan(params(branch="580", cuda_version="12.99", facts=facts_for()))
+    plan = plan_of(facts_for(), nvidia_driver_cuda_version="12.99")
     assert plan["errors"]
     assert plan["errors"][0].startswith("nvidia_driver_cuda_version: ")
-    given = mod.make_plan(params(branch="580", gpus=[{"pci_device_id": "zz"}], facts=facts_for()))
+    given = plan_of(facts_for(), nvidia_driver_gpus=[{"pci_device_id": "zz"}])
     assert given["errors"][0].startswith("nvidia_driver_gpus[0]")
 
 
@@ -300,14 +313,35 @@ def test_bad_request_is_refused_before_compat(monkeypatch):
     def boom(**_kw):
         raise AssertionError("compat must not run on a refused request")
 
-    monkeypatch.setattr(mod.compat_rules, "check", boom)
-    plan = mod.make_plan(params(branch="580", reboot="sometimes", facts=facts_for()))
+    monkeypatch.setattr(roles.plan_compat, "check", boom)
+    plan, compat = role_plan(facts_for(), nvidia_driver_reboot="sometimes")
     assert plan["errors"] == ["nvidia_driver_reboot=sometimes (allowed: auto, never, always)"]
+    assert compat["errors"] == plan["errors"]
+    assert compat["checked"] == []
+
+
+def test_the_controller_is_the_contexts():
+    """is_controller comes from the action's context (a local connection), not from a variable."""
+    facts = facts_for(
+        driver_module_for_running_kernel={"version": "580.95.05", "kernel_module": "open"},
+        gpus=[{"pci_device_id": "0x2335", "name": "NVIDIA H200"}],
+    )
+    assert plan_of(facts)["errors"] == []
+    refused, _compat = role_plan(facts, {"is_controller": True})
+    assert refused["errors"] == [
+        "nvidia_driver_reboot: 'auto' would reboot the Ansible controller itself (connection local or "
+        "localhost); set nvidia_driver_reboot: never and reboot it yourself"
+    ]
+    fine, _compat = role_plan(facts, {"is_controller": True}, nvidia_driver_reboot="never")
+    assert fine["errors"] == []
+    assert fine["reboot"]["reason"].endswith("reboot policy is never: reboot it yourself")
 
 
 def test_compat_check_can_be_skipped(monkeypatch):
-    monkeypatch.setattr(mod.compat_rules, "check", lambda **_kw: pytest.fail("compat ran"))
-    assert mod.make_plan(params(branch="580", compat_check=False, facts=facts_for()))["errors"] == []
+    monkeypatch.setattr(roles.plan_compat, "check", lambda **_kw: pytest.fail("compat ran"))
+    plan, compat = role_plan(facts_for(), nvidia_driver_skip_compat_check=True)
+    assert plan["errors"] == []
+    assert (compat["compatible"], compat["checked"]) == (True, [])
 
 
 def write(root, path, data=""):
@@ -338,7 +372,7 @@ def h200_tree(tmp_path):
 
 def test_h200_facts_are_host_managed(h200_tree):
     """What the plan reads of the H200 tree (the former module-level probe's assertions, on the facts)."""
-    facts = mod.gather(str(h200_tree), ["gpu", "driver"])
+    facts = gather(str(h200_tree), ["gpu", "driver"])
     assert facts["driver"]["loaded_version"] == "580.159.04"
     assert facts["driver"]["loaded_kernel_module"] == "open"
     assert facts["host"]["container"] == "docker"
@@ -354,8 +388,14 @@ def test_h200_facts_are_host_managed(h200_tree):
     assert state["secure_boot"] is False
 
 
-def test_without_facts_the_module_gathers_them(h200_tree):
-    plan = mod.make_plan(params(branch="580", root=str(h200_tree)))
+def gathered(root, **given):
+    """The facts nvidia_facts gathers for the role's plan (facts_wanted: its subsets and MOK paths)."""
+    wanted = roles.facts_wanted("nvidia_driver", variables("nvidia_driver", **given))
+    return gather(str(root), wanted["gather_subset"], mok_paths=wanted["mok_paths"])
+
+
+def test_the_facts_wanted_are_gathered_and_planned_from(h200_tree):
+    plan = plan_of(gathered(h200_tree))
     assert plan["errors"] == [], plan["errors"]
     assert plan["host_managed"] is True
     assert plan["container"] is True
@@ -363,23 +403,11 @@ def test_without_facts_the_module_gathers_them(h200_tree):
     assert plan["flavor"] == "open"
 
 
-def test_the_facts_given_are_not_changed():
-    facts = h200_facts()
-    before = copy.deepcopy(facts)
-    mod.make_plan(params(branch="580", facts=facts))
-    assert facts == before
-
-
-def test_documentation_matches_the_argument_spec():
-    doc = yaml.safe_load(mod.DOCUMENTATION)
-    assert sorted(doc["options"]) == sorted(mod.ARGUMENT_SPEC)
-    for name, spec in mod.ARGUMENT_SPEC.items():
-        assert doc["options"][name]["type"] == spec["type"], name
-        assert doc["options"][name].get("default") == spec.get("default"), name
-    assert doc["attributes"]["check_mode"]["support"] == "full"
-    returned = yaml.safe_load(mod.RETURN)["plan"]["contains"]
-    plan = dp.decide(request(), facts_for())
-    assert sorted(set(returned) - set(plan)) == []
+def test_the_facts_and_variables_given_are_not_changed():
+    facts, given = h200_facts(), variables("nvidia_driver", nvidia_driver_branch="580")
+    before = copy.deepcopy((facts, given))
+    roles.plan("nvidia_driver", given, facts, {"is_controller": False})
+    assert (facts, given) == before
 
 
 def test_secure_boot_refuses_a_certificate_that_shim_does_not_hold(tmp_path):
@@ -417,19 +445,23 @@ def mok_tree(tmp_path, key, cert):
     write(tmp_path, "/etc/os-release", 'ID=ubuntu\nVERSION_ID="24.04"\n')
     write(tmp_path, "/etc/MOK.priv", key)
     write(tmp_path, "/etc/MOK.der", cert)
-    return {"mok_key": "/etc/MOK.priv", "mok_cert": "/etc/MOK.der"}
+    return {"nvidia_driver_mok_key": "/etc/MOK.priv", "nvidia_driver_mok_cert": "/etc/MOK.der"}
 
 
-def test_without_facts_the_module_gathers_the_mok_files(tmp_path):
-    """The module reads no MOK file itself: it gathers the facts with its MOK paths as mok_paths."""
+def test_the_mok_files_are_gathered_as_the_facts_mok_paths(tmp_path):
+    """The plan reads no MOK file itself: the facts it wants list its MOK paths as mok_paths."""
     moks = mok_tree(tmp_path, DER_CERT, PEM_KEY)  # swapped
-    plan = mod.make_plan(params(branch="580", root=str(tmp_path), compat_check=False, **moks))
+    assert roles.facts_wanted("nvidia_driver", variables("nvidia_driver", **moks))["mok_paths"] == [
+        "/etc/MOK.priv",
+        "/etc/MOK.der",
+    ]
+    plan = plan_of(gathered(tmp_path, **moks), nvidia_driver_skip_compat_check=True, **moks)
     assert plan["errors"] == [
         "nvidia_driver_mok_key: '/etc/MOK.priv' is not a private key (PEM \"-----BEGIN PRIVATE KEY-----\")",
         "nvidia_driver_mok_cert: '/etc/MOK.der' is not an X.509 certificate (PEM or DER)",
     ]
-    moks["mok_key"] = "/nope"
-    missing = mod.make_plan(params(branch="580", root=str(tmp_path), compat_check=False, **moks))
+    moks["nvidia_driver_mok_key"] = "/nope"
+    missing = plan_of(gathered(tmp_path, **moks), nvidia_driver_skip_compat_check=True, **moks)
     assert missing["errors"][0] == (
         "nvidia_driver_mok_key: '/nope' does not exist on the host; give the path of an existing file"
     )
@@ -437,8 +469,8 @@ def test_without_facts_the_module_gathers_the_mok_files(tmp_path):
 
 def test_given_facts_without_mok_files_leave_the_mok_paths_unjudged(tmp_path):
     moks = mok_tree(tmp_path, DER_CERT, PEM_KEY)
-    assert mod.make_plan(params(branch="580", facts=facts_for(), compat_check=False, **moks))["errors"] == []
-    facts = mod.gather(str(tmp_path), ["gpu", "driver"], mok_paths=list(moks.values()))
+    assert plan_of(facts_for(), nvidia_driver_skip_compat_check=True, **moks)["errors"] == []
+    facts = gather(str(tmp_path), ["gpu", "driver"], mok_paths=list(moks.values()))
     assert sorted(facts["driver"]["mok_files"]) == ["/etc/MOK.der", "/etc/MOK.priv"]
-    refused = mod.make_plan(params(branch="580", facts=facts, compat_check=False, **moks))
+    refused = plan_of(facts, nvidia_driver_skip_compat_check=True, **moks)
     assert [e.split(":")[0] for e in refused["errors"]] == ["nvidia_driver_mok_key", "nvidia_driver_mok_cert"]

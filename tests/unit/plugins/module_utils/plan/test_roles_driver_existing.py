@@ -1,29 +1,27 @@
-"""nvidia_driver_plan on hosts that already have a driver gpufleet did not install (issue 12, Driver).
+"""The nvidia_driver role's plan on hosts with a driver gpufleet did not install (issue 12, Driver).
 
-Each host is a fixture root (Ubuntu 24.04 or Debian 12 bare metal with one H200): the module gathers the
-facts from it (probe/driver.py: runfile, DKMS trees and their owners, the repository of each package) and
-plans (plan/driver/). A runfile driver, packages of another repository and a DKMS tree no package owns
-are refused by default, naming the owner and the way out; the real H200 (host-managed) stays as it is.
-Check mode gives the same answer (the module run as Ansible runs it, with and without --check).
+Each host is a fixture root (Ubuntu 24.04 or Debian 12 bare metal with one H200): the facts the plan wants
+are gathered from it (probe/driver.py: runfile, DKMS trees and their owners, the repository of each package)
+and the plan is made on the controller (plan/roles.py ``plan("nvidia_driver", ...)``, then plan/driver/). A
+runfile driver, packages of another repository and a DKMS tree no package owns are refused by default, naming
+the owner and the way out; the real H200 (host-managed) stays as it is. Check mode gives the same answer.
 """
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+import yaml
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import roles
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.request import (
     EXISTING_POLICIES,
-    REQUEST_DEFAULTS,
     SOURCES,
 )
-from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_driver_plan as mod
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import failure_message
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
 
 from tests.data.facts import fakeroot
+from tests.data.roles import variables
 
-ROOT = Path(__file__).resolve().parents[4]
-MODULE = ROOT / "plugins" / "modules" / "nvidia_driver_plan.py"
+ROOT = Path(__file__).resolve().parents[5]
 LOG = """nvidia-installer log file '/var/log/nvidia-installer.log'
 creation time: Mon Dec  1 08:00:00 2026
 installer version: 570.86.10
@@ -89,10 +87,20 @@ def runfile(root, version="570.86.10"):
     fakeroot.write(root, "/var/log/nvidia-installer.log", LOG.replace("570.86.10", version))
 
 
-def plan_of(root, **kw):
-    params = {key: spec.get("default") for key, spec in mod.ARGUMENT_SPEC.items()}
-    params.update({"branch": "580", "root": str(root)}, **kw)
-    return mod.make_plan(params)
+def role_plan(root, context=None, **given):
+    """(plan, compat) of the nvidia_driver role on the host at ``root``: the role's defaults with branch 580,
+    updated with ``given`` (the role's variables by their names); the facts gathered as the nvidia_plan action
+    has nvidia_facts gather them (the subsets and MOK paths the plan wants)."""
+    values = variables("nvidia_driver", **{"nvidia_driver_branch": "580", **given})
+    wanted = roles.facts_wanted("nvidia_driver", values)
+    facts = gather(str(root), wanted["gather_subset"], mok_paths=wanted["mok_paths"])
+    return roles.plan("nvidia_driver", values, facts, context or {"is_controller": False})
+
+
+def plan_of(root, **given):
+    plan, compat = role_plan(root, **given)
+    assert compat["errors"] == plan["errors"]  # the compat answer mirrors the plan's refusals
+    return plan
 
 
 # --------------------------------------------------------------------------- NVIDIA's runfile
@@ -110,7 +118,7 @@ def test_a_runfile_driver_is_refused_naming_its_version_and_the_way_out(tmp_path
     )
     assert "nvidia_driver_replace_runfile: true" in error
     assert plan["existing"]["dkms"] == []
-    replaced = plan_of(root, replace_runfile=True)
+    replaced = plan_of(root, nvidia_driver_replace_runfile=True)
     assert replaced["errors"] == []
     assert replaced["runfile"]["remove"] is True
     assert any("will be removed with nvidia-uninstall" in w for w in replaced["warnings"])
@@ -120,7 +128,7 @@ def test_a_dkms_tree_of_another_runfile_version_is_refused_on_its_own(tmp_path):
     root = host(tmp_path)
     runfile(root, "575.57.08")
     dkms(root, "570.86.10")
-    plan = plan_of(root, replace_runfile=True)
+    plan = plan_of(root, nvidia_driver_replace_runfile=True)
     (error,) = plan["errors"]
     assert error.startswith("DKMS tree /usr/src/nvidia-570.86.10 (module nvidia 570.86.10")
     assert "dkms remove -m nvidia -v 570.86.10 --all" in error
@@ -142,9 +150,9 @@ def test_an_unowned_dkms_tree_is_refused_an_owned_one_is_not(tmp_path):
     )
     assert [t["source_dir"] for t in plan["existing"]["dkms"]] == ["/usr/src/nvidia-570.86.10"]
     assert "nvidia_driver_existing" not in error  # replace does not delete it: the way out is by hand
-    assert plan_of(root, existing="replace")["errors"] == [error]
+    assert plan_of(root, nvidia_driver_existing="replace")["errors"] == [error]
     # a userspace-only run builds no module: said, not refused
-    userspace = plan_of(root, build_kernel_module="false")
+    userspace = plan_of(root, nvidia_driver_build_kernel_module="false")
     assert userspace["errors"] == []
     assert error in userspace["warnings"]
 
@@ -175,7 +183,7 @@ def test_packages_from_the_ubuntu_archive_are_refused_for_nvidia_repo(tmp_path):
 
 def test_the_ubuntu_archive_driver_is_fine_for_the_distro_source(tmp_path):
     root = host(tmp_path, UBUNTU_ARCHIVE, owner="nvidia-kernel-source-580")
-    plan = plan_of(root, source="distro")
+    plan = plan_of(root, nvidia_driver_source="distro")
     assert plan["errors"] == []
     assert plan["existing"]["foreign"] == []
     assert plan["existing"]["dkms"] == []  # the package's own DKMS tree
@@ -183,7 +191,7 @@ def test_the_ubuntu_archive_driver_is_fine_for_the_distro_source(tmp_path):
 
 def test_replace_removes_the_other_repositorys_packages_first(tmp_path):
     root = host(tmp_path, UBUNTU_ARCHIVE, owner="nvidia-kernel-source-580")
-    plan = plan_of(root, existing="replace")
+    plan = plan_of(root, nvidia_driver_existing="replace")
     assert plan["errors"] == []
     assert plan["transition"]["kind"] == "source_change"
     assert set(plan["existing"]["replace"]) <= set(plan["transition"]["remove"])
@@ -197,7 +205,7 @@ def test_replace_removes_the_other_repositorys_packages_first(tmp_path):
 def test_nvidia_repository_packages_are_refused_for_the_distro_source(tmp_path):
     root = host(tmp_path, NVIDIA_REPO, owner="nvidia-kernel-open-dkms")
     assert plan_of(root)["errors"] == []
-    (error,) = plan_of(root, source="distro")["errors"]
+    (error,) = plan_of(root, nvidia_driver_source="distro")["errors"]
     assert "come from NVIDIA's CUDA repository" in error
     assert "nvidia_driver_source: nvidia_repo to keep managing this driver" in error
 
@@ -205,7 +213,7 @@ def test_nvidia_repository_packages_are_refused_for_the_distro_source(tmp_path):
 def test_the_graphics_drivers_ppa_is_refused_for_both_sources(tmp_path):
     root = host(tmp_path, PPA)
     for source in SOURCES:
-        (error,) = plan_of(root, source=source)["errors"]
+        (error,) = plan_of(root, nvidia_driver_source=source)["errors"]
         assert "come from the graphics-drivers PPA" in error
         assert "to keep managing" not in error  # gpufleet manages no PPA
         assert "remove them yourself through the package manager" in error
@@ -215,7 +223,12 @@ def test_debian_packages_whose_repository_cannot_be_told_are_a_warning(tmp_path)
     debian = 'ID=debian\nVERSION_ID="12"\nNAME="Debian GNU/Linux"\n'
     packages = [("nvidia-kernel-dkms", "535.261.03-1", "install ok installed")]
     root = host(tmp_path, packages, os_release=debian)
-    plan = plan_of(root, source="distro", branch="535", kernel_module="proprietary")
+    plan = plan_of(
+        root,
+        nvidia_driver_source="distro",
+        nvidia_driver_branch="535",
+        nvidia_driver_kernel_module="proprietary",
+    )
     assert plan["errors"] == []
     assert plan["existing"]["undecided"] == ["nvidia-kernel-dkms"]
     assert any("could not be told" in w and "nvidia-kernel-dkms 535.261.03-1" in w for w in plan["warnings"])
@@ -225,12 +238,17 @@ def test_debian_packages_whose_repository_cannot_be_told_are_a_warning(tmp_path)
         "/var/lib/apt/lists/developer.download.nvidia.com_compute_cuda_repos_debian12_x86%5f64_Packages",
         "Package: nvidia-kernel-dkms\nVersion: 535.261.03-1\nArchitecture: amd64\n",
     )
-    (error,) = plan_of(root, source="distro", branch="535", kernel_module="proprietary")["errors"]
+    (error,) = plan_of(
+        root,
+        nvidia_driver_source="distro",
+        nvidia_driver_branch="535",
+        nvidia_driver_kernel_module="proprietary",
+    )["errors"]
     assert "come from NVIDIA's CUDA repository (listed with this version in /var/lib/apt/lists/" in error
 
 
 def test_a_typo_in_the_policy_names_the_variable(tmp_path):
-    plan = plan_of(host(tmp_path), existing="adopt")
+    plan = plan_of(host(tmp_path), nvidia_driver_existing="adopt")
     assert plan["errors"] == ["nvidia_driver_existing=adopt (allowed: refuse, replace)"]
 
 
@@ -238,7 +256,7 @@ def test_a_typo_in_the_policy_names_the_variable(tmp_path):
 def test_the_h200_stays_host_managed_with_no_refusal(tmp_path):
     fakeroot.h200(tmp_path)
     for existing in EXISTING_POLICIES:
-        plan = plan_of(tmp_path, existing=existing)
+        plan = plan_of(tmp_path, nvidia_driver_existing=existing)
         assert plan["errors"] == [], plan["errors"]
         assert plan["warnings"] == []
         assert (plan["host_managed"], plan["install"], plan["touches_host"]) == (True, False, False)
@@ -261,50 +279,37 @@ def test_the_h200_stays_host_managed_with_no_refusal(tmp_path):
 
 
 # --------------------------------------------------------------------------- check mode: the same answer
-def run_module(tmp_path, **args):
-    args_file = tmp_path / "args.json"
-    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=str(ROOT / ".collections"), LC_ALL="C")
-    proc = subprocess.run(
-        [sys.executable, str(MODULE), str(args_file)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    return json.loads(proc.stdout)
+def plans_with_and_without_check_mode(root):
+    """The plan as the nvidia_plan action makes it in a run and in a --check run (its context)."""
+    return [role_plan(root, {"is_controller": False, "check_mode": check}) for check in (False, True)]
 
 
 def test_check_mode_gives_the_same_refusal_and_the_same_plan(tmp_path):
     root = host(tmp_path / "root", UBUNTU_ARCHIVE, owner="nvidia-kernel-source-580")
     dkms(root, "570.86.10")
-    results = [
-        run_module(tmp_path, branch="580", root=str(root), _ansible_check_mode=check)
-        for check in (False, True)
-    ]
-    for result in results:
-        assert result["failed"] is True
-        assert result["changed"] is False
-        assert "nvidia_driver_existing=refuse: packages " in result["msg"]
-        assert "DKMS tree /usr/src/nvidia-570.86.10 " in result["msg"]
-    assert results[0]["msg"] == results[1]["msg"]
-    assert results[0]["plan"]["existing"] == results[1]["plan"]["existing"]
+    results = plans_with_and_without_check_mode(root)
+    messages = []
+    for _plan, compat in results:
+        assert compat["compatible"] is False
+        messages.append(failure_message("nvidia_driver", compat["errors"]))  # what the action fails with
+        assert "nvidia_driver_existing=refuse: packages " in messages[-1]
+        assert "DKMS tree /usr/src/nvidia-570.86.10 " in messages[-1]
+    assert messages[0] == messages[1]
+    assert results[0][0]["existing"] == results[1][0]["existing"]
 
 
 def test_check_mode_on_the_h200_plans_the_same(tmp_path):
     fakeroot.h200(tmp_path / "root")
-    results = [
-        run_module(tmp_path, branch="580", root=str(tmp_path / "root"), _ansible_check_mode=check)
-        for check in (False, True)
-    ]
-    for result in results:
-        assert result.get("failed") is not True, result.get("msg")
-        assert result["plan"]["host_managed"] is True
-    assert results[0]["plan"] == results[1]["plan"]
+    results = plans_with_and_without_check_mode(tmp_path / "root")
+    for plan, compat in results:
+        assert compat["errors"] == [], compat["errors"]
+        assert plan["host_managed"] is True
+    assert results[0] == results[1]
 
 
-def test_the_policies_are_the_module_option_and_the_plan_default():
+def test_the_policies_are_the_role_option_and_its_default():
     assert EXISTING_POLICIES == ("refuse", "replace")
-    assert mod.ARGUMENT_SPEC["existing"] == {"type": "str", "default": "refuse"}
-    assert REQUEST_DEFAULTS["existing"] == "refuse"
+    specs = yaml.safe_load((ROOT / "roles/nvidia_driver/meta/argument_specs.yml").read_text())
+    option = specs["argument_specs"]["main"]["options"]["nvidia_driver_existing"]
+    assert (option["type"], tuple(option["choices"])) == ("str", EXISTING_POLICIES)
+    assert variables("nvidia_driver")["nvidia_driver_existing"] == "refuse"
