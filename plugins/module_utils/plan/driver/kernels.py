@@ -1,8 +1,8 @@
 # Copyright: gpufleet contributors
 # Apache-2.0
 """The installed kernels after the install: the kernel guard (what DKMS builds for, missing headers, the next
-boot's module), the initramfs images to rebuild, and the holds and versionlocks not in place yet (``nvidia_plan``
-phases installed, initramfs and verify, through plan/roles.driver_phase).
+boot's module), the initramfs images to rebuild, and the holds and versionlocks not in place yet
+(``nvidia_plan`` phases installed, initramfs and verify, through plan/roles.driver_phase).
 
 Pure (no I/O), stdlib only, Python >= 3.9.
 """
