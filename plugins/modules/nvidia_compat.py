@@ -262,26 +262,13 @@ gpus:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_options import NVIDIA_COMPAT
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpus import items_from_facts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.compat import CompatInputError, check
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
 
 # The filesystem root gathered when no facts are given (tests point it at a fake tree).
 HOST_ROOT = "/"
-
-ARGUMENT_SPEC = {
-    "facts": {"type": "dict"},
-    "gpus": {"type": "list", "elements": "dict"},
-    "driver_version": {"type": "str"},
-    "driver_branch": {"type": "str"},
-    "kernel_module": {"type": "str", "choices": ["auto", "open", "proprietary"], "default": "auto"},
-    "cuda_version": {"type": "str"},
-    "cudnn_version": {"type": "str"},
-    "cudnn_cuda_major": {"type": "str"},
-    "os": {"type": "dict", "options": {"distribution": {"type": "str"}, "version": {"type": "str"}}},
-    "cuda_forward_compat": {"type": "bool", "default": False},
-    "fail_on_incompatible": {"type": "bool", "default": True},
-}
 
 
 def host_inputs(params, facts):
@@ -332,7 +319,7 @@ def exit_with(module, result, fail_on_incompatible):
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=NVIDIA_COMPAT, supports_check_mode=True)
     params = module.params
     try:
         result = check(

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.module_utils import basic
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_options import NVIDIA_COMPAT
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import facts as probe_facts
 from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_compat
 
@@ -337,8 +338,8 @@ def test_facts_gpus_that_nothing_identifies_are_left_out(capsys, monkeypatch, tm
 
 def test_documentation_matches_the_argument_spec():
     doc = yaml.safe_load(nvidia_compat.DOCUMENTATION)
-    assert set(doc["options"]) == set(nvidia_compat.ARGUMENT_SPEC)
-    for name, spec in nvidia_compat.ARGUMENT_SPEC.items():
+    assert set(doc["options"]) == set(NVIDIA_COMPAT)
+    for name, spec in NVIDIA_COMPAT.items():
         assert doc["options"][name]["type"] == spec["type"], name
         assert doc["options"][name].get("default") == spec.get("default"), name
     assert set(doc["attributes"]) == {"check_mode", "diff_mode", "platform"}
