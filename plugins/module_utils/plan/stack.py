@@ -58,24 +58,43 @@ def _known(value):
     return value not in (None, "", UNKNOWN)
 
 
+def _known_text(gpu, *keys):
+    """The first of ``keys`` the GPU of the facts knows (a string, not "unknown"); None when none does."""
+    for key in keys:
+        if isinstance(gpu.get(key), str) and _known(gpu[key]):
+            return gpu[key]
+    return None
+
+
+def _pci_item(gpu):
+    """The PCI identification of a GPU of the facts (sysfs spelling first, else the ``pci_*`` one); {}."""
+    device = _known_text(gpu, "device_id", "pci_device_id")
+    if device is None:
+        return {}
+    item = {"pci_device_id": device}
+    for keys, target in (
+        (("subsystem_device_id", "pci_subsystem_id"), "pci_subsystem_id"),
+        (("subsystem_vendor_id", "pci_subsystem_vendor_id"), "pci_subsystem_vendor_id"),
+    ):
+        value = _known_text(gpu, *keys)
+        if value is not None:
+            item[target] = value
+    if isinstance(gpu.get("pci_ids_name"), str) and gpu["pci_ids_name"]:
+        item["pci_ids_name"] = gpu["pci_ids_name"]
+    return item
+
+
 def gpu_item(gpu):
-    """A compat ``gpus`` item from one GPU of ``ansible_facts.nvidia.gpus`` (None: nothing identifies it)."""
-    device = gpu.get("device_id") if _known(gpu.get("device_id")) else gpu.get("pci_device_id")
-    item = {}
-    if isinstance(device, str) and _known(device):
-        item["pci_device_id"] = device
-        for key, target in (
-            ("subsystem_device_id", "pci_subsystem_id"),
-            ("subsystem_vendor_id", "pci_subsystem_vendor_id"),
-        ):
-            if isinstance(gpu.get(key), str) and _known(gpu.get(key)):
-                item[target] = gpu[key]
-        if isinstance(gpu.get("pci_ids_name"), str) and gpu["pci_ids_name"]:
-            item["pci_ids_name"] = gpu["pci_ids_name"]
-    candidates = [item] if item else []
+    """A compat ``gpus`` item from one GPU of ``ansible_facts.nvidia.gpus`` (None: nothing identifies it).
+
+    Its PCI ids, else its compute capability, else its name (a GPU NVML or nvidia-smi reported by name only).
+    """
+    candidates = [_pci_item(gpu)]
     if _known(gpu.get("compute_capability")):
         candidates.append({"compute_capability": gpu["compute_capability"]})
-    for candidate in candidates:
+    if _known_text(gpu, "name") is not None:
+        candidates.append({"name": gpu["name"]})
+    for candidate in filter(None, candidates):
         try:
             resolve_gpu(candidate)
         except GpuSpecError:
