@@ -3,8 +3,9 @@
 """What the CUDA toolkit and cuDNN plans share: error wording, the host cache, compat inputs from facts.
 
 Stdlib only, Python >= 3.9, pure. The compatibility decision is ``plan.compat.check`` (the rules
-``nvidia_compat`` runs); this file turns ``ansible_facts.nvidia`` (or a preflight's overrides) into its
-inputs, runs the checks a plan needs and words their input errors with the user's variable names.
+``nvidia_compat`` runs); this file turns ``ansible_facts.nvidia`` (and a preflight's overrides, or
+``nvidia_compat``'s parameters) into its inputs, runs the checks a plan needs and words their input errors
+with the user's variable names.
 """
 
 from __future__ import annotations
@@ -114,7 +115,8 @@ def _facts_driver(driver):
 
 
 def compat_inputs(facts, overrides=None):
-    """compat.check's host inputs: the facts, or what a preflight gives instead (overrides: None = facts)."""
+    """compat.check's host inputs: the facts, or what a preflight or nvidia_compat's parameters give instead
+    (overrides: gpus, driver_version, driver_branch, kernel_module, os, cuda_forward_compat; None = facts)."""
     facts = facts or {}
     over = {k: v for k, v in (overrides or {}).items() if v not in (None, "")}
     gpus = over.get("gpus")
