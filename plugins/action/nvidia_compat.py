@@ -13,7 +13,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_options import NVIDIA_COMPAT
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.compat import CompatInputError, check
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import compat_inputs
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import compat_inputs, numbered
 
 FACTS_MODULE = "gpufleet.nvidia.nvidia_facts"
 GATHER_SUBSET = ["gpu", "driver"]
@@ -26,11 +26,6 @@ def host_facts(facts):
     if "nvidia" in facts and "schema_version" not in facts:  # all of ansible_facts was passed
         return facts["nvidia"] or {}
     return facts
-
-
-def failure_message(errors):
-    """What an incompatible plan fails with: the error sentence, or the sentences numbered when several."""
-    return errors[0] if len(errors) == 1 else " ".join(f"({i}) {e}" for i, e in enumerate(errors, 1))
 
 
 def compat_result(args, facts):
@@ -54,7 +49,7 @@ def compat_result(args, facts):
     if warnings:
         result["warnings"] = list(warnings)
     if not result["compatible"] and args["fail_on_incompatible"]:
-        result.update(failed=True, msg=failure_message(result["errors"]))
+        result.update(failed=True, msg=numbered(result["errors"]))
     return result
 
 

@@ -180,7 +180,11 @@ def skipped_compat():
     }
 
 
+def numbered(errors):
+    """The compat error sentences as one text: the sentence, or the sentences numbered when several."""
+    return errors[0] if len(errors) == 1 else " ".join(f"({i}) {e}" for i, e in enumerate(errors, 1))
+
+
 def failure_message(role, errors):
     """What a role fails with for an incompatible plan (the compat sentences, numbered when several)."""
-    text = errors[0] if len(errors) == 1 else " ".join(f"({i}) {e}" for i, e in enumerate(errors, 1))
-    return f"{role}: the plan cannot work on this host: {text}"
+    return f"{role}: the plan cannot work on this host: {numbered(errors)}"
