@@ -21,3 +21,17 @@ NVIDIA_PLAN = {
     "changed": {"type": "bool", "default": False},
     "rebooted": {"type": "bool", "default": False},
 }
+
+NVIDIA_COMPAT = {
+    "facts": {"type": "dict"},
+    "gpus": {"type": "list", "elements": "dict"},
+    "driver_version": {"type": "str"},
+    "driver_branch": {"type": "str"},
+    "kernel_module": {"type": "str", "choices": ["auto", "open", "proprietary"], "default": "auto"},
+    "cuda_version": {"type": "str"},
+    "cudnn_version": {"type": "str"},
+    "cudnn_cuda_major": {"type": "str"},
+    "os": {"type": "dict", "options": {"distribution": {"type": "str"}, "version": {"type": "str"}}},
+    "cuda_forward_compat": {"type": "bool", "default": False},
+    "fail_on_incompatible": {"type": "bool", "default": True},
+}

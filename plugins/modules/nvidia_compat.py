@@ -20,10 +20,13 @@ description:
     Versions newer than the knowledge base (for example CUDA 14.0 or cuDNN 10.0) give a warning that the
     knowledge base does not know them yet.
   - Changes nothing; C(changed) is always false.
+  - Decided on the Ansible controller (an action plugin); the rules run in the controller's Python, never on
+    the host.
   - What the host has (its GPUs, the loaded driver, the OS) comes from O(facts), the C(ansible_facts.nvidia)
-    of M(gpufleet.nvidia.nvidia_facts). Without O(facts) the module gathers the C(gpu) and C(driver) subsets
-    itself (the same probes; GPUs come from sysfs PCI data, which needs no NVIDIA driver). O(gpus), O(os),
-    O(driver_version) and O(driver_branch) override what the facts say.
+    of M(gpufleet.nvidia.nvidia_facts). Without O(facts), M(gpufleet.nvidia.nvidia_facts) runs once on the
+    host with the C(gpu) and C(driver) subsets (GPUs come from sysfs PCI data, which needs no NVIDIA driver);
+    when that run fails, the task fails with its message and its standard error. O(gpus), O(os),
+    O(driver_version), O(driver_branch) and O(kernel_module) override what the facts say.
   - Bad input (a malformed or non-existent version, contradictory parameters) fails with one sentence that
     names the parameter, whatever O(fail_on_incompatible) says.
 author: gpufleet maintainers (!UNKNOWN)
@@ -33,7 +36,8 @@ options:
       - What M(gpufleet.nvidia.nvidia_facts) returned for this host, that is C(ansible_facts.nvidia)
         (schema in the collection's C(docs/facts.md)). Read are C(gpus), C(driver.loaded_version),
         C(driver.loaded_kernel_module) and C(host.os).
-      - Given, nothing is read from the host. Not given, the module gathers the C(gpu) and C(driver) subsets.
+      - Given, nothing runs on the host. Not given, M(gpufleet.nvidia.nvidia_facts) runs on the host with the
+        C(gpu) and C(driver) subsets.
       - All of C(ansible_facts) is accepted too (its C(nvidia) key is used).
     type: dict
   gpus:
@@ -111,19 +115,30 @@ options:
     default: true
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
+  action:
+    support: full
+    details: The check runs on the controller; only M(gpufleet.nvidia.nvidia_facts) runs on the host.
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
   check_mode:
     support: full
-    details: The module only reads; check mode runs it fully.
+    details: It only reads (the facts); the same answer in check mode.
   diff_mode:
     support: none
   platform:
     platforms: posix
-    details: Without O(facts) it probes a Linux host; with O(facts) it reads nothing from the host.
+    details: Without O(facts), M(gpufleet.nvidia.nvidia_facts) probes a Linux host; with O(facts) nothing runs
+      on the host.
 notes:
   - Sources and confidence of every fact are listed in the collection's C(docs/compat.md).
   - The knowledge base describes Linux x86_64.
 seealso:
+  - module: gpufleet.nvidia.nvidia_facts
+  - module: gpufleet.nvidia.nvidia_plan
   - name: CUDA minor version compatibility
     description: NVIDIA's rules for running a newer CUDA minor release on an older driver.
     link: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
@@ -142,7 +157,7 @@ EXAMPLES = r"""
     cuda_version: "13.0"
     cudnn_version: "9.14.0"
 
-- name: Check the plan of this host (the module gathers GPUs, loaded driver and OS itself)
+- name: Check the plan of this host (nvidia_facts runs once on the host for its GPUs, loaded driver and OS)
   gpufleet.nvidia.nvidia_compat:
     cuda_version: "13.0"
 
@@ -262,89 +277,17 @@ gpus:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpus import items_from_facts
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.compat import CompatInputError, check
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.facts import gather
-
-# The filesystem root gathered when no facts are given (tests point it at a fake tree).
-HOST_ROOT = "/"
-
-ARGUMENT_SPEC = {
-    "facts": {"type": "dict"},
-    "gpus": {"type": "list", "elements": "dict"},
-    "driver_version": {"type": "str"},
-    "driver_branch": {"type": "str"},
-    "kernel_module": {"type": "str", "choices": ["auto", "open", "proprietary"], "default": "auto"},
-    "cuda_version": {"type": "str"},
-    "cudnn_version": {"type": "str"},
-    "cudnn_cuda_major": {"type": "str"},
-    "os": {"type": "dict", "options": {"distribution": {"type": "str"}, "version": {"type": "str"}}},
-    "cuda_forward_compat": {"type": "bool", "default": False},
-    "fail_on_incompatible": {"type": "bool", "default": True},
-}
-
-
-def host_inputs(params, facts):
-    """The check() arguments that describe the host: the parameters, else what the facts say."""
-    driver = facts.get("driver") or {}
-    host_os = (facts.get("host") or {}).get("os") or {}
-    gpus = params["gpus"] if params["gpus"] is not None else items_from_facts(facts.get("gpus"))
-    driver_version, driver_branch = params["driver_version"], params["driver_branch"]
-    kernel_module = params["kernel_module"]
-    if not driver_version and not driver_branch and driver.get("loaded_version"):
-        driver_version = driver["loaded_version"]
-        if kernel_module == "auto" and driver.get("loaded_kernel_module"):
-            kernel_module = driver["loaded_kernel_module"]
-    os_info = params["os"]
-    if not os_info or not os_info.get("distribution"):
-        os_info = {k: host_os.get(k) for k in ("distribution", "version")} if host_os else None
-    return {
-        "gpus": gpus,
-        "driver_version": driver_version,
-        "driver_branch": driver_branch,
-        "kernel_module": kernel_module,
-        "os_info": os_info,
-    }
-
-
-def facts_of(params):
-    """``facts`` when given, else the gpu and driver subsets gathered here (host and OS come with them)."""
-    facts = params["facts"]
-    if facts is None:
-        return gather(HOST_ROOT, ["gpu", "driver"])
-    if "nvidia" in facts and "schema_version" not in facts:  # all of ansible_facts was passed
-        return facts["nvidia"] or {}
-    return facts
-
-
-def exit_with(module, result, fail_on_incompatible):
-    # Ansible owns the "warnings" key of a result: module.warn() fills it and shows each one to the user,
-    # but Ansible drops it from loop items; compat_warnings keeps the same list for registered results.
-    warnings = result.pop("warnings")
-    for warning in warnings:
-        module.warn(warning)
-    result["compat_warnings"] = warnings
-    if not result["compatible"] and fail_on_incompatible:
-        errors = result["errors"]
-        msg = errors[0] if len(errors) == 1 else " ".join(f"({i}) {e}" for i, e in enumerate(errors, 1))
-        module.fail_json(msg=msg, changed=False, **result)
-    module.exit_json(changed=False, **result)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_options import NVIDIA_COMPAT
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    params = module.params
-    try:
-        result = check(
-            cuda_version=params["cuda_version"],
-            cudnn_version=params["cudnn_version"],
-            cudnn_cuda_major=params["cudnn_cuda_major"],
-            cuda_forward_compat=params["cuda_forward_compat"],
-            **host_inputs(params, facts_of(params)),
-        )
-    except CompatInputError as err:
-        module.fail_json(msg=str(err), changed=False)
-    exit_with(module, result, params["fail_on_incompatible"])
+    # The action plugin of the same name does the work on the controller with this same spec; this file
+    # documents it and only runs when the action is bypassed.
+    module = AnsibleModule(argument_spec=NVIDIA_COMPAT, supports_check_mode=True)
+    module.fail_json(
+        msg="nvidia_compat runs on the controller as an action plugin; "
+        "call it as gpufleet.nvidia.nvidia_compat"
+    )
 
 
 if __name__ == "__main__":

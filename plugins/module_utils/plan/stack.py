@@ -3,8 +3,9 @@
 """What the CUDA toolkit and cuDNN plans share: the error class, the host cache, compat inputs from facts.
 
 Stdlib only, Python >= 3.9, pure. The compatibility decision is ``plan.compat.check`` (the rules
-``nvidia_compat`` runs); this file turns ``ansible_facts.nvidia`` (or a preflight's overrides) into its
-inputs, runs the checks a plan needs and words their input errors with the user's variable names.
+``nvidia_compat`` runs); this file turns ``ansible_facts.nvidia`` (and a preflight's overrides, or
+``nvidia_compat``'s parameters) into its inputs, runs the checks a plan needs and words their input errors
+with the user's variable names.
 """
 
 from __future__ import annotations
@@ -53,24 +54,43 @@ def _known(value):
     return value not in (None, "", UNKNOWN)
 
 
+def _known_text(gpu, *keys):
+    """The first of ``keys`` the GPU of the facts knows (a string, not "unknown"); None when none does."""
+    for key in keys:
+        if isinstance(gpu.get(key), str) and _known(gpu[key]):
+            return gpu[key]
+    return None
+
+
+def _pci_item(gpu):
+    """The PCI identification of a GPU of the facts (sysfs spelling first, else the ``pci_*`` one); {}."""
+    device = _known_text(gpu, "device_id", "pci_device_id")
+    if device is None:
+        return {}
+    item = {"pci_device_id": device}
+    for keys, target in (
+        (("subsystem_device_id", "pci_subsystem_id"), "pci_subsystem_id"),
+        (("subsystem_vendor_id", "pci_subsystem_vendor_id"), "pci_subsystem_vendor_id"),
+    ):
+        value = _known_text(gpu, *keys)
+        if value is not None:
+            item[target] = value
+    if isinstance(gpu.get("pci_ids_name"), str) and gpu["pci_ids_name"]:
+        item["pci_ids_name"] = gpu["pci_ids_name"]
+    return item
+
+
 def gpu_item(gpu):
-    """A compat ``gpus`` item from one GPU of ``ansible_facts.nvidia.gpus`` (None: nothing identifies it)."""
-    device = gpu.get("device_id") if _known(gpu.get("device_id")) else gpu.get("pci_device_id")
-    item = {}
-    if isinstance(device, str) and _known(device):
-        item["pci_device_id"] = device
-        for key, target in (
-            ("subsystem_device_id", "pci_subsystem_id"),
-            ("subsystem_vendor_id", "pci_subsystem_vendor_id"),
-        ):
-            if isinstance(gpu.get(key), str) and _known(gpu.get(key)):
-                item[target] = gpu[key]
-        if isinstance(gpu.get("pci_ids_name"), str) and gpu["pci_ids_name"]:
-            item["pci_ids_name"] = gpu["pci_ids_name"]
-    candidates = [item] if item else []
+    """A compat ``gpus`` item from one GPU of ``ansible_facts.nvidia.gpus`` (None: nothing identifies it).
+
+    Its PCI ids, else its compute capability, else its name (a GPU NVML or nvidia-smi reported by name only).
+    """
+    candidates = [_pci_item(gpu)]
     if _known(gpu.get("compute_capability")):
         candidates.append({"compute_capability": gpu["compute_capability"]})
-    for candidate in candidates:
+    if _known_text(gpu, "name") is not None:
+        candidates.append({"name": gpu["name"]})
+    for candidate in filter(None, candidates):
         try:
             resolve_gpu(candidate)
         except GpuSpecError:
@@ -90,7 +110,8 @@ def _facts_driver(driver):
 
 
 def compat_inputs(facts, overrides=None):
-    """compat.check's host inputs: the facts, or what a preflight gives instead (overrides: None = facts)."""
+    """compat.check's host inputs: the facts, or what a preflight or nvidia_compat's parameters give instead
+    (overrides: gpus, driver_version, driver_branch, kernel_module, os, cuda_forward_compat; None = facts)."""
     facts = facts or {}
     over = {k: v for k, v in (overrides or {}).items() if v not in (None, "")}
     gpus = over.get("gpus")
@@ -154,7 +175,11 @@ def skipped_compat():
     }
 
 
+def numbered(errors):
+    """The compat error sentences as one text: the sentence, or the sentences numbered when several."""
+    return errors[0] if len(errors) == 1 else " ".join(f"({i}) {e}" for i, e in enumerate(errors, 1))
+
+
 def failure_message(role, errors):
     """What a role fails with for an incompatible plan (the compat sentences, numbered when several)."""
-    text = errors[0] if len(errors) == 1 else " ".join(f"({i}) {e}" for i, e in enumerate(errors, 1))
-    return f"{role}: the plan cannot work on this host: {text}"
+    return f"{role}: the plan cannot work on this host: {numbered(errors)}"

@@ -189,6 +189,16 @@ def test_compat_inputs_carry_the_pci_ids_name_of_an_unknown_gpu():
     ]
 
 
+def test_compat_inputs_read_the_pci_spelling_and_a_gpu_known_by_name_only():
+    """Facts written in the ``pci_*`` spelling keep their subsystem ids; a GPU NVML or nvidia-smi reported by
+    name only is checked by its name (nvidia_compat's inputs come from here too)."""
+    given = {"pci_device_id": "0x2335", "pci_subsystem_id": "0x18BF", "pci_subsystem_vendor_id": "0x10DE"}
+    by_name = {"device_id": "unknown", "compute_capability": "unknown", "name": "Tesla V100-SXM2-32GB"}
+    nothing = {"device_id": "unknown", "compute_capability": "unknown", "name": "unknown"}
+    got = stack.compat_inputs({"gpus": [given, by_name, nothing]})
+    assert got["gpus"] == [given, {"name": "Tesla V100-SXM2-32GB"}]
+
+
 def test_compat_input_errors_name_the_users_variables():
     assert (
         stack.user_wording("gpus[0]: 'x' is not a mapping") == "nvidia_driver_gpus[0]: 'x' is not a mapping"
