@@ -37,12 +37,12 @@ options:
       - The step of the C(nvidia_driver) role the plan is for. V(preflight) is the plan of the run; the
         others re-read the facts after a step and decide from them with O(planned) (the preflight's plan) -
         V(installed) (kernels to build for, holds and locks still missing), V(initramfs) (the images to
-        rebuild), V(reboot) (the reboot decision, with O(changed)), V(rebooted) (the health check after the
-        role's reboot), V(verify) (what verify checks).
+        rebuild), V(reboot) (the reboot decision, with O(changed)), V(verify) (what verify checks; with
+        O(rebooted), the health check after the role's reboot).
       - The other roles have only V(preflight).
     type: str
     default: preflight
-    choices: [preflight, installed, initramfs, reboot, rebooted, verify]
+    choices: [preflight, installed, initramfs, reboot, verify]
   facts:
     description: The host's facts (what C(ansible_facts.nvidia) holds) instead of gathering them.
     type: dict
@@ -58,7 +58,11 @@ options:
     description: The preflight's plan (RV(plan)) for the later C(nvidia_driver) phases.
     type: dict
   changed:
-    description: Whether the driver changed in this run (phase V(reboot), policy C(always)).
+    description: Whether the driver changed in this run (phases V(reboot) and V(verify), policy C(always)).
+    type: bool
+    default: false
+  rebooted:
+    description: The role rebooted the host in this run (phase V(verify)) - the health check applies.
     type: bool
     default: false
 attributes:
