@@ -38,12 +38,21 @@ cudnn_version() {
 print(l.cudnnGetVersion())'
 }
 has_python_apt() { "$py" -c 'import apt_pkg' 2>/dev/null; }
-repo_args() {  # nvidia_repo's arguments for one role ($1: cuda_toolkit | cudnn)
-  local dist ver
-  dist=$("$py" -c 'import platform; print(platform.freedesktop_os_release()["NAME"].split()[0])')
-  ver=$("$py" -c 'import platform; print(platform.freedesktop_os_release()["VERSION_ID"])')
-  printf '{"distribution": "%s", "distribution_version": "%s", "base_url": "%s", "key_fingerprint": "%s", "caller": "%s"' \
-    "$dist" "$ver" "${URL:-$REPO_URL}" "${KEYFPR:-$FPR}" "$1"
+repo_args() {  # nvidia_repo's arguments as the role passes them ($1: cuda_toolkit | cudnn, $2: present | pinned):
+  # the plan's repo (plan/repo.repo_config for this host) and, pinned, the plan's package specs
+  PYTHONPATH="$ROOT/.collections:$SITE" "$py" - "$1" "$2" "${URL:-$REPO_URL}" "${KEYFPR:-$FPR}" <<'PY'
+import json, platform, sys
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as plan_repo
+role, state, url, fpr = sys.argv[1:5]
+found = platform.freedesktop_os_release()
+repo = plan_repo.repo_config(found["NAME"].split()[0], found["VERSION_ID"], platform.machine(), url, fpr, prefix=role)
+args = {"state": state, "repo": repo, "caller": role}
+if state == "pinned" and role == "cuda_toolkit":
+    args.update(packages_for=role, versions=["13.0"], specs=plan_repo.cuda_toolkit_packages(["13.0"], repo["repo_dir"]))
+elif state == "pinned":
+    args.update(packages_for=role, cuda_major="13", specs=plan_repo.cudnn_packages("9.14.0", "13", repo["repo_dir"]))
+print(json.dumps(args))
+PY
 }
 
 echo "### the container"
@@ -65,10 +74,10 @@ echo "/etc/apt after the converge: $(etc_apt); NVIDIA packages: $(nvidia_pkgs | 
 if [[ $rc -ne 0 ]] && ! has_python_apt; then
   echo "### no python3-apt: the roles' module steps, and the apt-get that ansible.builtin.apt would run"
   for role in cuda_toolkit cudnn; do
-    mod gpufleet.nvidia.nvidia_repo "$(repo_args $role), \"state\": \"present\"}" | head -n 3
+    mod gpufleet.nvidia.nvidia_repo "$(repo_args $role present)" | head -n 3
   done
-  mod gpufleet.nvidia.nvidia_repo "$(repo_args cuda_toolkit), \"state\": \"pinned\", \"packages_for\": \"cuda_toolkit\", \"versions\": [\"13.0\"]}" >"$work/cuda.json"
-  mod gpufleet.nvidia.nvidia_repo "$(repo_args cudnn), \"state\": \"pinned\", \"packages_for\": \"cudnn\", \"versions\": [\"9.14.0\"], \"cuda_major\": \"13\"}" >"$work/cudnn.json"
+  mod gpufleet.nvidia.nvidia_repo "$(repo_args cuda_toolkit pinned)" >"$work/cuda.json"
+  mod gpufleet.nvidia.nvidia_repo "$(repo_args cudnn pinned)" >"$work/cudnn.json"
   grep -h -m1 -E '"msg"' "$work/cuda.json" "$work/cudnn.json" | cut -c1-400
   missing=$("$py" -c '
 import json, sys
@@ -106,9 +115,9 @@ print("unchanged" if doc["before"] == doc["after"] else "CHANGED", "kept back:",
 
 echo "### refusals: /etc/apt $(etc_apt), cuDNN $(cudnn_version) before"
 bad=0000000000000000000000000000000000000000
-KEYFPR=$bad mod gpufleet.nvidia.nvidia_repo "$(KEYFPR=$bad repo_args cudnn), \"state\": \"present\"}" | grep -m1 -oE '"msg": .{0,300}'
+mod gpufleet.nvidia.nvidia_repo "$(KEYFPR=$bad repo_args cudnn present)" | grep -m1 -oE '"msg": .{0,300}'
 for kind in sig hash; do
-  URL=$TAMPER_URL/$kind mod gpufleet.nvidia.nvidia_repo "$(URL=$TAMPER_URL/$kind repo_args cudnn), \"state\": \"present\"}" |
+  mod gpufleet.nvidia.nvidia_repo "$(URL=$TAMPER_URL/$kind repo_args cudnn present)" |
     grep -m1 -oE '"msg": .{0,300}'
 done
 echo "### after the refusals: /etc/apt $(etc_apt), cuDNN $(cudnn_version)"

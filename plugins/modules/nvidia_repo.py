@@ -6,57 +6,119 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: nvidia_repo
-short_description: NVIDIA's CUDA repository with a fingerprint-pinned key (deb822 or dnf .repo)
+short_description: NVIDIA's CUDA repository with a fingerprint-pinned key; its package set pinned (apt)
 version_added: "0.1.0"
 description:
-  - Plans the repository for the target's OS (ubuntu2204, ubuntu2404, debian12, debian13, rhel8, rhel9,
-    rhel10; Rocky, AlmaLinux and Oracle Linux map to rhelN), downloads the repository key, checks its OpenPGP
-    fingerprint against the pinned one, and writes the key and the repository file atomically.
-  - O(state=planned) returns the plan and package specs and changes nothing. With apt and packages to install
-    it refuses when C(ansible.builtin.apt) could not run (python3-apt missing for the module's interpreter and
-    no candidate for it in apt), naming C(<role>_source).
-  - O(state=present) with apt also refreshes apt's index of this repository only (C(apt-get update) of its
-    source file); a Release whose signature does not verify with the pinned key, an index whose hash differs
-    from the signed Release, or an unreachable repository fails with the reason, before anything is installed.
+  - Executes the repository part of a role's plan. What to configure is decided on the controller by
+    C(gpufleet.nvidia.nvidia_plan) (C(plugins/module_utils/plan/repo.py)) and comes in O(repo), the plan's
+    C(repo) - the repository's URL, the key's URL and pinned OpenPGP fingerprint, the keyring and source file
+    paths, and the package manager. This module decides nothing about which repository or packages.
+  - O(state=present) downloads the repository key, checks its OpenPGP fingerprint against
+    O(repo.key_fingerprint), renders the source file from O(repo.url) and O(repo.keyring) (apt - a deb822
+    C(.sources) whose C(Signed-By) names that keyring; dnf - a C(.repo) with C(gpgcheck=1) and that
+    C(gpgkey)) and writes the key and the source file atomically. With apt it also refreshes apt's index of
+    this repository only (C(apt-get update) of its source file); a new key or source is tried from a staging
+    copy first, so a Release whose signature does not verify with the pinned key, an index whose hash differs
+    from the signed Release, or an unreachable repository fails with the reason before anything in
+    C(/etc/apt) changes.
   - O(state=pinned) (apt) reads apt's verified index of the repository, resolves the whole package set (the
-    requested packages and, within the repository, their dependencies at the versions the set requires),
-    refuses a set that mixes CUDA majors (or, for toolkits, X.Y releases), writes apt preferences that pin
-    every package of the set to its version, and reports which are missing, which holds a move needs released
-    and which to hold.
-  - What is missing, which holds a move releases and what a refusal says are decided by C(plan/repo.py)
-    (C(package_plan), C(pinned_packages), C(python_apt_refusal)) from the installed state and python3-apt
-    state that C(probe/packages.py) reads, the same reads as the C(packages) subset of
-    C(gpufleet.nvidia.nvidia_facts).
-  - Used by the internal role C(gpufleet.nvidia.internal) (entry point repository.yml). The key goes into a
-    keyring file that only this source's Signed-By names (no global trust, no cuda-keyring package).
+    requested O(specs), the plan's C(packages.specs), and, within the repository, their dependencies at the
+    versions the set requires), refuses a set that mixes CUDA majors (or, for toolkits, X.Y releases), writes
+    apt preferences that pin every package of the set to its version, and reports which are missing, which
+    holds a move needs released and which to hold, from the installed state that C(probe/packages.py) reads
+    (the same reader as the C(packages) subset of C(gpufleet.nvidia.nvidia_facts)). With dnf there is nothing
+    to pin; RV(packages) then holds only O(specs) and C(index=false).
+  - The key goes into a keyring file that only this source's Signed-By (or gpgkey) names (no global trust, no
+    cuda-keyring package).
+  - Used by the internal role C(gpufleet.nvidia.internal) (entry point repository.yml) and the install phases
+    of the roles C(gpufleet.nvidia.cuda_toolkit) and C(gpufleet.nvidia.cudnn).
 options:
   state:
     description:
-      - V(present) writes the key and repository file (and refreshes apt's index of it); V(planned) only
-        reports; V(pinned) resolves the package set from the repository's index and writes its apt pins.
+      - V(present) writes the key and the repository file (and refreshes apt's index of it).
+      - V(pinned) resolves the package set of O(specs) from the repository's index and writes its apt pins.
     type: str
-    choices: [present, planned, pinned]
+    choices: [present, pinned]
     default: present
-  distribution:
-    description: C(ansible_facts['distribution']), e.g. Ubuntu, Debian, RedHat, Rocky, AlmaLinux.
-    type: str
+  repo:
+    description:
+      - The repository as the plan decided it (C(__<role>_plan.plan.repo); for nvidia_driver
+        C(__nvidia_driver_plan.repo)). Every value written into a file is checked to be one token.
+    type: dict
     required: true
-  distribution_version:
-    description: C(ansible_facts['distribution_version']).
+    suboptions:
+      url:
+        description: The repository's URL (NVIDIA's C(.../compute/cuda/repos/<dir>/<arch>/) or a mirror's).
+        type: str
+        required: true
+      key_url:
+        description: The URL of the repository's signing key.
+        type: str
+        required: true
+      key_fingerprint:
+        description:
+          - The key's pinned OpenPGP fingerprint (40 hex digits). Empty - no fingerprint is pinned, and
+            O(state=present) refuses the key, naming C(<role>_repo_key_fingerprint).
+        type: str
+        default: ""
+      keyring:
+        description: Where the key is written (the keyring the source file names).
+        type: str
+        required: true
+      path:
+        description: Where the source file is written.
+        type: str
+        required: true
+      manager:
+        description: The package manager of the host.
+        type: str
+        required: true
+        choices: [apt, dnf]
+      repo_dir:
+        description: The repository directory for the OS (e.g. C(ubuntu2404), C(rhel9)); informational.
+        type: str
+      arch:
+        description: The repository's arch directory (C(x86_64) or C(sbsa)); informational.
+        type: str
+  packages_for:
+    description: With O(state=pinned), the role whose packages O(specs) are (its pin file, its checks).
     type: str
-    required: true
-  machine:
-    description: C(ansible_facts['machine']).
-    type: str
-    default: x86_64
-  base_url:
-    description: A site mirror of NVIDIA's CUDA repositories (empty = NVIDIA's own).
+    choices: [cudnn, cuda_toolkit]
+  specs:
+    description:
+      - With O(state=pinned), the package specs of the plan (C(packages.specs)), e.g.
+        C(libcudnn9-cuda-13=9.14.0*) or C(cuda-toolkit-13-0).
+    type: list
+    elements: str
+  cuda_major:
+    description:
+      - With O(state=pinned) and O(packages_for=cudnn), the CUDA major of the build (the set may hold no
+        other).
     type: str
     default: ""
-  key_fingerprint:
-    description: Override of the pinned key fingerprint (40 hex digits); empty = gpufleet's pinned one.
+  versions:
+    description:
+      - With O(state=pinned) and O(packages_for=cuda_toolkit), the toolkit versions of the plan (the set may
+        hold no other X.Y release).
+    type: list
+    elements: str
+    default: []
+  remove_unlisted:
+    description:
+      - With O(state=pinned), packages of the set gpufleet pinned before that the new set lacks are reported
+        in C(packages.remove) for the role to remove; without it they stay installed and pinned.
+    type: bool
+    default: false
+  caller:
+    description:
+      - The role this runs for (C(ansible_parent_role_names | first)); names its variables in errors
+        (e.g. C(cudnn_repo_key_fingerprint)). Empty - taken from O(packages_for).
     type: str
     default: ""
+  refresh:
+    description: With O(state=present) and apt, run C(apt-get update) for this repository's source only.
+    type: bool
+    default: true
   timeout:
     description: Network timeout in seconds.
     type: int
@@ -71,56 +133,18 @@ options:
   ca_path:
     description: A PEM file of CA certificates to verify the key's server with.
     type: path
-  packages_for:
-    description:
-      - Also plan the packages of V(cudnn) or V(cuda_toolkit) for O(source) and report which are missing on
-        the target (its package database, read by C(probe/packages.py)). V(none) plans only the repository.
-    type: str
-    choices: [none, cudnn, cuda_toolkit]
-    default: none
-  source:
-    description: V(nvidia_repo) (NVIDIA's packages) or V(distro) (the distribution's archive).
-    type: str
-    choices: [nvidia_repo, distro]
-    default: nvidia_repo
-  versions:
-    description: Requested versions (cuda_toolkit - the toolkit versions; cudnn - one cuDNN version).
-    type: list
-    elements: str
-    default: []
-  cuda_major:
-    description: cudnn - the CUDA major of the build.
-    type: str
-    default: ""
-  dev:
-    description: cudnn - also the development packages.
-    type: bool
-    default: true
-  refresh:
-    description: With O(state=present) and apt, run C(apt-get update) for this repository's source only.
-    type: bool
-    default: true
-  remove_unlisted:
-    description:
-      - With O(state=pinned), packages of the set gpufleet pinned before that the new set lacks are reported
-        in C(packages.remove) for the role to remove; without it they stay installed and pinned.
-    type: bool
-    default: false
-  caller:
-    description:
-      - The role this runs for (C(ansible_parent_role_names | first)); names its variables in errors
-        (e.g. C(cudnn_repo_key_fingerprint)). Empty - taken from O(packages_for).
-    type: str
-    default: ""
 author: gpufleet maintainers (!UNKNOWN)
 notes:
-  - Check mode is supported; the key is fetched and checked, nothing is written.
+  - Check mode is supported. O(state=present) fetches and checks the key and reports whether the key or the
+    source file would change; it writes nothing and runs no C(apt-get update). O(state=pinned) resolves the
+    set from the index apt already has and reports whether the pin file would change; on a first run in
+    check mode apt has no index of the repository yet, and RV(packages) says C(index=false).
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
-    details: O(state=present) fetches and checks the key and reports whether a file would change.
+    details: O(state=present) fetches and checks the key (network); nothing is written in either state.
   diff_mode:
     support: none
   platform:
@@ -128,34 +152,51 @@ attributes:
 """
 
 EXAMPLES = r"""
-- name: NVIDIA CUDA repository
+- name: Plan the cudnn role for this host (on the controller)
+  gpufleet.nvidia.nvidia_plan:
+    role: cudnn
+  register: __cudnn_plan
+
+- name: NVIDIA CUDA repository, as the plan decided it
   gpufleet.nvidia.nvidia_repo:
-    distribution: "{{ ansible_facts['distribution'] }}"
-    distribution_version: "{{ ansible_facts['distribution_version'] }}"
-    machine: "{{ ansible_facts['machine'] }}"
+    repo: "{{ __cudnn_plan.plan.repo }}"
+    caller: cudnn
+
+- name: The cuDNN package set from the repository's index, each package pinned to its version (apt)
+  gpufleet.nvidia.nvidia_repo:
+    state: pinned
+    repo: "{{ __cudnn_plan.plan.repo }}"
+    packages_for: cudnn
+    specs: "{{ __cudnn_plan.plan.packages.specs }}"
+    cuda_major: "{{ __cudnn_plan.plan.main.cuda_major }}"
+  register: __cudnn_pkg_set
 """
 
 RETURN = r"""
 repo:
-  description: The plan (repo_dir, url, key_url, key_fingerprint, keyring, path, content, manager).
+  description: The repository as given in O(repo) (C(manager) is V(apt) or V(dnf)).
   returned: always
   type: dict
+content:
+  description: The source file rendered from O(repo) (what is, or would be, at O(repo.path)).
+  returned: when state=present
+  type: str
 fingerprint:
-  description: The fingerprint found in the downloaded key.
+  description: The fingerprint found in the downloaded key (equal to the pinned one).
   returned: when state=present
   type: str
 packages:
   description:
-    - specs (pinned package specs), names (bare names), hold (names to hold), installed (name -> version on
-      the target), missing (specs not installed at the requested version).
-    - With O(state=pinned) the specs are the whole set (name=version), plus unhold (held packages whose
-      version the plan changes, or that it replaces or removes) and index (whether apt's index of the
-      repository was read).
-    - With O(state=pinned), from the set gpufleet pinned before (its pin file) that the new set lacks and the
-      host still has - replaced (cuDNN packages of another CUDA major, which apt replaces with the new set;
-      NVIDIA's packages conflict), remove (with O(remove_unlisted)) and kept (still pinned, and held for
-      cuDNN).
-  returned: when packages_for is not none
+    - The resolved set (apt, index read) - specs (name=version of the whole set), names, installed (name ->
+      version on the target), missing (specs not installed at their version), unhold (held packages whose
+      version the set changes, or that it replaces or removes), hold (names to hold - cuDNN's set and what
+      stays pinned; toolkits none) and index (true).
+    - From the set gpufleet pinned before (its pin file) that the new set lacks and the host still has -
+      replaced (cuDNN packages of another CUDA major, which apt replaces with the new set; NVIDIA's packages
+      conflict), remove (with O(remove_unlisted)) and kept (still pinned, and held for cuDNN).
+    - Without an index (a first run in check mode) or with dnf - specs (O(specs)) and index (false); the
+      plan's packages stand.
+  returned: when state=pinned
   type: dict
 pin:
   description: The apt preferences written with O(state=pinned) (path, content).
@@ -166,17 +207,15 @@ pin:
 import os
 import shutil
 import tempfile
-from urllib.error import URLError
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import ConnectionError as UrlConnectionError
-from ansible.module_utils.urls import open_url
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import repo as install_repo
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import packages as probe_packages
 
 # The filesystem root whose package database is read (tests point it at a fake tree).
 HOST_ROOT = "/"
 LIST_EXTENSIONS = (".lz4", ".gz", ".xz", ".zst", ".bz2", ".lzma")
+ROLES = ("cudnn", "cuda_toolkit", "nvidia_driver")
 
 
 def _read(path):
@@ -199,54 +238,40 @@ def _write(module, path, data, mode):
 def var_prefix(params):
     """The role whose variables the errors name: the caller's (cudnn, cuda_toolkit) or packages_for's."""
     caller = str(params.get("caller") or "").rsplit(".", 1)[-1]
-    if caller in ("cudnn", "cuda_toolkit", "nvidia_driver"):
+    if caller in ROLES:
         return caller
-    return params["packages_for"] if params["packages_for"] != "none" else "<role>"
-
-
-def package_plan(module, plan, installed):
-    """The module's request for plan/repo.package_plan, decided against the installed state."""
-    p = module.params
-    return repo_plan.package_plan(
-        p["packages_for"],
-        p["source"],
-        p["versions"],
-        cuda_major=p["cuda_major"],
-        dev=p["dev"],
-        repo_dir=plan["repo_dir"],
-        distribution=p["distribution"],
-        distribution_version=p["distribution_version"],
-        installed=installed,
-    )
+    return params.get("packages_for") or "<role>"
 
 
 def apt_env():
     return {"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"}
 
 
-def refresh(module, plan, prefix, source):
+def refresh(module, repo, prefix, source):
     """apt-get update of this repository's source only (other lists kept); refuse what apt refused."""
     cmd = ["apt-get", "update", "-o", f"Dir::Etc::SourceList={source}"]
     cmd += ["-o", "Dir::Etc::SourceParts=/nonexistent", "-o", "APT::Get::List-Cleanup=0"]
     rc, out, err = module.run_command(cmd, environ_update=apt_env())
-    refusal = repo_plan.apt_update_refusal(f"{out}\n{err}", rc, plan["url"], f"{prefix}_repo_key_fingerprint")
+    var = f"{prefix}_repo_key_fingerprint"
+    refusal = install_repo.apt_update_refusal(f"{out}\n{err}", rc, repo["url"], var)
     if refusal:
-        raise repo_plan.RepoPlanError(refusal)
+        raise install_repo.RepoError(refusal)
 
 
-def refresh_staged(module, plan, prefix, key):
+def refresh_staged(module, repo, prefix, key):
     """A new key or source is tried from a staging directory first: apt must accept the repository (signature,
     index hashes) before anything in /etc/apt changes. apt keeps its lists by URL, so they stay valid."""
     stage = tempfile.mkdtemp(prefix="gpufleet-repo-")
     try:
         os.chmod(stage, 0o755)  # apt's methods run as _apt and read the keyring
-        keyring = os.path.join(stage, os.path.basename(plan["keyring"]))
-        source = os.path.join(stage, os.path.basename(plan["path"]))
-        for path, data in ((keyring, key), (source, repo_plan.render_deb822(plan["url"], keyring).encode())):
+        keyring = os.path.join(stage, os.path.basename(repo["keyring"]))
+        source = os.path.join(stage, os.path.basename(repo["path"]))
+        staged = install_repo.render_source(repo, keyring=keyring).encode()
+        for path, data in ((keyring, key), (source, staged)):
             with open(path, "wb") as handle:
                 handle.write(data)
             os.chmod(path, 0o644)
-        refresh(module, plan, prefix, source)
+        refresh(module, repo, prefix, source)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -274,31 +299,41 @@ def read_index(module, url):
     return None
 
 
-def pinned(module, plan, prefix, result, installed):
+def wanted_cuda(params):
+    """What the set may hold (install/repo.check_one_major): cudnn - the build's CUDA major; cuda_toolkit -
+    the toolkit versions."""
+    what = params["packages_for"]
+    wanted = params["cuda_major"] if what == "cudnn" else params["versions"]
+    if not wanted:
+        option = "cuda_major" if what == "cudnn" else "versions"
+        raise install_repo.RepoError(f"{option} is required with state=pinned and packages_for={what}")
+    return wanted
+
+
+def pinned(module, repo, result):
     """The whole package set from the repository's index, each package pinned to its version."""
     p = module.params
-    packages = package_plan(module, plan, installed)
-    result["packages"] = packages
-    packages["index"] = False
-    if plan["manager"] != "apt":
-        return result
-    text = read_index(module, plan["url"])
+    what, specs = p["packages_for"], list(p["specs"])
+    result["packages"] = {"specs": specs, "index": False}
+    if repo["manager"] != "apt":
+        return result  # dnf installs the plan's specs as they are: nothing to pin
+    wanted = wanted_cuda(p)
+    text = read_index(module, repo["url"])
     if text is None:
         if module.check_mode:
-            return result  # a first run in check mode: nothing fetched yet, the top-level plan stands
-        raise repo_plan.RepoPlanError(
-            f"apt has no index of {plan['url']}: the repository was not refreshed (see the Sources phase)"
+            return result  # a first run in check mode: nothing fetched yet, the plan's packages stand
+        raise install_repo.RepoError(
+            f"apt has no index of {repo['url']}: the repository was not refreshed (see the Sources phase)"
         )
-    var = "cudnn_version" if p["packages_for"] == "cudnn" else "cuda_toolkit_versions"
-    members = repo_plan.resolve_set(repo_plan.parse_index(text), packages["specs"], plan["url"], var)
-    wanted = p["cuda_major"] if p["packages_for"] == "cudnn" else p["versions"]
-    repo_plan.check_one_major(members, p["packages_for"], wanted, var, plan["url"])
-    previous = repo_plan.parse_pin_file((_read(repo_plan.PIN_FILES[p["packages_for"]]) or b"").decode())
-    update, pins = repo_plan.pinned_packages(
-        p["packages_for"], members, previous, installed, p["remove_unlisted"]
-    )
-    packages.update(update, index=True)
-    pin = repo_plan.pin_file(p["packages_for"], pins)
+    var = "cudnn_version" if what == "cudnn" else "cuda_toolkit_versions"
+    members = install_repo.resolve_set(install_repo.parse_index(text), specs, repo["url"], var)
+    install_repo.check_one_major(members, what, wanted, var, repo["url"])
+    previous = install_repo.parse_pin_file((_read(install_repo.PIN_FILES[what]) or b"").decode())
+    # the package database, read once through the one reader, right before the decisions
+    installed = probe_packages.installed_state(HOST_ROOT)
+    packages, pins = install_repo.pinned_packages(what, members, previous, installed, p["remove_unlisted"])
+    result["packages"] = dict(packages, index=True)
+    pin = install_repo.pin_file(what, pins)
     result["pin"] = pin
     if _read(pin["path"]) != pin["content"].encode():
         result["changed"] = True
@@ -307,99 +342,72 @@ def pinned(module, plan, prefix, result, installed):
     return result
 
 
-def planned_refusal(plan, prefix, packages):
-    """plan/repo.python_apt_refusal on the host's python3-apt, asked of the probe only when apt would install
-    something (what ansible.builtin.apt needs is the same read as nvidia_facts' packages.python_apt)."""
-    python_apt = None
-    if plan["manager"] == "apt" and packages["missing"]:
-        python_apt, _reason = probe_packages.python_apt(True)
-    return repo_plan.python_apt_refusal(plan["manager"], prefix, packages["missing"], python_apt)
-
-
-def fetch_key(url, timeout, validate_certs=True, ca_path=None):
-    """The key's bytes through open_url: the environment's proxies (https_proxy, http_proxy, no_proxy)."""
-    try:
-        with open_url(
-            url, http_agent="gpufleet", timeout=timeout, validate_certs=validate_certs, ca_path=ca_path
-        ) as resp:
-            return resp.read()
-    except (URLError, OSError, UrlConnectionError) as exc:
-        raise repo_plan.RepoPlanError(
-            f"cannot fetch the repository key {url}: {getattr(exc, 'reason', exc)}"
-        ) from None
-
-
-def run(module):
+def present(module, repo, result):
+    """The key (its fingerprint checked) and the source file, apt's index of it refreshed first."""
     p = module.params
     prefix = var_prefix(p)
-    plan = repo_plan.repo_config(
-        p["distribution"],
-        p["distribution_version"],
-        p["machine"],
-        p["base_url"],
-        p["key_fingerprint"],
-        prefix=prefix,
-    )
-    result = {"changed": False, "repo": plan}
-    # the package database, read once through the one reader, right before the decisions
-    installed = probe_packages.installed_state(HOST_ROOT) if p["packages_for"] != "none" else {}
-    if p["state"] == "pinned":
-        return pinned(module, plan, prefix, result, installed)
-    if p["packages_for"] != "none":
-        result["packages"] = package_plan(module, plan, installed)
-    if p["state"] == "planned":
-        refusal = result.get("packages") and planned_refusal(plan, prefix, result["packages"])
-        if refusal:
-            raise repo_plan.RepoPlanError(refusal)
-        return result
-    key = fetch_key(plan["key_url"], p["timeout"], p.get("validate_certs", True), p.get("ca_path"))
-    result["fingerprint"] = repo_plan.check_key(
-        key, plan["key_fingerprint"], f"{prefix}_repo_key_fingerprint"
-    )
-    changes = [
-        (path, data)
-        for path, data in ((plan["keyring"], key), (plan["path"], plan["content"].encode()))
-        if _read(path) != data
-    ]
+    content = install_repo.render_source(repo)  # the fields are checked before anything is fetched
+    key = install_repo.fetch_key(repo["key_url"], p["timeout"], p["validate_certs"], p["ca_path"])
+    var = f"{prefix}_repo_key_fingerprint"
+    result.update(content=content, fingerprint=install_repo.check_key(key, repo["key_fingerprint"], var))
+    wanted = ((repo["keyring"], key), (repo["path"], content.encode()))
+    changes = [(path, data) for path, data in wanted if _read(path) != data]
     result["changed"] = bool(changes)
     if module.check_mode:
         return result
-    if plan["manager"] == "apt" and p.get("refresh", True):
+    if repo["manager"] == "apt" and p["refresh"]:
         if changes:
-            refresh_staged(module, plan, prefix, key)
+            refresh_staged(module, repo, prefix, key)
         else:
-            refresh(module, plan, prefix, plan["path"])
+            refresh(module, repo, prefix, repo["path"])
     for path, data in changes:
         _write(module, path, data, 0o644)
     return result
 
 
+def run(module):
+    repo = module.params["repo"]
+    result = {"changed": False, "repo": repo}
+    if module.params["state"] == "pinned":
+        return pinned(module, repo, result)
+    return present(module, repo, result)
+
+
+REPO_OPTIONS = {
+    "url": {"type": "str", "required": True},
+    "key_url": {"type": "str", "required": True},
+    "key_fingerprint": {"type": "str", "default": "", "no_log": False},  # of a public key: no secret
+    "keyring": {"type": "str", "required": True},
+    "path": {"type": "str", "required": True},
+    "manager": {"type": "str", "required": True, "choices": ["apt", "dnf"]},
+    "repo_dir": {"type": "str"},
+    "arch": {"type": "str"},
+}
+ARGUMENT_SPEC = {
+    "state": {"type": "str", "choices": ["present", "pinned"], "default": "present"},
+    "repo": {"type": "dict", "required": True, "options": REPO_OPTIONS},
+    "packages_for": {"type": "str", "choices": ["cudnn", "cuda_toolkit"]},
+    "specs": {"type": "list", "elements": "str"},
+    "cuda_major": {"type": "str", "default": ""},
+    "versions": {"type": "list", "elements": "str", "default": []},
+    "remove_unlisted": {"type": "bool", "default": False},
+    "caller": {"type": "str", "default": ""},
+    "refresh": {"type": "bool", "default": True},
+    "timeout": {"type": "int", "default": 30},
+    "validate_certs": {"type": "bool", "default": True},
+    "ca_path": {"type": "path"},
+}
+
+
 def main():
     module = AnsibleModule(
-        argument_spec={
-            "state": {"type": "str", "choices": ["present", "planned", "pinned"], "default": "present"},
-            "distribution": {"type": "str", "required": True},
-            "distribution_version": {"type": "str", "required": True},
-            "machine": {"type": "str", "default": "x86_64"},
-            "base_url": {"type": "str", "default": ""},
-            "key_fingerprint": {"type": "str", "default": "", "no_log": False},  # of a public key: no secret
-            "timeout": {"type": "int", "default": 30},
-            "packages_for": {"type": "str", "choices": ["none", "cudnn", "cuda_toolkit"], "default": "none"},
-            "source": {"type": "str", "choices": ["nvidia_repo", "distro"], "default": "nvidia_repo"},
-            "versions": {"type": "list", "elements": "str", "default": []},
-            "cuda_major": {"type": "str", "default": ""},
-            "dev": {"type": "bool", "default": True},
-            "refresh": {"type": "bool", "default": True},
-            "remove_unlisted": {"type": "bool", "default": False},
-            "caller": {"type": "str", "default": ""},
-            "validate_certs": {"type": "bool", "default": True},
-            "ca_path": {"type": "path"},
-        },
+        argument_spec=ARGUMENT_SPEC,
+        required_if=[("state", "pinned", ("packages_for", "specs"))],
         supports_check_mode=True,
     )
     try:
         result = run(module)
-    except repo_plan.RepoPlanError as exc:
+    except install_repo.RepoError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)
 

@@ -2,14 +2,16 @@
 # Apache-2.0
 """NVIDIA's CUDA network repository and distro packages: what to configure and install, per OS.
 
-Stdlib only, Python >= 3.9. Pure decisions from data; the ``nvidia_repo`` module and the roles execute.
-Every row carries its source. Facts read 2026-11-30 (see the project's reference notes).
+Stdlib only, Python >= 3.9. Pure decisions from data, made on the controller (plan/roles.py): the
+repository for a host (``repo_config``: structured fields, no file content) and the package set against the
+facts' installed packages (``package_plan``). The ``nvidia_repo`` module executes them on the target with
+``install/repo.py`` (the source file rendered there, the key's fingerprint checked, apt's index resolved and
+pinned); the roles pass the plan's ``repo`` and ``packages.specs``. Every row carries its source. Facts read
+2026-11-30 (see the project's reference notes).
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
@@ -108,7 +110,9 @@ def check_base_url(base_url, var="<role>_repo_base_url"):
 
 
 def repo_config(distribution, version, machine="x86_64", base_url="", fingerprint="", *, prefix="<role>"):
-    """Everything the nvidia_repo role writes: key URL, pinned fingerprint, keyring and repo file.
+    """The repository of a host as structured data, what the nvidia_repo module writes from: repo_dir, arch,
+    url, key_url, key_fingerprint (pinned, or the user's, checked), keyring, path (of the source file, which
+    the module renders from url and keyring) and manager (apt or dnf).
 
     ``prefix`` names the role whose variables these are (cudnn, cuda_toolkit) in the error messages."""
     check_base_url(base_url, f"{prefix}_repo_base_url")
@@ -120,11 +124,9 @@ def repo_config(distribution, version, machine="x86_64", base_url="", fingerprin
     if is_deb(rdir):
         keyring = "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc"
         path = "/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources"
-        content = render_deb822(url, keyring)
     else:
         keyring = "/etc/pki/rpm-gpg/RPM-GPG-KEY-gpufleet-nvidia-cuda"
         path = "/etc/yum.repos.d/gpufleet-nvidia-cuda.repo"
-        content = render_dnf_repo(url, keyring)
     return {
         "repo_dir": rdir,
         "arch": arch,
@@ -133,38 +135,16 @@ def repo_config(distribution, version, machine="x86_64", base_url="", fingerprin
         "key_fingerprint": fpr,
         "keyring": keyring,
         "path": path,
-        "content": content,
         "manager": "apt" if is_deb(rdir) else "dnf",
     }
 
 
-def render_deb822(url, keyring):
-    # NVIDIA's repositories are flat (Suites: /), as cuda-keyring's own source line "deb [...] <url> /".
-    return (
-        "# Managed by gpufleet (nvidia_repo): NVIDIA CUDA repository\n"
-        "Types: deb\n"
-        f"URIs: {url}\n"
-        "Suites: /\n"
-        f"Signed-By: {keyring}\n"
-    )
-
-
-def render_dnf_repo(url, keyring):
-    return (
-        "# Managed by gpufleet (nvidia_repo): NVIDIA CUDA repository\n"
-        "[gpufleet-nvidia-cuda]\n"
-        "name=NVIDIA CUDA\n"
-        f"baseurl={url}\n"
-        "enabled=1\n"
-        "gpgcheck=1\n"
-        f"gpgkey=file://{keyring}\n"
-    )
-
-
 # ---------------------------------------------------------------------------------------------------
-# OpenPGP key fingerprint (v4): SHA-1 over 0x99 | len16 | public-key packet body (RFC 4880 12.2)
+# the pinned key's fingerprint: the user's grammar checked here, the key itself on the target
+# (install/repo.check_key)
 # ---------------------------------------------------------------------------------------------------
 def normalize_fingerprint(text, var="key fingerprint"):
+    """40 upper-case hex digits (spaces dropped) or ""; RepoPlanError naming ``var`` for anything else."""
     fpr = re.sub(r"\s+", "", str(text or "")).upper()
     if fpr and not re.match(r"^[0-9A-F]{40}\Z", fpr):
         raise RepoPlanError(
@@ -176,83 +156,6 @@ def normalize_fingerprint(text, var="key fingerprint"):
             + ": it is not 40 hex digits"
         )
     return fpr
-
-
-def dearmor(data):
-    """Binary OpenPGP data from an ASCII-armored block (or the bytes unchanged if already binary)."""
-    text = data.decode("ascii", "replace") if isinstance(data, (bytes, bytearray)) else data
-    if "-----BEGIN PGP" not in text:
-        return bytes(data) if isinstance(data, (bytes, bytearray)) else text.encode("latin-1")
-    body = text.split("-----BEGIN PGP", 1)[1].split("\n", 1)[1]
-    body = body.split("-----END PGP", 1)[0]
-    lines = body.strip().splitlines()
-    # skip armor headers (until the first empty line), drop the CRC line
-    if any(not line.strip() for line in lines):
-        lines = lines[[i for i, line in enumerate(lines) if not line.strip()][0] + 1 :]
-    lines = [line.strip() for line in lines if line.strip() and not line.startswith("=")]
-    try:
-        return base64.b64decode("".join(lines), validate=False)
-    except (ValueError, TypeError):
-        raise RepoPlanError("the key is not valid ASCII-armored OpenPGP data") from None
-
-
-def _packets(data):
-    i = 0
-    while i < len(data):
-        tag_byte = data[i]
-        if not tag_byte & 0x80:
-            raise RepoPlanError("the key is not OpenPGP data")
-        if tag_byte & 0x40:  # new format
-            tag = tag_byte & 0x3F
-            first = data[i + 1]
-            if first < 192:
-                length, hdr = first, 2
-            elif first < 224:
-                length, hdr = ((first - 192) << 8) + data[i + 2] + 192, 3
-            elif first == 255:
-                length, hdr = int.from_bytes(data[i + 2 : i + 6], "big"), 6
-            else:
-                raise RepoPlanError("partial-length packets are not expected in a key")
-        else:
-            tag = (tag_byte >> 2) & 0x0F
-            ltype = tag_byte & 0x03
-            size = {0: 1, 1: 2, 2: 4}.get(ltype)
-            if size is None:
-                raise RepoPlanError("indeterminate-length packets are not expected in a key")
-            length, hdr = int.from_bytes(data[i + 1 : i + 1 + size], "big"), 1 + size
-        body = data[i + hdr : i + hdr + length]
-        if len(body) != length:
-            raise RepoPlanError("the key data is truncated")
-        yield tag, body
-        i += hdr + length
-
-
-def key_fingerprints(data):
-    """Fingerprints of the primary keys (tag 6) and subkeys (tag 14) in an OpenPGP key file."""
-    out = []
-    for tag, body in _packets(dearmor(data)):
-        if tag in (6, 14) and body[:1] == b"\x04":
-            digest = hashlib.sha1(b"\x99" + len(body).to_bytes(2, "big") + body).hexdigest()
-            out.append(digest.upper())
-    if not out:
-        raise RepoPlanError("no OpenPGP v4 public key found in the key file")
-    return out
-
-
-def check_key(data, fingerprint, var):
-    """Raise unless the primary key of ``data`` has the pinned ``fingerprint``."""
-    if not fingerprint:
-        raise RepoPlanError(
-            f"{var}: no pinned fingerprint is known for this repository's key; set {var} to the fingerprint "
-            "NVIDIA publishes for it"
-        )
-    found = key_fingerprints(data)
-    if normalize_fingerprint(fingerprint) != found[0]:
-        raise RepoPlanError(
-            f"the repository key's fingerprint is {found[0]}, not the pinned "
-            f"{normalize_fingerprint(fingerprint)} ({var}); refusing it"
-        )
-    return found[0]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -456,320 +359,4 @@ def python_apt_refusal(manager, prefix, missing, python_apt):
         f"which needs python3-apt for {interpreter}: it cannot import apt_pkg and apt has no candidate "
         "for python3-apt; install python3-apt from the distribution's archive (or a site mirror of it), or "
         f"choose {prefix}_source: redist. Nothing was changed"
-    )
-
-
-# ---------------------------------------------------------------------------------------------------
-# the repository's index (apt's verified copy of Packages): the whole package set, each at one version
-# ---------------------------------------------------------------------------------------------------
-PIN_PRIORITY = 1001  # the planned version is apt's candidate, over newer ones and (re)installs, never moved
-PIN_FILES = {
-    "cudnn": "/etc/apt/preferences.d/gpufleet-cudnn.pref",
-    "cuda_toolkit": "/etc/apt/preferences.d/gpufleet-cuda-toolkit.pref",
-}
-
-
-def _order(char):
-    if char == "~":
-        return -1
-    if char.isalpha():
-        return ord(char)
-    return ord(char) + 256 if char else 0
-
-
-def _compare_part(a, b):
-    """dpkg's verrevcmp: non-digit runs by dpkg's character order (~ first), digit runs numerically."""
-    i = j = 0
-    while i < len(a) or j < len(b):
-        while (i < len(a) and not a[i].isdigit()) or (j < len(b) and not b[j].isdigit()):
-            ac = _order(a[i]) if i < len(a) and not a[i].isdigit() else 0
-            bc = _order(b[j]) if j < len(b) and not b[j].isdigit() else 0
-            if ac != bc:
-                return ac - bc
-            i, j = i + 1, j + 1
-        start_i, start_j = i, j
-        while i < len(a) and a[i].isdigit():
-            i += 1
-        while j < len(b) and b[j].isdigit():
-            j += 1
-        diff = int(a[start_i:i] or 0) - int(b[start_j:j] or 0)
-        if diff:
-            return diff
-    return 0
-
-
-def compare_versions(a, b):
-    """<0, 0, >0 as dpkg --compare-versions orders two Debian versions (epoch:upstream-revision)."""
-
-    def split(v):
-        epoch, _sep, rest = v.rpartition(":") if ":" in v else ("0", "", v)
-        upstream, _sep, revision = rest.rpartition("-") if "-" in rest else (rest, "", "0")
-        return int(epoch or 0), upstream, revision
-
-    ea, ua, ra = split(str(a))
-    eb, ub, rb = split(str(b))
-    return (ea - eb) or _compare_part(ua, ub) or _compare_part(ra, rb)
-
-
-RELATIONS = {
-    ">=": lambda c: c >= 0,
-    "<=": lambda c: c <= 0,
-    ">>": lambda c: c > 0,
-    "<<": lambda c: c < 0,
-    "=": lambda c: c == 0,
-    ">": lambda c: c >= 0,  # obsolete forms, as dpkg reads them
-    "<": lambda c: c <= 0,
-}
-
-
-def parse_index(text):
-    """{name: {version: {field: value}}} of a Packages file (what apt verified against the signed Release)."""
-    out = {}
-    for block in re.split(r"\n\s*\n", text or ""):
-        fields = {}
-        for line in block.splitlines():
-            if line[:1] in (" ", "\t") or ":" not in line:
-                continue
-            key, _sep, value = line.partition(":")
-            fields[key.strip()] = value.strip()
-        if fields.get("Package") and fields.get("Version"):
-            out.setdefault(fields["Package"], {})[fields["Version"]] = fields
-    return out
-
-
-def parse_depends(value):
-    """[[(name, relation, version)], ...]: each list holds the alternatives (a | b) of one dependency."""
-    out = []
-    for group in (value or "").split(","):
-        alternatives = []
-        for item in group.split("|"):
-            match = re.match(
-                r"^\s*([a-z0-9][a-z0-9+.-]*)(?::\S+)?\s*(?:\(\s*([<>=]+)\s*([^)\s]+)\s*\))?", item
-            )
-            if match:
-                alternatives.append((match.group(1), match.group(2) or "", match.group(3) or ""))
-        if alternatives:
-            out.append(alternatives)
-    return out
-
-
-def _newest(versions):
-    best = None
-    for version in versions:
-        if best is None or compare_versions(version, best) > 0:
-            best = version
-    return best
-
-
-def _satisfying(available, constraints):
-    return sorted(
-        (v for v in available if all(RELATIONS[r](compare_versions(v, want)) for r, want in constraints)),
-        key=_SortKey,
-    )
-
-
-class _SortKey:
-    """Sort Debian versions with dpkg's order."""
-
-    def __init__(self, version):
-        self.version = version
-
-    def __lt__(self, other):
-        return compare_versions(self.version, other.version) < 0
-
-
-def top_version(index, spec, url, var):
-    """The version of a requested package (``name``, ``name=ver`` or ``name=prefix*``) that the index has."""
-    name, _sep, want = spec.partition("=")
-    have = sorted(index.get(name, {}), key=_SortKey)
-    if not have:
-        raise RepoPlanError(
-            f"{var}: the repository {url} has no package {name} (it has {len(index)} packages); is "
-            "the base URL a mirror of NVIDIA's repository for this OS?"
-        )
-    if not want:
-        return name, _newest(have)
-    prefix = want[:-1] if want.endswith("*") else None
-    matches = [v for v in have if v == want or (prefix and v.startswith((prefix + ".", prefix + "-")))]
-    if not matches:
-        raise RepoPlanError(
-            f"{var}: the repository {url} has {name} {', '.join(have)}, not {want.rstrip('*')}; "
-            "choose one of those versions"
-        )
-    return name, _newest(matches)
-
-
-def resolve_set(index, specs, url, var):
-    """Every package of the set: the requested packages at their versions and, within this repository, their
-    dependencies at the lowest version every constraint in the set allows (NVIDIA's metapackages depend on
-    their release's component versions with >=). Packages the repository does not have (zlib1g, the
-    distribution's) are not part of the set. Returns [(name, version)] sorted by name."""
-    chosen = dict(top_version(index, spec, url, var) for spec in specs)
-    constraints = {name: [("=", version)] for name, version in chosen.items()}
-    changed = True
-    while changed:
-        changed = False
-        for name, version in sorted(chosen.items()):
-            for alternatives in parse_depends(index[name][version].get("Depends", "")):
-                dep = next((a for a in alternatives if a[0] in index), None)
-                if dep is None:
-                    continue
-                rules = constraints.setdefault(dep[0], [])
-                if dep[1] and (dep[1], dep[2]) not in rules:
-                    rules.append((dep[1], dep[2]))
-                fits = _satisfying(index[dep[0]], rules)
-                if not fits:
-                    wanted = ", ".join(f"{r} {v}" for r, v in rules)
-                    have = ", ".join(sorted(index[dep[0]], key=_SortKey))
-                    raise RepoPlanError(
-                        f"{var}: the repository {url} has no {dep[0]} that satisfies {wanted} (it has {have})"
-                    )
-                if chosen.get(dep[0]) != fits[0]:
-                    chosen[dep[0]] = fits[0]
-                    changed = True
-    return sorted(chosen.items())
-
-
-_CUDNN_MAJOR = re.compile(r"-cuda-([0-9]+)$")
-_CUDA_XY = re.compile(r"-([0-9]+)-([0-9]+)(?:-config-common)?$")
-_CUDA_MAJOR = re.compile(r"^cuda-toolkit-([0-9]+)-config-common$")
-
-
-def check_one_major(members, what, wanted, var, url):
-    """The resolved set must not mix CUDA majors (or, for toolkits, X.Y releases): every package whose name
-    carries a CUDA version carries a planned one. ``wanted``: the cuDNN build's CUDA major (cudnn) or the
-    toolkits' X.Y list (cuda_toolkit). A repository whose metapackage pulls another major's packages (a
-    mis-built mirror, a hand-made set) is refused before anything is pinned or installed."""
-    if what == "cudnn":
-        ok_major, ok_xy = {str(wanted)}, set()
-    else:
-        ok_xy = {tuple(str(v).split(".")[:2]) for v in wanted}
-        ok_major = {xy[0] for xy in ok_xy}
-    strays = []
-    for name, version in members:
-        cudnn, xy, major = _CUDNN_MAJOR.search(name), _CUDA_XY.search(name), _CUDA_MAJOR.match(name)
-        if what == "cudnn":
-            stray = bool(cudnn) and cudnn.group(1) not in ok_major
-        elif major:
-            stray = major.group(1) not in ok_major
-        else:
-            stray = bool(xy) and xy.groups() not in ok_xy
-        if stray:
-            strays.append(f"{name}={version}")
-    if strays:
-        allowed = f"CUDA {wanted}" if what == "cudnn" else "CUDA " + ", ".join(str(v) for v in wanted)
-        raise RepoPlanError(
-            f"{var}: the package set resolved from {url} mixes CUDA majors or releases: {', '.join(strays)} "
-            f"(the plan is for {allowed} only); nothing was pinned or installed. Fix the repository's "
-            "dependencies or choose the version whose packages match"
-        )
-
-
-def pin_file(what, packages):
-    """apt preferences that make each package's planned version its candidate (the whole set, not only
-    the top-level package): apt-get upgrade / dist-upgrade and installs of other packages keep them."""
-    stanzas = [
-        f"Explanation: Managed by gpufleet ({what}): {name} stays at {version}\n"
-        f"Package: {name}\nPin: version {version}\nPin-Priority: {PIN_PRIORITY}\n"
-        for name, version in packages
-    ]
-    return {"path": PIN_FILES[what], "content": "\n".join(stanzas)}
-
-
-def parse_pin_file(text):
-    """[(name, version)] of a pin file gpufleet wrote (its record of the set it installed last); [] for a file
-    without gpufleet's header (someone else's is never read as gpufleet's record)."""
-    if not text or "Managed by gpufleet" not in text.split("\n", 1)[0]:
-        return []
-    found = re.findall(r"^Package: (\S+)\nPin: version (\S+)$", text, re.M)
-    return list(found)
-
-
-_CUDNN_FAMILY = re.compile(r"^libcudnn([0-9]+)(?:-dev|-headers)?-cuda-([0-9]+)$")
-
-
-def leftovers(previous, members, installed, what, remove):
-    """What gpufleet pinned (and installed) before and the new set no longer has, still installed:
-    ``replaced`` (cuDNN packages of another CUDA major: NVIDIA's packages conflict, apt replaces them with the
-    new set), else ``remove`` when asked (<role>_remove_unlisted), else ``kept`` (still pinned, as they were:
-    nothing is upgraded or removed behind the user's back)."""
-    names = {name for name, _version in members}
-    family_of = [m.groups() for m in map(_CUDNN_FAMILY.match, names) if m]
-    majors, cuda_majors = {f[0] for f in family_of}, {f[1] for f in family_of}
-    out = {"replaced": [], "remove": [], "kept": []}
-    for name, _pinned in previous:
-        if name in names or name not in installed:
-            continue
-        family = _CUDNN_FAMILY.match(name)
-        if what == "cudnn" and family and family.group(1) in majors and family.group(2) not in cuda_majors:
-            out["replaced"].append(name)
-        elif remove:
-            out["remove"].append(name)
-        else:
-            out["kept"].append((name, installed[name]))
-    return out
-
-
-def pinned_packages(what, members, previous, installed, remove_unlisted):
-    """The resolved set ``members`` ([(name, version)], resolve_set) against the installed state
-    (``installed``: {name: {version, held}}) and the set gpufleet pinned before (``previous``,
-    parse_pin_file).
-
-    Returns (packages, pins). ``packages``: specs (name=version of the whole set), names, installed, missing
-    (not installed at the set's version), unhold (held packages the move changes, replaces or removes), hold
-    (cuDNN: the set and what stays pinned; toolkits: none), and from leftovers() replaced, remove and kept
-    (names). ``pins``: [(name, version)] for the pin file - the set and what stays pinned."""
-    installed = installed or {}
-    versions = {name: state["version"] for name, state in installed.items()}
-    rest = leftovers(previous, members, versions, what, remove_unlisted)
-    kept = [name for name, _version in rest["kept"]]
-    names = [name for name, _version in members]
-    state = {name: installed[name] for name in names if name in installed}
-    moved = [n for n, v in members if state.get(n, {}).get("held") and state[n]["version"] != v]
-    packages = {
-        "specs": [f"{name}={version}" for name, version in members],
-        "names": names,
-        "installed": {name: s["version"] for name, s in state.items()},
-        "missing": [f"{n}={v}" for n, v in members if state.get(n, {}).get("version") != v],
-        "unhold": moved + [n for n in rest["replaced"] + rest["remove"] if installed[n]["held"]],
-        "hold": names + kept if what == "cudnn" else [],
-        "replaced": rest["replaced"],
-        "remove": rest["remove"],
-        "kept": kept,
-    }
-    return packages, members + rest["kept"]
-
-
-# apt-get update: what its output says about the repository (signature, index hashes, reachability)
-APT_REFUSALS = (
-    (re.compile(r"BADSIG|signatures were invalid|has been manipulated|signature verification failed", re.I),
-     "its Release signature does not verify with the key pinned by {var}"),
-    (re.compile(r"NO_PUBKEY|Missing key|key is not certified", re.I),
-     "its Release is signed by another key than the one {var} pins"),
-    (re.compile(r"Hash Sum mismatch|unexpected size|Hashes of expected file", re.I),
-     "an index file does not match the hashes in its signed Release"),
-    (re.compile(r"is not signed|no longer signed|NOSPLIT|Clearsigned file isn't valid", re.I),
-     "it has no valid signature"),
-    (re.compile(r"Could not connect|Failed to fetch|Temporary failure resolving|404\s+Not Found", re.I),
-     "apt could not fetch it"),
-)  # fmt: skip
-
-
-def apt_update_refusal(output, rc, url, var):
-    """None when apt-get update accepted the repository, else the one-line reason (names the variable)."""
-    lines = [line.strip() for line in (output or "").splitlines()]
-    errors = [
-        line for line in lines if line.startswith(("E:", "W:", "Err:")) and "Some index files" not in line
-    ]
-    if rc == 0 and not errors:
-        return None
-    why = next(
-        (words for rx, words in APT_REFUSALS if rx.search(output or "")), f"apt-get update failed (rc={rc})"
-    )
-    first = next(
-        (line for tag in ("E:", "W:", "Err:") for line in errors if line.startswith(tag)), f"rc={rc}"
-    )
-    return (
-        f"apt refused the repository {url}: {why.format(var=var)} (apt: {' '.join(first.split())[:300]}); "
-        "nothing was installed or changed: the packages installed before are as they were"
     )

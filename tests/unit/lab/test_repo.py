@@ -13,6 +13,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import repo as install_repo
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
 
 from lab import LabError, debs, repo
@@ -216,13 +217,13 @@ def test_repositories_are_flat_signed_and_in_nvidias_layout(built, tmp_path):
     for rdir in repo.REPO_DIRS:
         target = lab_dir / "mirror" / "cuda" / "repos" / rdir / "x86_64"
         key = target / repo_plan.KEYS[rdir][0]  # the key file name the roles fetch
-        assert repo_plan.key_fingerprints(key.read_bytes())[0] == fingerprint
+        assert install_repo.key_fingerprints(key.read_bytes())[0] == fingerprint
         packages = (target / "Packages").read_bytes()
         assert gzip.decompress((target / "Packages.gz").read_bytes()) == packages
         release = (target / "Release").read_text()
         assert "Label: NVIDIA CUDA\n" in release
         assert f" {hashlib.sha256(packages).hexdigest()} {len(packages):>16} Packages\n" in release
-        index = repo_plan.parse_index(packages.decode())
+        index = install_repo.parse_index(packages.decode())
         assert set(index["libcudnn9-cuda-13"]) == {"9.14.0.64-1", "9.28.0.42-1"}
         for name, versions in index.items():
             for version, fields in versions.items():

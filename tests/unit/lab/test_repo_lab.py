@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import repo as install_repo
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
 
 from lab import repo
@@ -27,7 +28,7 @@ def test_signed_with_the_lab_key_under_nvidias_key_file_name(repos, rdir, tmp_pa
     target = repos / rdir / "x86_64"
     key = target / repo_plan.KEYS[rdir][0]
     fingerprint = (repo.key_dir() / "fingerprint").read_text().strip()
-    assert repo_plan.key_fingerprints(key.read_bytes())[0] == fingerprint
+    assert install_repo.key_fingerprints(key.read_bytes())[0] == fingerprint
     keyring = tmp_path / "k.gpg"
     subprocess.run(["gpg", "--dearmor", "-o", str(keyring), str(key)], check=True, capture_output=True)
     for args in ([str(target / "InRelease")], [str(target / "Release.gpg"), str(target / "Release")]):
@@ -35,7 +36,7 @@ def test_signed_with_the_lab_key_under_nvidias_key_file_name(repos, rdir, tmp_pa
         assert res.returncode == 0, res.stderr
     packages = (target / "Packages").read_bytes()
     assert f" {hashlib.sha256(packages).hexdigest()} " in (target / "Release").read_text()
-    index = repo_plan.parse_index(packages.decode())
+    index = install_repo.parse_index(packages.decode())
     assert set(index["libcudnn9-cuda-13"]) == {"9.14.0.64-1", "9.28.0.42-1"}
     assert set(index["cuda-nvcc-13-0"]) == {"13.0.88-1"}
     for versions in index.values():

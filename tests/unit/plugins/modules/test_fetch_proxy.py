@@ -1,4 +1,5 @@
-"""nvidia_repo and nvidia_redist fetch through ansible.module_utils.urls: the environment's proxy is used.
+"""nvidia_repo and nvidia_redist fetch through ansible.module_utils.urls (install/repo.py, install/redist.py):
+the environment's proxy is used.
 
 A tiny threaded forwarding proxy on 127.0.0.1 records every request it forwards to a local origin server;
 the modules' fetch functions must go through it when http_proxy is set, and around it for no_proxy. For
@@ -19,12 +20,11 @@ import urllib.request
 
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import redist
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
-from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_repo
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import repo as install_repo
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 FETCHERS = (
-    "plugins/modules/nvidia_repo.py",
+    "plugins/module_utils/install/repo.py",
     "plugins/modules/nvidia_redist.py",
     "plugins/module_utils/install/redist.py",
 )
@@ -95,7 +95,7 @@ def servers(monkeypatch):
 
 def test_repo_key_fetch_goes_through_the_proxy(servers):
     origin, log, _proxy = servers
-    assert nvidia_repo.fetch_key(f"{origin}/repo/key.pub", 10) == KEY
+    assert install_repo.fetch_key(f"{origin}/repo/key.pub", 10) == KEY
     assert log == [(f"{origin}/repo/key.pub", "gpufleet")]
 
 
@@ -112,7 +112,7 @@ def test_redist_manifest_and_archive_go_through_the_proxy(servers, tmp_path):
 def test_no_proxy_bypasses_the_proxy(servers, monkeypatch):
     origin, log, _proxy = servers
     monkeypatch.setenv("no_proxy", "127.0.0.1")
-    assert nvidia_repo.fetch_key(f"{origin}/repo/key.pub", 10) == KEY
+    assert install_repo.fetch_key(f"{origin}/repo/key.pub", 10) == KEY
     assert redist.fetch_bytes(f"{origin}/redist/redistrib_1.0.json", timeout=10).startswith(b"{")
     assert log == []
 
@@ -129,10 +129,8 @@ def test_a_proxy_refusal_keeps_the_error_messages(monkeypatch, tmp_path):
             redist.fetch_bytes(url, timeout=10)
         with pytest.raises(redist.RedistError, match=r"^http://gpufleet\.invalid/x: HTTP 502 "):
             redist.fetch_verified(url, str(tmp_path / "x"), "0" * 64, timeout=10, retries=0)
-        with pytest.raises(
-            repo_plan.RepoPlanError, match=r"^cannot fetch the repository key http://gpufleet"
-        ):
-            nvidia_repo.fetch_key(url, 10)
+        with pytest.raises(install_repo.RepoError, match=r"^cannot fetch the repository key http://gpufleet"):
+            install_repo.fetch_key(url, 10)
     finally:
         proxy.shutdown()
         proxy.server_close()
@@ -212,7 +210,7 @@ def tls_servers(tmp_path, monkeypatch):
 def test_https_goes_through_https_proxy_and_trusts_ca_path(tls_servers, tmp_path):
     origin, log, cert = tls_servers
     tls = {"validate_certs": True, "ca_path": cert}
-    assert nvidia_repo.fetch_key(f"{origin}/repo/key.pub", 10, ca_path=cert) == KEY
+    assert install_repo.fetch_key(f"{origin}/repo/key.pub", 10, ca_path=cert) == KEY
     assert redist.fetch_bytes(f"{origin}/redist/redistrib_1.0.json", timeout=10, tls=tls).startswith(b"{")
     sha = hashlib.sha256(ARCHIVE).hexdigest()
     dest = tmp_path / "a.tar.xz"
@@ -224,10 +222,10 @@ def test_https_goes_through_https_proxy_and_trusts_ca_path(tls_servers, tmp_path
 def test_an_unknown_certificate_is_refused_unless_validate_certs_is_off(tls_servers):
     origin, log, _cert = tls_servers
     with pytest.raises(
-        repo_plan.RepoPlanError, match=r"^cannot fetch the repository key https://.*certificate"
+        install_repo.RepoError, match=r"^cannot fetch the repository key https://.*certificate"
     ):
-        nvidia_repo.fetch_key(f"{origin}/repo/key.pub", 10)
+        install_repo.fetch_key(f"{origin}/repo/key.pub", 10)
     with pytest.raises(redist.RedistError, match="certificate"):
         redist.fetch_bytes(f"{origin}/redist/redistrib_1.0.json", timeout=10)
-    assert nvidia_repo.fetch_key(f"{origin}/repo/key.pub", 10, validate_certs=False) == KEY
+    assert install_repo.fetch_key(f"{origin}/repo/key.pub", 10, validate_certs=False) == KEY
     assert len(log) == 3

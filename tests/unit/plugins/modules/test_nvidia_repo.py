@@ -1,16 +1,19 @@
-"""nvidia_repo: the key is written once its fingerprint matched; package plans report what is missing.
+"""nvidia_repo: executes the plan's repo (the key written once its fingerprint matched, the source file
+rendered from the plan's fields) and resolves, checks and pins the plan's package specs from apt's index.
 
-What is missing, held or left over is decided by plan/repo.py (tests/unit/plugins/module_utils/plan/
-test_repo.py); here, that the module reads the installed state through the one reader and executes the plan.
+What the repository is and which packages a role installs is decided on the controller by plan/repo.py
+(tests/unit/plugins/module_utils/plan/test_repo.py, plan/test_roles.py); the source file, the key's check,
+the index and the pins are install/repo.py's (tests/unit/plugins/module_utils/install/test_repo.py). Here,
+that the module executes the plan and reads the installed state through the one reader.
 """
 
 import http.server
 import os
-import sys
 import threading
 from pathlib import Path
 
 import pytest
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import repo as install_repo
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import packages as probe_packages
 from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_repo
@@ -21,19 +24,29 @@ KEY = (Path(__file__).resolve().parents[3] / "data" / "keys" / "test-signing-key
 FPR = "C3B19113CF573F8BF336BC36548F7B3414DA5E58"
 DEFAULTS = {
     "state": "present",
-    "machine": "x86_64",
-    "base_url": "",
-    "key_fingerprint": "",
-    "timeout": 5,
-    "packages_for": "none",
-    "source": "nvidia_repo",
-    "versions": [],
+    "packages_for": None,
+    "specs": None,
     "cuda_major": "",
-    "dev": True,
-    "refresh": True,
+    "versions": [],
     "remove_unlisted": False,
     "caller": "",
+    "refresh": True,
+    "timeout": 5,
+    "validate_certs": True,
+    "ca_path": None,
 }
+
+
+def plan_repo(dist, ver, base_url="", fingerprint="", tmp_path=None, **kw):
+    """The plan's repo (plan/repo.repo_config, as nvidia_plan returns it), its files under tmp_path."""
+    repo = repo_plan.repo_config(
+        dist, ver, kw.get("machine", "x86_64"), base_url, fingerprint, prefix="cudnn"
+    )
+    if tmp_path is not None:
+        repo.update(
+            keyring=str(tmp_path / "etc" / "keyring.asc"), path=str(tmp_path / "etc" / "nvidia.sources")
+        )
+    return repo
 
 
 class FakeDatabase:
@@ -51,6 +64,9 @@ class FakeDatabase:
             name, version, state = line.split("\t")
             installed[name] = {"version": version, "held": state == "hold"}
         return installed if names is None else {n: installed[n] for n in names if n in installed}
+
+
+REAL_INSTALLED_STATE = probe_packages.installed_state
 
 
 @pytest.fixture(autouse=True)
@@ -98,131 +114,59 @@ def repo_server(tmp_path):
     server.server_close()
 
 
-def redirect_paths(monkeypatch, tmp_path):
-    real = repo_plan.repo_config
-
-    def config(*args, **kwargs):
-        cfg = real(*args, **kwargs)
-        cfg["keyring"] = str(tmp_path / "etc" / "keyring.asc")
-        cfg["path"] = str(tmp_path / "etc" / "nvidia.sources")
-        return cfg
-
-    monkeypatch.setattr(repo_plan, "repo_config", config)
-
-
-def test_key_with_the_pinned_fingerprint_is_written_then_unchanged(repo_server, tmp_path, monkeypatch):
-    redirect_paths(monkeypatch, tmp_path)
-    params = {
-        "distribution": "Ubuntu",
-        "distribution_version": "24.04",
-        "base_url": repo_server,
-        "key_fingerprint": FPR,
-    }
+def test_key_with_the_pinned_fingerprint_is_written_then_unchanged(repo_server, tmp_path):
+    params = {"repo": plan_repo("Ubuntu", "24.04", repo_server, FPR, tmp_path)}
     assert nvidia_repo.run(FakeModule(params, check_mode=True))["changed"] is True
     assert not (tmp_path / "etc").exists()
     res = nvidia_repo.run(FakeModule(params))
     assert res["changed"] is True
     assert res["fingerprint"] == FPR
+    assert res["repo"]["manager"] == "apt"  # the internal role's __internal_repo_result.repo.manager
     assert (tmp_path / "etc" / "keyring.asc").read_bytes() == KEY
-    assert f"URIs: {repo_server}/ubuntu2404/x86_64/" in (tmp_path / "etc" / "nvidia.sources").read_text()
+    sources = (tmp_path / "etc" / "nvidia.sources").read_text()
+    assert f"URIs: {repo_server}/ubuntu2404/x86_64/" in sources
+    assert f"Signed-By: {tmp_path / 'etc' / 'keyring.asc'}\n" in sources  # rendered from the plan's fields
+    assert res["content"] == sources
     assert nvidia_repo.run(FakeModule(params))["changed"] is False
 
 
-def test_key_with_another_fingerprint_is_refused_and_nothing_written(repo_server, tmp_path, monkeypatch):
-    redirect_paths(monkeypatch, tmp_path)
-    params = {"distribution": "Ubuntu", "distribution_version": "24.04", "base_url": repo_server}
-    with pytest.raises(repo_plan.RepoPlanError, match="not the pinned EB693B30"):
+def test_key_with_another_fingerprint_is_refused_and_nothing_written(repo_server, tmp_path):
+    params = {"repo": plan_repo("Ubuntu", "24.04", repo_server, tmp_path=tmp_path)}
+    with pytest.raises(install_repo.RepoError, match="not the pinned EB693B30"):
         nvidia_repo.run(FakeModule(params))
     assert not (tmp_path / "etc").exists()
 
 
-def test_unreachable_key_is_a_clear_error(tmp_path, monkeypatch):
-    redirect_paths(monkeypatch, tmp_path)
-    params = {"distribution": "Debian", "distribution_version": "13", "base_url": "http://127.0.0.1:9"}
+def test_unreachable_key_is_a_clear_error(tmp_path):
+    params = {"repo": plan_repo("Debian", "13", "http://127.0.0.1:9", tmp_path=tmp_path)}
     with pytest.raises(
-        repo_plan.RepoPlanError, match="cannot fetch the repository key http://127.0.0.1:9/debian13"
+        install_repo.RepoError, match="cannot fetch the repository key http://127.0.0.1:9/debian13"
     ):
         nvidia_repo.run(FakeModule(params))
 
 
-def test_planned_decides_on_the_installed_state_it_read_once():
-    out = "libcudnn9-cuda-13\t9.14.0.64-1\tinstalled\nlibcudnn9-dev-cuda-13\t9.12.0.46-1\thold\n"
-    module = FakeModule(
-        {
-            "state": "planned",
-            "distribution": "Ubuntu",
-            "distribution_version": "24.04",
-            "packages_for": "cudnn",
-            "versions": ["9.14.0.64"],
-            "cuda_major": "13",
-        },
-        installed_out=out,
-    )
-    plan = nvidia_repo.run(module)["packages"]
-    assert plan["missing"] == ["libcudnn9-dev-cuda-13=9.14.0.64-1", "libcudnn9-headers-cuda-13=9.14.0.64-1"]
-    assert plan["unhold"] == ["libcudnn9-dev-cuda-13"]
-    assert FakeDatabase.reads == ["/"]  # one read, through the one package-database reader
-    assert module.commands == []
-
-
-def test_planned_refusals_of_the_plan_fail_the_module():
-    module = FakeModule(
-        {
-            "state": "planned",
-            "distribution": "Debian",
-            "distribution_version": "12",
-            "packages_for": "cudnn",
-            "source": "distro",
-            "versions": ["9.14.0"],
-            "cuda_major": "12",
-        }
-    )
-    with pytest.raises(repo_plan.RepoPlanError, match="cudnn_source: distro is not possible on Debian 12"):
-        nvidia_repo.run(module)
-
-
-def test_the_repository_alone_reads_no_package_database(tmp_path, monkeypatch):
-    redirect_paths(monkeypatch, tmp_path)
-    params = {"distribution": "Ubuntu", "distribution_version": "24.04", "base_url": "http://127.0.0.1:9"}
-    with pytest.raises(repo_plan.RepoPlanError, match="cannot fetch the repository key"):
+def test_the_repository_alone_reads_no_package_database(tmp_path):
+    params = {"repo": plan_repo("Ubuntu", "24.04", "http://127.0.0.1:9", tmp_path=tmp_path)}
+    with pytest.raises(install_repo.RepoError, match="cannot fetch the repository key"):
         nvidia_repo.run(FakeModule(params))
     assert FakeDatabase.reads == []
 
 
-def test_the_installed_state_comes_from_the_one_package_database_reader(tmp_path, monkeypatch):
-    monkeypatch.undo()  # the real probe/packages reader, under a fake root
-    fakeroot.dpkg_db(
-        tmp_path,
-        [
-            ("libcudnn9-cuda-13", "9.14.0.64-1", "hold ok installed", "amd64"),
-            ("cuda-toolkit-13-0", "13.0.2-1", "deinstall ok config-files", "amd64"),
-        ],
-    )
-    monkeypatch.setattr(nvidia_repo, "HOST_ROOT", str(tmp_path))
-    monkeypatch.setattr(probe_packages, "python_apt_importable", lambda: True)
-    monkeypatch.setattr(probe_packages, "which", lambda name, root=None: None)
-    module = FakeModule(
-        {
-            "state": "planned",
-            "distribution": "Ubuntu",
-            "distribution_version": "24.04",
-            "packages_for": "cudnn",
-            "versions": ["9.14.0"],
-            "cuda_major": "13",
-            "dev": False,
-        }
-    )
-    assert nvidia_repo.run(module)["packages"]["installed"] == {"libcudnn9-cuda-13": "9.14.0.64-1"}
-    toolkit = FakeModule(
-        {
-            "state": "planned",
-            "distribution": "Ubuntu",
-            "distribution_version": "24.04",
-            "packages_for": "cuda_toolkit",
-            "versions": ["13.0"],
-        }
-    )
-    assert nvidia_repo.run(toolkit)["packages"]["missing"] == ["cuda-toolkit-13-0"]  # removed: not installed
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        ("url", "http://127.0.0.1:9/x/\nTypes: deb-src", "repo.url: "),
+        ("keyring", "/etc/apt/keyrings/a b.asc", "repo.keyring: "),
+    ],
+)
+def test_a_repo_field_that_would_add_a_line_is_refused_before_anything_is_fetched(
+    tmp_path, field, value, needle
+):
+    repo = dict(plan_repo("Ubuntu", "24.04", tmp_path=tmp_path), **{field: value})
+    module = FakeModule({"repo": repo})
+    with pytest.raises(install_repo.RepoError, match=needle + ".* is not one token"):
+        nvidia_repo.run(module)
+    assert module.commands == [] and not (tmp_path / "etc").exists()
 
 
 # ---------------------------------------------------------------- refresh and the package set (apt)
@@ -274,28 +218,35 @@ def index_file(tmp_path, monkeypatch):
     path = tmp_path / "lists" / "mirror.example_cuda_repos_debian12_x86%5f64_Packages"
     path.parent.mkdir()
     path.write_text(INDEX)
-    monkeypatch.setitem(repo_plan.PIN_FILES, "cudnn", str(tmp_path / "prefs" / "gpufleet-cudnn.pref"))
-    monkeypatch.setitem(repo_plan.PIN_FILES, "cuda_toolkit", str(tmp_path / "prefs" / "gpufleet-cuda.pref"))
+    monkeypatch.setitem(install_repo.PIN_FILES, "cudnn", str(tmp_path / "prefs" / "gpufleet-cudnn.pref"))
+    monkeypatch.setitem(
+        install_repo.PIN_FILES, "cuda_toolkit", str(tmp_path / "prefs" / "gpufleet-cuda.pref")
+    )
     return {"apt-get indextargets": (0, f"Packages\t{URL}\t{path}\nTranslations\t{URL}\t/nowhere\n", "")}
 
 
-def _pinned(versions, packages_for="cudnn", **kw):
+def _pinned(versions, packages_for="cudnn", dev=True, **kw):
+    """The role's pinned call: the plan's repo and packages.specs (plan/repo.py's specs for ``versions``)."""
+    repo = plan_repo("Debian", "12", "http://mirror.example/cuda/repos")
+    cuda_major = kw.pop("cuda_major", "13" if packages_for == "cudnn" else "")
+    if packages_for == "cudnn":
+        specs = repo_plan.cudnn_packages(versions[0], cuda_major, repo["repo_dir"], dev=dev)
+    else:
+        specs = repo_plan.cuda_toolkit_packages(versions, repo["repo_dir"])
     return {
         "state": "pinned",
-        "distribution": "Debian",
-        "distribution_version": "12",
-        "base_url": "http://mirror.example/cuda/repos",
+        "repo": repo,
         "packages_for": packages_for,
-        "versions": versions,
-        "cuda_major": "13" if packages_for == "cudnn" else "",
+        "specs": specs,
+        "versions": versions if packages_for == "cuda_toolkit" else [],
+        "cuda_major": cuda_major,
         **kw,
     }
 
 
-def test_present_refreshes_only_its_own_source(repo_server, tmp_path, monkeypatch):
-    redirect_paths(monkeypatch, tmp_path)
-    params = {"distribution": "Ubuntu", "distribution_version": "24.04", "base_url": repo_server}
-    first = FakeModule({**params, "key_fingerprint": FPR})
+def test_present_refreshes_only_its_own_source(repo_server, tmp_path):
+    params = {"repo": plan_repo("Ubuntu", "24.04", repo_server, FPR, tmp_path)}
+    first = FakeModule(params)
     nvidia_repo.run(first)
     (update,) = first.commands
     assert update[:2] == ["apt-get", "update"]
@@ -304,10 +255,10 @@ def test_present_refreshes_only_its_own_source(repo_server, tmp_path, monkeypatc
     assert not [a for a in update if a.startswith("Dir::Etc::SourceList=")][0].startswith(
         f"Dir::Etc::SourceList={tmp_path}"
     )
-    again = FakeModule({**params, "key_fingerprint": FPR})
+    again = FakeModule(params)
     nvidia_repo.run(again)
     assert f"Dir::Etc::SourceList={tmp_path / 'etc' / 'nvidia.sources'}" in again.commands[0]
-    check = FakeModule({**params, "key_fingerprint": FPR}, check_mode=True)
+    check = FakeModule(params, check_mode=True)
     nvidia_repo.run(check)
     assert check.commands == []  # check mode changes no list
 
@@ -345,16 +296,12 @@ HASH_SUM = (
         (HASH_SUM, "an index file does not match the hashes in its signed Release"),
     ],
 )
-def test_a_tampered_repository_is_refused_with_the_reason(repo_server, tmp_path, monkeypatch, out, words):
-    redirect_paths(monkeypatch, tmp_path)
+def test_a_tampered_repository_is_refused_with_the_reason(repo_server, tmp_path, out, words):
     params = {
-        "distribution": "Ubuntu",
-        "distribution_version": "24.04",
-        "base_url": repo_server,
-        "key_fingerprint": FPR,
+        "repo": plan_repo("Ubuntu", "24.04", repo_server, FPR, tmp_path),
         "caller": "gpufleet.nvidia.cudnn",
     }
-    with pytest.raises(repo_plan.RepoPlanError) as err:
+    with pytest.raises(install_repo.RepoError) as err:
         nvidia_repo.run(FakeModule(params, answers={"apt-get update": (100, out, "")}))
     assert words in str(err.value)
     assert "nothing was installed or changed" in str(err.value)
@@ -394,7 +341,7 @@ def test_pinned_cuda_toolkit_set_takes_the_release_versions_within_the_repositor
 
 
 def test_pinned_names_the_versions_the_repository_has(index_file):
-    with pytest.raises(repo_plan.RepoPlanError) as err:
+    with pytest.raises(install_repo.RepoError) as err:
         nvidia_repo.run(FakeModule(_pinned(["9.99.0"]), answers=index_file))
     assert str(err.value) == (
         f"cudnn_version: the repository {URL} has libcudnn9-cuda-13 9.14.0.64-1, 9.28.0.42-1, not 9.99.0; "
@@ -408,49 +355,59 @@ def test_pinned_without_an_index(tmp_path, index_file):
     assert res["packages"]["index"] is False  # first run in check mode: the top-level plan stands
     assert res["packages"]["specs"][0] == "libcudnn9-cuda-13=9.14.0*"
     assert not (tmp_path / "prefs").exists()
-    with pytest.raises(repo_plan.RepoPlanError, match="apt has no index of http://mirror.example"):
+    with pytest.raises(install_repo.RepoError, match="apt has no index of http://mirror.example"):
         nvidia_repo.run(FakeModule(_pinned(["9.14.0"]), answers=none))
 
 
-@pytest.mark.parametrize(
-    ("params", "needle"),
-    [
-        ({"key_fingerprint": "D42D0685"}, "cudnn_repo_key_fingerprint='D42D0685' (allowed: 40 hex digits"),
-        (
-            {"base_url": "ftp://mirror/cuda/repos"},
-            "cudnn_repo_base_url='ftp://mirror/cuda/repos' (allowed: an",
-        ),
-        ({"base_url": "mirror.example/repos"}, "cudnn_repo_base_url="),
-    ],
-)
-def test_bad_repository_input_names_the_variable(params, needle):
-    module = FakeModule({**_pinned(["9.14.0"]), "state": "planned", **params})
-    with pytest.raises(repo_plan.RepoPlanError) as err:
-        nvidia_repo.run(module)
-    assert needle in str(err.value)
-    assert module.commands == []
+def test_pinned_decides_on_the_installed_state_it_read_once(index_file):
+    out = "libcudnn9-cuda-13\t9.14.0.64-1\tinstalled\nlibcudnn9-dev-cuda-13\t9.12.0.46-1\thold\n"
+    module = FakeModule(_pinned(["9.14.0.64"]), installed_out=out, answers=index_file)
+    packages = nvidia_repo.run(module)["packages"]
+    assert packages["missing"] == [
+        "libcudnn9-dev-cuda-13=9.14.0.64-1",
+        "libcudnn9-headers-cuda-13=9.14.0.64-1",
+    ]
+    assert packages["unhold"] == ["libcudnn9-dev-cuda-13"]
+    assert FakeDatabase.reads == ["/"]  # one read, through the one package-database reader
+    assert [c[:2] for c in module.commands] == [["apt-get", "indextargets"]]
 
 
-class FakeAptCache:
-    """probe/packages' command runner as `apt-cache policy python3-apt` answers (the only command it runs
-    here); ``calls`` records each run."""
+def test_the_installed_state_comes_from_the_one_package_database_reader(tmp_path, index_file, monkeypatch):
+    monkeypatch.setattr(probe_packages, "installed_state", REAL_INSTALLED_STATE)  # under a fake root
+    fakeroot.dpkg_db(
+        tmp_path / "root",
+        [
+            ("libcudnn9-cuda-13", "9.14.0.64-1", "hold ok installed", "amd64"),
+            ("cuda-toolkit-13-0", "13.0.2-1", "deinstall ok config-files", "amd64"),
+        ],
+    )
+    monkeypatch.setattr(nvidia_repo, "HOST_ROOT", str(tmp_path / "root"))
+    module = FakeModule(_pinned(["9.14.0"], dev=False), answers=index_file)
+    assert nvidia_repo.run(module)["packages"]["installed"] == {"libcudnn9-cuda-13": "9.14.0.64-1"}
+    toolkit = FakeModule(_pinned(["13.0"], "cuda_toolkit"), answers=index_file)
+    missing = nvidia_repo.run(toolkit)["packages"]["missing"]
+    assert "cuda-toolkit-13-0=13.0.2-1" in missing  # removed: not installed
 
-    policy = ""
-    calls = []
 
-    @classmethod
-    def run_command(cls, argv, timeout=10.0, env=None):
-        cls.calls.append(list(argv))
-        return 0, cls.policy, "", None
+def test_pinned_needs_what_the_set_may_hold(index_file):
+    for packages_for, option in (("cudnn", "cuda_major"), ("cuda_toolkit", "versions")):
+        params = dict(
+            _pinned(["9.14.0"] if packages_for == "cudnn" else ["13.0"], packages_for), **{option: ""}
+        )
+        if option == "versions":
+            params["versions"] = []
+        module = FakeModule(params, answers=index_file)
+        with pytest.raises(install_repo.RepoError, match=f"^{option} is required with state=pinned"):
+            nvidia_repo.run(module)
+        assert module.commands == []
 
 
-@pytest.fixture(autouse=True)
-def _python_apt(monkeypatch):
-    """The controller's venv has no python3-apt; the hosts in these tests have it unless a test says not."""
-    monkeypatch.setattr(probe_packages, "python_apt_importable", lambda: True)
-    monkeypatch.setattr(probe_packages, "which", lambda name, root=None: f"/usr/bin/{name}")
-    monkeypatch.setattr(probe_packages, "run_command", FakeAptCache.run_command)
-    FakeAptCache.policy, FakeAptCache.calls = "", []
+def test_pinned_with_dnf_pins_nothing(index_file):
+    params = dict(_pinned(["9.14.0"]), repo=plan_repo("Rocky", "9.4", fingerprint=FPR))
+    module = FakeModule(params, answers=index_file)
+    res = nvidia_repo.run(module)
+    assert res["packages"] == {"specs": params["specs"], "index": False} and res["changed"] is False
+    assert module.commands == [] and FakeDatabase.reads == []
 
 
 MIXED = (
@@ -465,56 +422,12 @@ MIXED = (
 def test_pinned_refuses_a_set_that_mixes_cuda_majors_before_pinning(index_file, tmp_path):
     path = index_file["apt-get indextargets"][1].split("\t")[2].split("\n")[0]
     Path(path).write_text(MIXED)
-    with pytest.raises(repo_plan.RepoPlanError) as err:
+    with pytest.raises(install_repo.RepoError) as err:
         nvidia_repo.run(FakeModule(_pinned(["9.28.0"]), answers=index_file))
     assert str(err.value).startswith(f"cudnn_version: the package set resolved from {URL} mixes CUDA majors")
     assert "libcudnn9-headers-cuda-12=9.28.0.42-1" in str(err.value)
     assert not (tmp_path / "prefs").exists()  # nothing pinned
     nvidia_repo.run(FakeModule(_pinned(["9.14.0"]), answers=index_file))  # 9.14's set is of one major
-
-
-@pytest.mark.parametrize(
-    ("policy", "refused"),
-    [
-        ("python3-apt:\n  Installed: (none)\n  Candidate: (none)\n", True),
-        ("", True),  # apt knows no python3-apt at all
-        (
-            "python3-apt:\n  Installed: (none)\n  Candidate: 2.7.7ubuntu5\n",
-            False,
-        ),  # the apt module installs it
-    ],
-)
-def test_planned_refuses_when_the_apt_module_could_not_run(monkeypatch, policy, refused):
-    monkeypatch.setattr(probe_packages, "python_apt_importable", lambda: False)
-    FakeAptCache.policy = policy
-    module = FakeModule({**_pinned(["9.14.0"]), "state": "planned", "caller": "cudnn"})
-    if not refused:
-        assert nvidia_repo.run(module)["packages"]["missing"]
-        return
-    with pytest.raises(repo_plan.RepoPlanError) as err:
-        nvidia_repo.run(module)
-    assert str(err.value).startswith("cudnn_source='nvidia_repo' installs libcudnn9-cuda-13=9.14.0*")
-    assert f"needs python3-apt for {sys.executable}: it cannot import apt_pkg" in str(err.value)
-    assert "cudnn_source: redist" in str(err.value)
-    assert FakeAptCache.calls == [["/usr/bin/apt-cache", "policy", "python3-apt"]]  # the probe's one read
-
-
-def test_planned_refuses_when_apt_cannot_tell(monkeypatch):
-    monkeypatch.setattr(probe_packages, "python_apt_importable", lambda: False)
-    monkeypatch.setattr(probe_packages, "which", lambda name, root=None: None)  # no apt-cache: no candidate
-    with pytest.raises(repo_plan.RepoPlanError, match="needs python3-apt"):
-        nvidia_repo.run(FakeModule({**_pinned(["9.14.0"]), "state": "planned", "caller": "cudnn"}))
-
-
-def test_planned_needs_no_python_apt_when_everything_is_installed(monkeypatch):
-    monkeypatch.setattr(probe_packages, "python_apt_importable", lambda: False)
-    installed = "".join(
-        f"{n}\t9.14.0.64-1\thold\n"
-        for n in ("libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13")
-    )
-    module = FakeModule({**_pinned(["9.14.0"]), "state": "planned"}, installed_out=installed)
-    assert nvidia_repo.run(module)["packages"]["missing"] == []
-    assert (module.commands, FakeAptCache.calls) == ([], [])
 
 
 def test_pinned_reads_an_index_apt_keeps_compressed(index_file, tmp_path):
@@ -535,7 +448,7 @@ def test_pinned_reads_an_index_apt_keeps_compressed(index_file, tmp_path):
         assert res["packages"]["specs"][0] == "libcudnn9-cuda-13=9.14.0.64-1"
         assert ["/usr/lib/apt/apt-helper", "cat-file", f"{path}.lz4"] in module.commands
     path.with_name(path.name + ".lz4").unlink()  # no list at all: apt has no index
-    with pytest.raises(repo_plan.RepoPlanError, match="apt has no index of"):
+    with pytest.raises(install_repo.RepoError, match="apt has no index of"):
         nvidia_repo.run(FakeModule(_pinned(["9.14.0"]), answers=answers))
 
 
@@ -590,12 +503,6 @@ def test_an_unlisted_toolkit_stays_pinned_unless_its_removal_is_asked(index_file
     assert "12-9" not in (tmp_path / "prefs" / "gpufleet-cuda.pref").read_text()
 
 
-def test_someone_elses_pin_file_is_not_taken_for_gpufleets_record():
-    assert repo_plan.parse_pin_file("Package: x\nPin: version 1\nPin-Priority: 1001\n") == []
-    text = repo_plan.pin_file("cudnn", [("a", "1-1"), ("b", "2-1")])["content"]
-    assert repo_plan.parse_pin_file(text) == [("a", "1-1"), ("b", "2-1")]
-
-
 def test_dropping_the_dev_packages_keeps_them_unless_removal_is_asked(index_file, tmp_path):
     # cudnn_install_dev false after true: the -dev and -headers gpufleet installed stay installed, pinned and
     # held (molecule repo once saw them taken for another CUDA major's set and released)
@@ -613,3 +520,12 @@ def test_dropping_the_dev_packages_keeps_them_unless_removal_is_asked(index_file
     )
     assert asked["packages"]["remove"] == names[1:] and asked["packages"]["unhold"] == names[1:]
     assert asked["packages"]["hold"] == names[:1]
+
+
+@pytest.mark.parametrize(("dist", "ver"), [("Ubuntu", "24.04"), ("Rocky", "9.4")])
+def test_the_plans_repo_is_what_the_module_takes(dist, ver):
+    """The roles pass the plan's repo as it is: every key of plan/repo.repo_config is an option of repo."""
+    repo = plan_repo(dist, ver, fingerprint=FPR)
+    assert set(repo) == set(nvidia_repo.REPO_OPTIONS)
+    required = {name for name, spec in nvidia_repo.REPO_OPTIONS.items() if spec.get("required")}
+    assert all(repo[name] for name in required)

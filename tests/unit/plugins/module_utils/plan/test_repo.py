@@ -1,8 +1,7 @@
-"""NVIDIA repository plans and package lists for every supported OS; key fingerprints; distro refusals."""
+"""NVIDIA repository plans and package lists for every supported OS; fingerprint grammar; distro refusals.
 
-import shutil
-import subprocess
-from pathlib import Path
+The source file rendered from a plan's repo, the key's check, apt's index and the pins are the target's
+(install/repo.py): tests/unit/plugins/module_utils/install/test_repo.py."""
 
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
@@ -10,8 +9,6 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import facts
 
 from tests.data.facts import fakeroot
 
-KEYS = Path(__file__).resolve().parents[4] / "data" / "keys"
-TEST_KEY = (KEYS / "test-signing-key.asc").read_bytes()
 TEST_FPR = "C3B19113CF573F8BF336BC36548F7B3414DA5E58"  # as gpg reports it (see tests/data/keys/README.md)
 NVIDIA = "https://developer.download.nvidia.com/compute/cuda/repos"
 
@@ -41,21 +38,15 @@ def test_repo_dir_and_files_for_every_os(dist, ver, rdir, manager):
     assert cfg["manager"] == manager
     assert cfg["url"] == f"{NVIDIA}/{rdir}/x86_64/"
     assert cfg["key_url"].startswith(cfg["url"])
+    assert "content" not in cfg  # structured fields: the target renders the file (install/repo.render_source)
     if manager == "apt":
         assert cfg["path"] == "/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources"
-        assert cfg["content"].splitlines()[1:] == [
-            "Types: deb",
-            f"URIs: {NVIDIA}/{rdir}/x86_64/",
-            "Suites: /",
-            "Signed-By: /etc/apt/keyrings/gpufleet-nvidia-cuda.asc",
-        ]
+        assert cfg["keyring"] == "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc"
     else:
         assert cfg["path"] == "/etc/yum.repos.d/gpufleet-nvidia-cuda.repo"
-        lines = cfg["content"].splitlines()
-        assert "[gpufleet-nvidia-cuda]" in lines
-        assert f"baseurl={NVIDIA}/{rdir}/x86_64/" in lines
-        assert "gpgcheck=1" in lines
-        assert "gpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-gpufleet-nvidia-cuda" in lines
+        assert cfg["keyring"] == "/etc/pki/rpm-gpg/RPM-GPG-KEY-gpufleet-nvidia-cuda"
+    given = "" if rdir.startswith("ubuntu") else TEST_FPR
+    assert cfg["key_fingerprint"] == (given or repo_plan.KEYS[rdir][1])  # the user's override, else pinned
 
 
 @pytest.mark.parametrize(
@@ -79,7 +70,7 @@ def test_base_url_override_and_sbsa():
         "Ubuntu", "24.04", "aarch64", base_url="http://mirror.example.org/cuda/repos/"
     )
     assert cfg["url"] == "http://mirror.example.org/cuda/repos/ubuntu2404/sbsa/"
-    assert "URIs: http://mirror.example.org/cuda/repos/ubuntu2404/sbsa/" in cfg["content"]
+    assert cfg["key_url"] == "http://mirror.example.org/cuda/repos/ubuntu2404/sbsa/3bf863cc.pub"
 
 
 @pytest.mark.parametrize(
@@ -93,39 +84,28 @@ def test_unsupported_os_names_what_is_supported(dist, ver):
         repo_plan.repo_config(dist, ver)
 
 
-def test_key_fingerprint_matches_gpg():
-    assert repo_plan.key_fingerprints(TEST_KEY)[0] == TEST_FPR
-    assert repo_plan.check_key(TEST_KEY, TEST_FPR.lower(), "v") == TEST_FPR
-    assert (
-        repo_plan.check_key(TEST_KEY, " ".join(TEST_FPR[i : i + 4] for i in range(0, 40, 4)), "v") == TEST_FPR
-    )
-
-
-def test_key_fingerprint_mismatch_is_refused():
-    with pytest.raises(repo_plan.RepoPlanError, match=f"fingerprint is {TEST_FPR}, not the pinned EB69"):
-        repo_plan.check_key(
-            TEST_KEY, "EB693B3035CD5710E231E123A4B469963BF863CC", "cudnn_repo_key_fingerprint"
-        )
-
-
-def test_unpinned_key_is_refused():
-    with pytest.raises(
-        repo_plan.RepoPlanError, match="no pinned fingerprint.*set cudnn_repo_key_fingerprint"
-    ):
-        repo_plan.check_key(TEST_KEY, "", "cudnn_repo_key_fingerprint")
-
-
-@pytest.mark.parametrize(
-    "data", [b"", b"<html>404</html>", b"\x00\x01garbage", TEST_KEY[: len(TEST_KEY) // 3]]
-)
-def test_garbage_key_is_a_clear_error(data):
-    with pytest.raises(repo_plan.RepoPlanError):
-        repo_plan.check_key(data, TEST_FPR, "v")
-
-
 def test_bad_fingerprint_override():
     with pytest.raises(repo_plan.RepoPlanError, match="not 40 hex digits"):
         repo_plan.repo_config("RedHat", "9.4", fingerprint="D42D0685")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"fingerprint": "D42D0685"}, "cudnn_repo_key_fingerprint='D42D0685' (allowed: 40 hex digits"),
+        (
+            {"base_url": "ftp://mirror/cuda/repos"},
+            "cudnn_repo_base_url='ftp://mirror/cuda/repos' (allowed: an",
+        ),
+        ({"base_url": "mirror.example/repos"}, "cudnn_repo_base_url="),
+        ({"base_url": "http://m/cuda/repos\nTypes: deb-src"}, "cudnn_repo_base_url="),
+    ],
+)
+def test_bad_repository_input_names_the_variable(kwargs, needle):
+    """(moved from the module's tests: the user's variables are checked on the controller, in the plan)"""
+    with pytest.raises(repo_plan.RepoPlanError) as err:
+        repo_plan.repo_config("Debian", "12", **kwargs, prefix="cudnn")
+    assert needle in str(err.value)
 
 
 @pytest.mark.parametrize(("dist", "ver", "rdir", "manager"), OSES)
@@ -227,132 +207,9 @@ def test_the_repository_directory_is_the_one_os_key():
     assert repo_plan.repo_arch("aarch64") == "sbsa"
 
 
-# ---------------------------------------------------------------- the repository's index, pins, apt's verdict
-
-VERSION_PAIRS = [
-    ("1.0-1", "1.0-1"),
-    ("1.0~rc1-1", "1.0-1"),
-    ("13.0.88-1", "13.0.9-1"),
-    ("13.0.88-1", "13.0.88-2"),
-    ("1:0.1", "2.0"),
-    ("9.28.0.42-1", "9.14.0.64-1"),
-    ("1.0a", "1.0"),
-    ("1.0", "1.0+b1"),
-    ("2.28.3-1+cuda13.0", "2.28.3-1+cuda12.9"),
-    ("580.95.05-0ubuntu1", "580.95.05-1"),
-    ("1.0~~a", "1.0~"),
-    ("0001.2", "1.02"),
-]
-
-
-def _sign(c):
-    return (c > 0) - (c < 0)
-
-
-@pytest.mark.parametrize(("a", "b"), VERSION_PAIRS)
-def test_debian_version_order_is_dpkgs(a, b):
-    got = repo_plan.compare_versions(a, b)
-    assert _sign(got) == -_sign(repo_plan.compare_versions(b, a))
-    if shutil.which("dpkg"):  # the reference: dpkg itself
-        for op, want in (("lt", got < 0), ("eq", got == 0), ("gt", got > 0)):
-            assert (
-                subprocess.run(["dpkg", "--compare-versions", a, op, b], check=False).returncode == 0
-            ) == want
-
-
-def test_depends_with_alternatives_and_relations():
-    assert repo_plan.parse_depends("a (>= 1.0), b | c (= 2-1), d:any, e (<< 3)") == [
-        [("a", ">=", "1.0")],
-        [("b", "", ""), ("c", "=", "2-1")],
-        [("d", "", "")],
-        [("e", "<<", "3")],
-    ]
-
-
-def test_a_shared_dependency_satisfies_every_toolkit_of_the_set():
-    index = repo_plan.parse_index(
-        "Package: cuda-toolkit-12-9\nVersion: 12.9.1-1\nDepends: cuda-toolkit-config-common (>= 12.9.79)\n\n"
-        "Package: cuda-toolkit-13-0\nVersion: 13.0.2-1\nDepends: cuda-toolkit-config-common (>= 13.0.96)\n\n"
-        "Package: cuda-toolkit-config-common\nVersion: 12.9.79-1\n\n"
-        "Package: cuda-toolkit-config-common\nVersion: 13.0.96-1\n\n"
-        "Package: cuda-toolkit-config-common\nVersion: 13.1.80-1\n"
-    )
-    got = repo_plan.resolve_set(index, ["cuda-toolkit-12-9", "cuda-toolkit-13-0"], "U", "v")
-    assert dict(got)["cuda-toolkit-config-common"] == "13.0.96-1"  # the lowest both allow
-    with pytest.raises(repo_plan.RepoPlanError, match="has no package cuda-toolkit-13-1"):
-        repo_plan.resolve_set(index, ["cuda-toolkit-13-1"], "U", "cuda_toolkit_versions")
-    bad = repo_plan.parse_index("Package: a\nVersion: 1\nDepends: b (>= 2)\n\nPackage: b\nVersion: 1\n")
-    with pytest.raises(repo_plan.RepoPlanError, match="has no b that satisfies >= 2 \\(it has 1\\)"):
-        repo_plan.resolve_set(bad, ["a"], "U", "v")
-
-
-def test_a_version_prefix_matches_whole_components_only():
-    index = repo_plan.parse_index("Package: x\nVersion: 9.14.0.64-1\n\nPackage: x\nVersion: 9.1.0.70-1\n")
-    assert repo_plan.top_version(index, "x=9.1*", "U", "v") == ("x", "9.1.0.70-1")
-    assert repo_plan.top_version(index, "x=9.14.0*", "U", "v") == ("x", "9.14.0.64-1")
-    assert repo_plan.top_version(index, "x", "U", "v") == ("x", "9.14.0.64-1")
-
-
-def test_pin_file_pins_each_package_above_1000():
-    pin = repo_plan.pin_file("cuda_toolkit", [("a", "1-1"), ("b", "2-1")])
-    assert pin["path"] == "/etc/apt/preferences.d/gpufleet-cuda-toolkit.pref"
-    assert pin["content"].count("Pin-Priority: 1001\n") == 2
-    assert "Package: b\nPin: version 2-1\n" in pin["content"]
-
-
-def test_apt_update_accepted():
-    out = "Hit:1 http://gpufleet-mirror/cuda/repos/debian12/x86_64  InRelease\nReading package lists...\n"
-    assert repo_plan.apt_update_refusal(out, 0, "U", "v") is None
-
-
-def test_apt_update_unreachable():
-    out = "Err:1 http://x/ InRelease\n  Could not connect to x:80\nW: Failed to fetch http://x/InRelease\n"
-    msg = repo_plan.apt_update_refusal(out, 0, "http://x/", "cudnn_repo_key_fingerprint")
-    assert msg.startswith("apt refused the repository http://x/: apt could not fetch it (apt: W: Failed")
-
-
 @pytest.mark.parametrize("url", ["", "http://m/cuda/repos", "https://m:8443/x", "file:///srv/repos"])
 def test_base_urls_allowed(url):
     assert repo_plan.check_base_url(url) == url
-
-
-H200_CUDA_SET = [
-    ("cuda-cccl-13-0", "13.0.85-1"),
-    ("cuda-nvcc-13-0", "13.0.88-1"),
-    ("cuda-toolkit-13-0", "13.0.2-1"),
-    ("cuda-toolkit-13-0-config-common", "13.0.96-1"),
-    ("cuda-toolkit-13-config-common", "13.0.96-1"),
-    ("cuda-toolkit-config-common", "13.0.96-1"),
-    ("libnvvm-13-0", "13.0.88-1"),
-]
-
-
-def test_a_set_of_one_cuda_release_passes():
-    repo_plan.check_one_major(H200_CUDA_SET, "cuda_toolkit", ["13.0"], "cuda_toolkit_versions", "U")
-    both = [*H200_CUDA_SET, ("cuda-nvcc-12-9", "12.9.86-1"), ("cuda-toolkit-12-config-common", "12.9.79-1")]
-    repo_plan.check_one_major(both, "cuda_toolkit", ["12.9", "13.0.2"], "cuda_toolkit_versions", "U")
-    cudnn = [("libcudnn9-cuda-13", "9.14.0.64-1"), ("libcudnn9-dev-cuda-13", "9.14.0.64-1"), ("zlib", "1")]
-    repo_plan.check_one_major(cudnn, "cudnn", "13", "cudnn_version", "U")
-
-
-@pytest.mark.parametrize(
-    ("members", "what", "wanted", "stray"),
-    [
-        ([("libcudnn9-cuda-13", "9.14.0.64-1"), ("libcudnn9-dev-cuda-12", "9.14.0.64-1")], "cudnn", "13",
-         "libcudnn9-dev-cuda-12=9.14.0.64-1"),
-        ([*H200_CUDA_SET, ("cuda-cudart-12-9", "12.9.79-1")], "cuda_toolkit", ["13.0"], "cuda-cudart-12-9"),
-        ([*H200_CUDA_SET, ("cuda-toolkit-12-config-common", "12.9.79-1")], "cuda_toolkit", ["13.0"],
-         "cuda-toolkit-12-config-common"),
-        ([*H200_CUDA_SET, ("libnvvm-13-1", "13.1.80-1")], "cuda_toolkit", ["13.0"], "libnvvm-13-1"),
-    ],
-)  # fmt: skip
-def test_a_set_that_mixes_cuda_majors_is_refused_naming_the_variable(members, what, wanted, stray):
-    var = "cudnn_version" if what == "cudnn" else "cuda_toolkit_versions"
-    with pytest.raises(repo_plan.RepoPlanError) as err:
-        repo_plan.check_one_major(members, what, wanted, var, "http://m/cuda/repos/debian12/x86_64/")
-    assert str(err.value).startswith(f"{var}: the package set resolved from http://m/cuda/repos/debian12")
-    assert "mixes CUDA majors or releases: " + stray in str(err.value)
-    assert "nothing was pinned or installed" in str(err.value)
 
 
 # -------------------------------------------------------------- the package plan against the installed state
@@ -490,58 +347,3 @@ def test_python_apt_refusal_names_the_interpreter_and_the_way_out(candidate):
         "has no candidate for python3-apt; install python3-apt from the distribution's archive (or a site "
         "mirror of it), or choose cudnn_source: redist. Nothing was changed"
     )
-
-
-# ---------------------------------------------------------------- the pinned set against the installed state
-def test_pinned_set_releases_the_holds_a_move_changes():
-    members = [(n, "9.28.0.42-1") for n in CUDNN9]
-    have = installed(*((n, "9.14.0.64-1", True) for n in CUDNN9))
-    packages, pins = repo_plan.pinned_packages("cudnn", members, [], have, False)
-    assert packages["specs"] == [f"{n}=9.28.0.42-1" for n in CUDNN9]
-    assert packages["missing"] == packages["specs"]
-    assert packages["unhold"] == CUDNN9  # the move releases the holds, the role sets them again
-    assert packages["hold"] == CUDNN9
-    assert packages["installed"] == dict.fromkeys(CUDNN9, "9.14.0.64-1")
-    assert pins == members
-    same, _pins = repo_plan.pinned_packages("cudnn", [(n, "9.14.0.64-1") for n in CUDNN9], [], have, False)
-    assert (same["missing"], same["unhold"]) == ([], [])
-
-
-def test_pinned_cuda_major_switch_replaces_the_other_majors_cudnn_packages():
-    old = [(n, "9.14.0.64-1") for n in CUDNN9]
-    members = [(n.replace("-13", "-12"), "9.14.0.64-1") for n in CUDNN9]
-    have = installed(*((n, "9.14.0.64-1", True) for n in CUDNN9))
-    packages, pins = repo_plan.pinned_packages("cudnn", members, old, have, False)
-    assert packages["replaced"] == CUDNN9 and packages["unhold"] == CUDNN9
-    assert (packages["remove"], packages["kept"]) == ([], [])
-    assert packages["hold"] == [n for n, _v in members]
-    assert pins == members  # the other major's pins go
-
-
-def test_pinned_unlisted_toolkit_stays_pinned_unless_its_removal_is_asked():
-    previous = [("cuda-nvcc-12-9", "12.9.86-1"), ("cuda-toolkit-12-9", "12.9.1-1")]
-    members = [("cuda-toolkit-13-0", "13.0.2-1")]
-    have = installed(("cuda-toolkit-12-9", "12.9.1-1", False), ("cuda-nvcc-12-9", "12.9.86-1", False))
-    packages, pins = repo_plan.pinned_packages("cuda_toolkit", members, previous, have, False)
-    assert packages["kept"] == ["cuda-nvcc-12-9", "cuda-toolkit-12-9"]
-    assert (packages["remove"], packages["hold"]) == ([], [])
-    assert pins == members + previous  # nothing moves behind the user's back
-    asked, pins = repo_plan.pinned_packages("cuda_toolkit", members, previous, have, True)
-    assert (asked["remove"], asked["kept"], asked["unhold"]) == (
-        ["cuda-nvcc-12-9", "cuda-toolkit-12-9"],
-        [],
-        [],
-    )
-    assert pins == members
-
-
-def test_pinned_dropping_the_dev_packages_keeps_them_held_unless_removal_is_asked():
-    previous = [(n, "9.14.0.64-1") for n in CUDNN9]
-    have = installed(*((n, "9.14.0.64-1", True) for n in CUDNN9))
-    packages, pins = repo_plan.pinned_packages("cudnn", previous[:1], previous, have, False)
-    assert packages["kept"] == CUDNN9[1:]
-    assert (packages["replaced"], packages["remove"], packages["unhold"]) == ([], [], [])
-    assert packages["hold"] == CUDNN9 and pins == previous
-    asked, pins = repo_plan.pinned_packages("cudnn", previous[:1], previous, have, True)
-    assert asked["remove"] == CUDNN9[1:] and asked["unhold"] == CUDNN9[1:]
-    assert asked["hold"] == CUDNN9[:1] and pins == previous[:1]

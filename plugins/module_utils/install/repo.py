@@ -1,0 +1,480 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""NVIDIA's CUDA network repository on the target: source file, key, apt's verdict and index, the pins.
+
+Stdlib, ``ansible.module_utils.urls`` (the key's fetch: proxies from the environment, CA bundles,
+validate_certs as in every Ansible module), Python >= 3.9; runs on targets inside the ``nvidia_repo`` module.
+What to configure and install (repository directory, URLs, pinned fingerprint, keyring and source paths, the
+package specs) is decided on the controller by ``plan/repo.py`` and comes here as structured data: the source
+file is rendered where it is written, from fields that are checked to be single tokens (a newline never adds a
+line to a source). This file executes: the key is trusted only with the pinned fingerprint, the package set is
+resolved from apt's verified index and pinned.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from urllib.error import URLError
+
+from ansible.module_utils.urls import ConnectionError as UrlConnectionError
+from ansible.module_utils.urls import open_url
+
+MANAGED = "# Managed by gpufleet (nvidia_repo): NVIDIA CUDA repository\n"
+
+
+class RepoError(ValueError):
+    """A clear one-line reason (names the variable where one is to blame)."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# the source file, rendered from the plan's structured fields
+# ---------------------------------------------------------------------------------------------------
+def _token(value, field):
+    """A field pasted into a source file: one non-empty token, no whitespace or control character."""
+    text = str(value or "")
+    if not text or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text):
+        raise RepoError(f"repo.{field}: {text!r} is not one token (no spaces, newlines, control characters)")
+    return text
+
+
+def render_deb822(url, keyring):
+    # NVIDIA's repositories are flat (Suites: /), as cuda-keyring's own source line "deb [...] <url> /".
+    url, keyring = _token(url, "url"), _token(keyring, "keyring")
+    return MANAGED + f"Types: deb\nURIs: {url}\nSuites: /\nSigned-By: {keyring}\n"
+
+
+def render_dnf_repo(url, keyring):
+    url, keyring = _token(url, "url"), _token(keyring, "keyring")
+    return (
+        MANAGED + "[gpufleet-nvidia-cuda]\n"
+        "name=NVIDIA CUDA\n"
+        f"baseurl={url}\n"
+        "enabled=1\n"
+        "gpgcheck=1\n"
+        f"gpgkey=file://{keyring}\n"
+    )
+
+
+def render_source(repo, keyring=None):
+    """The repository file's content for the plan's ``repo`` (manager apt: deb822, dnf: .repo); ``keyring``
+    overrides the plan's (a staging copy)."""
+    render = render_deb822 if repo["manager"] == "apt" else render_dnf_repo
+    return render(repo["url"], keyring or repo["keyring"])
+
+
+# ---------------------------------------------------------------------------------------------------
+# OpenPGP key fingerprint (v4): SHA-1 over 0x99 | len16 | public-key packet body (RFC 4880 12.2)
+# ---------------------------------------------------------------------------------------------------
+def canonical_fingerprint(text):
+    """The fingerprint as 40 upper-case hex digits (spaces dropped); "" when empty. The plan checked the
+    user's grammar (plan/repo.normalize_fingerprint names the variable); this one only compares."""
+    fpr = re.sub(r"\s+", "", str(text or "")).upper()
+    if fpr and not re.match(r"^[0-9A-F]{40}\Z", fpr):
+        raise RepoError(f"repo.key_fingerprint: {text!r} is not 40 hex digits")
+    return fpr
+
+
+def dearmor(data):
+    """Binary OpenPGP data from an ASCII-armored block (or the bytes unchanged if already binary)."""
+    text = data.decode("ascii", "replace") if isinstance(data, (bytes, bytearray)) else data
+    if "-----BEGIN PGP" not in text:
+        return bytes(data) if isinstance(data, (bytes, bytearray)) else text.encode("latin-1")
+    body = text.split("-----BEGIN PGP", 1)[1].split("\n", 1)[1]
+    body = body.split("-----END PGP", 1)[0]
+    lines = body.strip().splitlines()
+    # skip armor headers (until the first empty line), drop the CRC line
+    if any(not line.strip() for line in lines):
+        lines = lines[[i for i, line in enumerate(lines) if not line.strip()][0] + 1 :]
+    lines = [line.strip() for line in lines if line.strip() and not line.startswith("=")]
+    try:
+        return base64.b64decode("".join(lines), validate=False)
+    except (ValueError, TypeError):
+        raise RepoError("the key is not valid ASCII-armored OpenPGP data") from None
+
+
+def _packets(data):
+    i = 0
+    while i < len(data):
+        tag_byte = data[i]
+        if not tag_byte & 0x80:
+            raise RepoError("the key is not OpenPGP data")
+        if tag_byte & 0x40:  # new format
+            tag = tag_byte & 0x3F
+            first = data[i + 1]
+            if first < 192:
+                length, hdr = first, 2
+            elif first < 224:
+                length, hdr = ((first - 192) << 8) + data[i + 2] + 192, 3
+            elif first == 255:
+                length, hdr = int.from_bytes(data[i + 2 : i + 6], "big"), 6
+            else:
+                raise RepoError("partial-length packets are not expected in a key")
+        else:
+            tag = (tag_byte >> 2) & 0x0F
+            ltype = tag_byte & 0x03
+            size = {0: 1, 1: 2, 2: 4}.get(ltype)
+            if size is None:
+                raise RepoError("indeterminate-length packets are not expected in a key")
+            length, hdr = int.from_bytes(data[i + 1 : i + 1 + size], "big"), 1 + size
+        body = data[i + hdr : i + hdr + length]
+        if len(body) != length:
+            raise RepoError("the key data is truncated")
+        yield tag, body
+        i += hdr + length
+
+
+def key_fingerprints(data):
+    """Fingerprints of the primary keys (tag 6) and subkeys (tag 14) in an OpenPGP key file."""
+    out = []
+    for tag, body in _packets(dearmor(data)):
+        if tag in (6, 14) and body[:1] == b"\x04":
+            digest = hashlib.sha1(b"\x99" + len(body).to_bytes(2, "big") + body).hexdigest()
+            out.append(digest.upper())
+    if not out:
+        raise RepoError("no OpenPGP v4 public key found in the key file")
+    return out
+
+
+def check_key(data, fingerprint, var):
+    """Raise unless the primary key of ``data`` has the pinned ``fingerprint``."""
+    if not fingerprint:
+        raise RepoError(
+            f"{var}: no pinned fingerprint is known for this repository's key; set {var} to the fingerprint "
+            "NVIDIA publishes for it"
+        )
+    found = key_fingerprints(data)
+    if canonical_fingerprint(fingerprint) != found[0]:
+        raise RepoError(
+            f"the repository key's fingerprint is {found[0]}, not the pinned "
+            f"{canonical_fingerprint(fingerprint)} ({var}); refusing it"
+        )
+    return found[0]
+
+
+def fetch_key(url, timeout, validate_certs=True, ca_path=None):
+    """The key's bytes through open_url: the environment's proxies (https_proxy, http_proxy, no_proxy)."""
+    try:
+        with open_url(
+            url, http_agent="gpufleet", timeout=timeout, validate_certs=validate_certs, ca_path=ca_path
+        ) as resp:
+            return resp.read()
+    except (URLError, OSError, UrlConnectionError) as exc:
+        raise RepoError(f"cannot fetch the repository key {url}: {getattr(exc, 'reason', exc)}") from None
+
+
+# ---------------------------------------------------------------------------------------------------
+# the repository's index (apt's verified copy of Packages): the whole package set, each at one version
+# ---------------------------------------------------------------------------------------------------
+PIN_PRIORITY = 1001  # the planned version is apt's candidate, over newer ones and (re)installs, never moved
+PIN_FILES = {
+    "cudnn": "/etc/apt/preferences.d/gpufleet-cudnn.pref",
+    "cuda_toolkit": "/etc/apt/preferences.d/gpufleet-cuda-toolkit.pref",
+}
+
+
+def _order(char):
+    if char == "~":
+        return -1
+    if char.isalpha():
+        return ord(char)
+    return ord(char) + 256 if char else 0
+
+
+def _compare_part(a, b):
+    """dpkg's verrevcmp: non-digit runs by dpkg's character order (~ first), digit runs numerically."""
+    i = j = 0
+    while i < len(a) or j < len(b):
+        while (i < len(a) and not a[i].isdigit()) or (j < len(b) and not b[j].isdigit()):
+            ac = _order(a[i]) if i < len(a) and not a[i].isdigit() else 0
+            bc = _order(b[j]) if j < len(b) and not b[j].isdigit() else 0
+            if ac != bc:
+                return ac - bc
+            i, j = i + 1, j + 1
+        start_i, start_j = i, j
+        while i < len(a) and a[i].isdigit():
+            i += 1
+        while j < len(b) and b[j].isdigit():
+            j += 1
+        diff = int(a[start_i:i] or 0) - int(b[start_j:j] or 0)
+        if diff:
+            return diff
+    return 0
+
+
+def compare_versions(a, b):
+    """<0, 0, >0 as dpkg --compare-versions orders two Debian versions (epoch:upstream-revision)."""
+
+    def split(v):
+        epoch, _sep, rest = v.rpartition(":") if ":" in v else ("0", "", v)
+        upstream, _sep, revision = rest.rpartition("-") if "-" in rest else (rest, "", "0")
+        return int(epoch or 0), upstream, revision
+
+    ea, ua, ra = split(str(a))
+    eb, ub, rb = split(str(b))
+    return (ea - eb) or _compare_part(ua, ub) or _compare_part(ra, rb)
+
+
+RELATIONS = {
+    ">=": lambda c: c >= 0,
+    "<=": lambda c: c <= 0,
+    ">>": lambda c: c > 0,
+    "<<": lambda c: c < 0,
+    "=": lambda c: c == 0,
+    ">": lambda c: c >= 0,  # obsolete forms, as dpkg reads them
+    "<": lambda c: c <= 0,
+}
+
+
+def parse_index(text):
+    """{name: {version: {field: value}}} of a Packages file (what apt verified against the signed Release)."""
+    out = {}
+    for block in re.split(r"\n\s*\n", text or ""):
+        fields = {}
+        for line in block.splitlines():
+            if line[:1] in (" ", "\t") or ":" not in line:
+                continue
+            key, _sep, value = line.partition(":")
+            fields[key.strip()] = value.strip()
+        if fields.get("Package") and fields.get("Version"):
+            out.setdefault(fields["Package"], {})[fields["Version"]] = fields
+    return out
+
+
+def parse_depends(value):
+    """[[(name, relation, version)], ...]: each list holds the alternatives (a | b) of one dependency."""
+    out = []
+    for group in (value or "").split(","):
+        alternatives = []
+        for item in group.split("|"):
+            match = re.match(
+                r"^\s*([a-z0-9][a-z0-9+.-]*)(?::\S+)?\s*(?:\(\s*([<>=]+)\s*([^)\s]+)\s*\))?", item
+            )
+            if match:
+                alternatives.append((match.group(1), match.group(2) or "", match.group(3) or ""))
+        if alternatives:
+            out.append(alternatives)
+    return out
+
+
+def _newest(versions):
+    best = None
+    for version in versions:
+        if best is None or compare_versions(version, best) > 0:
+            best = version
+    return best
+
+
+def _satisfying(available, constraints):
+    return sorted(
+        (v for v in available if all(RELATIONS[r](compare_versions(v, want)) for r, want in constraints)),
+        key=_SortKey,
+    )
+
+
+class _SortKey:
+    """Sort Debian versions with dpkg's order."""
+
+    def __init__(self, version):
+        self.version = version
+
+    def __lt__(self, other):
+        return compare_versions(self.version, other.version) < 0
+
+
+def top_version(index, spec, url, var):
+    """The version of a requested package (``name``, ``name=ver`` or ``name=prefix*``) that the index has."""
+    name, _sep, want = spec.partition("=")
+    have = sorted(index.get(name, {}), key=_SortKey)
+    if not have:
+        raise RepoError(
+            f"{var}: the repository {url} has no package {name} (it has {len(index)} packages); is "
+            "the base URL a mirror of NVIDIA's repository for this OS?"
+        )
+    if not want:
+        return name, _newest(have)
+    prefix = want[:-1] if want.endswith("*") else None
+    matches = [v for v in have if v == want or (prefix and v.startswith((prefix + ".", prefix + "-")))]
+    if not matches:
+        raise RepoError(
+            f"{var}: the repository {url} has {name} {', '.join(have)}, not {want.rstrip('*')}; "
+            "choose one of those versions"
+        )
+    return name, _newest(matches)
+
+
+def resolve_set(index, specs, url, var):
+    """Every package of the set: the requested packages at their versions and, within this repository, their
+    dependencies at the lowest version every constraint in the set allows (NVIDIA's metapackages depend on
+    their release's component versions with >=). Packages the repository does not have (zlib1g, the
+    distribution's) are not part of the set. Returns [(name, version)] sorted by name."""
+    chosen = dict(top_version(index, spec, url, var) for spec in specs)
+    constraints = {name: [("=", version)] for name, version in chosen.items()}
+    changed = True
+    while changed:
+        changed = False
+        for name, version in sorted(chosen.items()):
+            for alternatives in parse_depends(index[name][version].get("Depends", "")):
+                dep = next((a for a in alternatives if a[0] in index), None)
+                if dep is None:
+                    continue
+                rules = constraints.setdefault(dep[0], [])
+                if dep[1] and (dep[1], dep[2]) not in rules:
+                    rules.append((dep[1], dep[2]))
+                fits = _satisfying(index[dep[0]], rules)
+                if not fits:
+                    wanted = ", ".join(f"{r} {v}" for r, v in rules)
+                    have = ", ".join(sorted(index[dep[0]], key=_SortKey))
+                    raise RepoError(
+                        f"{var}: the repository {url} has no {dep[0]} that satisfies {wanted} (it has {have})"
+                    )
+                if chosen.get(dep[0]) != fits[0]:
+                    chosen[dep[0]] = fits[0]
+                    changed = True
+    return sorted(chosen.items())
+
+
+_CUDNN_MAJOR = re.compile(r"-cuda-([0-9]+)$")
+_CUDA_XY = re.compile(r"-([0-9]+)-([0-9]+)(?:-config-common)?$")
+_CUDA_MAJOR = re.compile(r"^cuda-toolkit-([0-9]+)-config-common$")
+
+
+def check_one_major(members, what, wanted, var, url):
+    """The resolved set must not mix CUDA majors (or, for toolkits, X.Y releases): every package whose name
+    carries a CUDA version carries a planned one. ``wanted``: the cuDNN build's CUDA major (cudnn) or the
+    toolkits' X.Y list (cuda_toolkit). A repository whose metapackage pulls another major's packages (a
+    mis-built mirror, a hand-made set) is refused before anything is pinned or installed."""
+    if what == "cudnn":
+        ok_major, ok_xy = {str(wanted)}, set()
+    else:
+        ok_xy = {tuple(str(v).split(".")[:2]) for v in wanted}
+        ok_major = {xy[0] for xy in ok_xy}
+    strays = []
+    for name, version in members:
+        cudnn, xy, major = _CUDNN_MAJOR.search(name), _CUDA_XY.search(name), _CUDA_MAJOR.match(name)
+        if what == "cudnn":
+            stray = bool(cudnn) and cudnn.group(1) not in ok_major
+        elif major:
+            stray = major.group(1) not in ok_major
+        else:
+            stray = bool(xy) and xy.groups() not in ok_xy
+        if stray:
+            strays.append(f"{name}={version}")
+    if strays:
+        allowed = f"CUDA {wanted}" if what == "cudnn" else "CUDA " + ", ".join(str(v) for v in wanted)
+        raise RepoError(
+            f"{var}: the package set resolved from {url} mixes CUDA majors or releases: {', '.join(strays)} "
+            f"(the plan is for {allowed} only); nothing was pinned or installed. Fix the repository's "
+            "dependencies or choose the version whose packages match"
+        )
+
+
+def pin_file(what, packages):
+    """apt preferences that make each package's planned version its candidate (the whole set, not only
+    the top-level package): apt-get upgrade / dist-upgrade and installs of other packages keep them."""
+    stanzas = [
+        f"Explanation: Managed by gpufleet ({what}): {name} stays at {version}\n"
+        f"Package: {name}\nPin: version {version}\nPin-Priority: {PIN_PRIORITY}\n"
+        for name, version in packages
+    ]
+    return {"path": PIN_FILES[what], "content": "\n".join(stanzas)}
+
+
+def parse_pin_file(text):
+    """[(name, version)] of a pin file gpufleet wrote (its record of the set it installed last); [] for a file
+    without gpufleet's header (someone else's is never read as gpufleet's record)."""
+    if not text or "Managed by gpufleet" not in text.split("\n", 1)[0]:
+        return []
+    found = re.findall(r"^Package: (\S+)\nPin: version (\S+)$", text, re.M)
+    return list(found)
+
+
+_CUDNN_FAMILY = re.compile(r"^libcudnn([0-9]+)(?:-dev|-headers)?-cuda-([0-9]+)$")
+
+
+def leftovers(previous, members, installed, what, remove):
+    """What gpufleet pinned (and installed) before and the new set no longer has, still installed:
+    ``replaced`` (cuDNN packages of another CUDA major: NVIDIA's packages conflict, apt replaces them with the
+    new set), else ``remove`` when asked (<role>_remove_unlisted), else ``kept`` (still pinned, as they were:
+    nothing is upgraded or removed behind the user's back)."""
+    names = {name for name, _version in members}
+    family_of = [m.groups() for m in map(_CUDNN_FAMILY.match, names) if m]
+    majors, cuda_majors = {f[0] for f in family_of}, {f[1] for f in family_of}
+    out = {"replaced": [], "remove": [], "kept": []}
+    for name, _pinned in previous:
+        if name in names or name not in installed:
+            continue
+        family = _CUDNN_FAMILY.match(name)
+        if what == "cudnn" and family and family.group(1) in majors and family.group(2) not in cuda_majors:
+            out["replaced"].append(name)
+        elif remove:
+            out["remove"].append(name)
+        else:
+            out["kept"].append((name, installed[name]))
+    return out
+
+
+def pinned_packages(what, members, previous, installed, remove_unlisted):
+    """The resolved set ``members`` ([(name, version)], resolve_set) against the installed state
+    (``installed``: {name: {version, held}}) and the set gpufleet pinned before (``previous``,
+    parse_pin_file).
+
+    Returns (packages, pins). ``packages``: specs (name=version of the whole set), names, installed, missing
+    (not installed at the set's version), unhold (held packages the move changes, replaces or removes), hold
+    (cuDNN: the set and what stays pinned; toolkits: none), and from leftovers() replaced, remove and kept
+    (names). ``pins``: [(name, version)] for the pin file - the set and what stays pinned."""
+    installed = installed or {}
+    versions = {name: state["version"] for name, state in installed.items()}
+    rest = leftovers(previous, members, versions, what, remove_unlisted)
+    kept = [name for name, _version in rest["kept"]]
+    names = [name for name, _version in members]
+    state = {name: installed[name] for name in names if name in installed}
+    moved = [n for n, v in members if state.get(n, {}).get("held") and state[n]["version"] != v]
+    packages = {
+        "specs": [f"{name}={version}" for name, version in members],
+        "names": names,
+        "installed": {name: s["version"] for name, s in state.items()},
+        "missing": [f"{n}={v}" for n, v in members if state.get(n, {}).get("version") != v],
+        "unhold": moved + [n for n in rest["replaced"] + rest["remove"] if installed[n]["held"]],
+        "hold": names + kept if what == "cudnn" else [],
+        "replaced": rest["replaced"],
+        "remove": rest["remove"],
+        "kept": kept,
+    }
+    return packages, members + rest["kept"]
+
+
+# apt-get update: what its output says about the repository (signature, index hashes, reachability)
+APT_REFUSALS = (
+    (re.compile(r"BADSIG|signatures were invalid|has been manipulated|signature verification failed", re.I),
+     "its Release signature does not verify with the key pinned by {var}"),
+    (re.compile(r"NO_PUBKEY|Missing key|key is not certified", re.I),
+     "its Release is signed by another key than the one {var} pins"),
+    (re.compile(r"Hash Sum mismatch|unexpected size|Hashes of expected file", re.I),
+     "an index file does not match the hashes in its signed Release"),
+    (re.compile(r"is not signed|no longer signed|NOSPLIT|Clearsigned file isn't valid", re.I),
+     "it has no valid signature"),
+    (re.compile(r"Could not connect|Failed to fetch|Temporary failure resolving|404\s+Not Found", re.I),
+     "apt could not fetch it"),
+)  # fmt: skip
+
+
+def apt_update_refusal(output, rc, url, var):
+    """None when apt-get update accepted the repository, else the one-line reason (names the variable)."""
+    lines = [line.strip() for line in (output or "").splitlines()]
+    errors = [
+        line for line in lines if line.startswith(("E:", "W:", "Err:")) and "Some index files" not in line
+    ]
+    if rc == 0 and not errors:
+        return None
+    why = next(
+        (words for rx, words in APT_REFUSALS if rx.search(output or "")), f"apt-get update failed (rc={rc})"
+    )
+    first = next(
+        (line for tag in ("E:", "W:", "Err:") for line in errors if line.startswith(tag)), f"rc={rc}"
+    )
+    return (
+        f"apt refused the repository {url}: {why.format(var=var)} (apt: {' '.join(first.split())[:300]}); "
+        "nothing was installed or changed: the packages installed before are as they were"
+    )
