@@ -17,9 +17,12 @@ description:
   - Optionally points a symlink O(link) at O(dest) atomically and prunes older trees beyond O(keep).
   - O(state=downloaded) only fetches and verifies the archives into O(download_dir), laid out like the
     mirror, so that the directory can serve as O(base_url) for other hosts (controller cache).
-  - O(state=planned) only reads the manifest and reports the artifacts and whether O(dest) already holds them.
-  - The roles call it with what C(gpufleet.nvidia.nvidia_cuda_plan) / C(gpufleet.nvidia.nvidia_cudnn_plan)
-    decided (release, components, platform, dest, link, prune pattern), after those validated the variables.
+  - O(state=planned) only reads the manifest and reports the artifacts and whether O(dest) already holds them
+    (what the target observes; nothing is written).
+  - The roles call it with what C(gpufleet.nvidia.nvidia_plan) decided on the controller (the manifest
+    release a CUDA X.Y or a cuDNN version resolves to, the components, platform, dest, link, prune pattern),
+    after it validated the variables. This module resolves no release; it reads the manifest of the one it is
+    given and selects the artifacts (C(plugins/module_utils/install/manifest.py)).
 options:
   state:
     description:
@@ -34,14 +37,13 @@ options:
     required: true
   release:
     description:
-      - The release. CUDA C(X.Y.Z) (C(redistrib_X.Y.Z.json)) or C(X.Y) (newest known update, see O(releases)).
-      - cuDNN C(X.Y.Z) or the full C(X.Y.Z.B) (then every component must have that version).
+      - The manifest release C(X.Y.Z) (C(redistrib_X.Y.Z.json)), as the plan resolved it -
+        C(toolkits[].release) of the cuda_toolkit plan (a CUDA C(X.Y) becomes its newest known update, or what
+        C(cuda_toolkit_redist_releases) says), C(variants[].release) of the cudnn plan (C(X.Y.Z) of the cuDNN
+        version).
+      - Anything but C(X.Y.Z) is refused (it is part of the manifest's URL).
     type: str
     required: true
-  releases:
-    description: CUDA C(X.Y) -> C(X.Y.Z) overrides of the built-in table of redist releases.
-    type: dict
-    default: {}
   label:
     description: The variable name to put in front of error messages (e.g. C(cudnn_version)).
     type: str
@@ -54,11 +56,11 @@ options:
     default: https://developer.download.nvidia.com/compute
   components:
     description:
-      - Manifest component names to install (merged into one tree).
-      - Empty - C(cudnn) for cuDNN; for CUDA nvcc with headers and runtime (TOOLKIT_COMPONENTS per major).
+      - Manifest component names to install (merged into one tree), as the plan chose them -
+        C(toolkits[].components) of the cuda_toolkit plan, C(variants[].components) of the cudnn plan.
     type: list
     elements: str
-    default: []
+    required: true
   optional_components:
     description: Components of O(components) that may be absent from the manifest.
     type: list
@@ -68,7 +70,9 @@ options:
     description: CUDA major for components built per CUDA major (cuDNN), e.g. C(13).
     type: str
   version:
-    description: When set, the version every selected component must have (e.g. cuDNN C(9.14.0.64)).
+    description:
+      - When set, the version every selected component must have (e.g. cuDNN C(9.14.0.64), the cudnn plan's
+        C(variants[].component_version) for a version given in full). Empty - any.
     type: str
   platform:
     description:
@@ -149,10 +153,22 @@ EXAMPLES = r"""
     dest: /usr/local/cuda-13.0
     lib64_link: true
 
+- name: The toolkits the cuda_toolkit plan installs (release and components resolved on the controller)
+  gpufleet.nvidia.nvidia_redist:
+    product: cuda
+    release: "{{ item.release }}"
+    components: "{{ item.components }}"
+    platform: "{{ __cuda_toolkit_plan.plan.redist.platform }}"
+    base_url: "{{ __cuda_toolkit_plan.plan.redist.base_url }}"
+    dest: "{{ item.dest }}"
+    lib64_link: true
+  loop: "{{ __cuda_toolkit_plan.plan.install }}"
+
 - name: cuDNN 9.14 for CUDA 13 from a site mirror, switch the current link, keep two old trees
   gpufleet.nvidia.nvidia_redist:
     product: cudnn
     release: "9.14.0"
+    version: "9.14.0.64"
     base_url: http://mirror.example.org/nvidia
     components: [cudnn]
     cuda_variant: "13"
@@ -243,44 +259,40 @@ import os
 import shutil
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import redist
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import manifest, redist
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import redist as plan_redist
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import stack
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpufleet import HOST_CACHE
 
-ERRORS = (redist.RedistError, plan_redist.RedistPlanError)
+ERRORS = (redist.RedistError, manifest.ManifestError)
 
 
 def _request(p):
     """(platform, label, release, version, components) from the parameters; raises on bad input."""
     platform = p["platform"] or kb_hosts.redist_platform(os.uname().machine)
     if not platform:
-        raise plan_redist.RedistPlanError(
+        raise manifest.ManifestError(
             f"platform: no redist platform for machine {os.uname().machine}; set platform"
         )
     label = p["label"] or "release"
-    if p["product"] == "cuda":
-        release, version = plan_redist.cuda_release(p["release"], p["releases"], var=label), p["version"]
-    else:
-        release, full = plan_redist.cudnn_release(p["release"], var=label)
-        version = p["version"] or full
-    names = p["components"] or plan_redist.default_components(p["product"], release, var=label)
-    return platform, label, release, version, names
+    release = manifest.check_release(p["release"], label)
+    if not p["components"]:
+        raise manifest.ManifestError("components: empty; name the manifest components to install")
+    return platform, label, release, p["version"] or None, list(p["components"])
 
 
 def _manifest_artifacts(p):
     """Read the manifest and select the artifacts: (result without any change yet, the raw manifest)."""
     platform, label, release, version, names = _request(p)
     base, product = p["base_url"], p["product"]
-    murl = plan_redist.manifest_url(base, product, release)
+    murl = manifest.manifest_url(base, product, release)
     result = {"changed": False, "manifest_url": murl, "pruned": [], "downloaded": [], "artifacts": []}
     try:
         raw = redist.fetch_bytes(murl, timeout=p["timeout"], tls=_tls(p))
     except redist.RedistError as exc:
         raise redist.RedistError(f"{label}: {p['release']}: no redist manifest for it ({exc})") from None
-    manifest = plan_redist.parse_manifest(raw, murl)
-    arts = plan_redist.select_artifacts(
-        manifest,
+    doc = manifest.parse_manifest(raw, murl)
+    arts = manifest.select_artifacts(
+        doc,
         names,
         platform=platform,
         cuda_variant=p["cuda_variant"],
@@ -288,15 +300,15 @@ def _manifest_artifacts(p):
         source=murl,
         var=label if p["label"] else None,
     )
-    plan_redist.check_versions(arts, version, label, murl)
+    manifest.check_versions(arts, version, label, murl)
     for art in arts:
-        art["url"] = plan_redist.artifact_url(base, product, art["relative_path"])
+        art["url"] = manifest.artifact_url(base, product, art["relative_path"])
     result.update(
         release=release,
-        release_label=str(manifest.get("release_label") or release),
+        release_label=str(doc.get("release_label") or release),
         artifacts=arts,
-        manifest_file=plan_redist.manifest_file(product, release),
-        archive_files=[plan_redist.archive_file(product, a["relative_path"]) for a in arts],
+        manifest_file=manifest.manifest_file(product, release),
+        archive_files=[manifest.archive_file(product, a["relative_path"]) for a in arts],
     )
     result["files"] = [result["manifest_file"], *result["archive_files"]]
     return result, raw
@@ -308,7 +320,7 @@ def _tls(p):
 
 
 def _local(p, art):
-    return os.path.join(p["download_dir"], plan_redist.archive_file(p["product"], art["relative_path"]))
+    return os.path.join(p["download_dir"], manifest.archive_file(p["product"], art["relative_path"]))
 
 
 def downloaded(module, result, raw):
@@ -460,21 +472,20 @@ ARGUMENT_SPEC = {
     "state": {"type": "str", "choices": ["present", "downloaded", "planned"], "default": "present"},
     "product": {"type": "str", "choices": ["cuda", "cudnn"], "required": True},
     "release": {"type": "str", "required": True},
-    "releases": {"type": "dict", "default": {}},
     "label": {"type": "str", "default": ""},
-    "base_url": {"type": "str", "default": plan_redist.NVIDIA_BASE_URL},
-    "components": {"type": "list", "elements": "str", "default": []},
+    "base_url": {"type": "str", "default": manifest.NVIDIA_BASE_URL},
+    "components": {"type": "list", "elements": "str", "required": True},
     "optional_components": {"type": "list", "elements": "str", "default": []},
     "cuda_variant": {"type": "str"},
     "version": {"type": "str"},
-    "platform": {"type": "str", "choices": list(plan_redist.PLATFORMS)},
+    "platform": {"type": "str", "choices": list(manifest.PLATFORMS)},
     "dest": {"type": "path"},
     "link": {"type": "path"},
     "keep": {"type": "int"},
     "prune_pattern": {"type": "str"},
     "lib64_link": {"type": "bool", "default": False},
     "replace_foreign": {"type": "bool", "default": False},
-    "download_dir": {"type": "path", "default": stack.HOST_CACHE},
+    "download_dir": {"type": "path", "default": HOST_CACHE},
     "keep_downloads": {"type": "bool", "default": False},
     "timeout": {"type": "int", "default": 60},
     "validate_certs": {"type": "bool", "default": True},

@@ -5,8 +5,9 @@
 Stdlib, ``ansible.module_utils.urls`` (proxies from the environment, CA bundles, validate_certs as in
 every Ansible module) and kb/gpufleet.py (the marker and backup tag), Python >= 3.9; runs on targets
 inside the ``nvidia_redist`` module.
-What to fetch (manifests, release tables, artifact selection) is decided in ``plan/redist.py``; this file
-executes: every byte is checked against the manifest's sha256, every install is a rename of a complete tree.
+Which release and components is decided on the controller (``plan/redist.py``, the plans); the artifacts of
+that release are read from its manifest by ``install/manifest.py``; this file executes: every byte is checked
+against the manifest's sha256, every install is a rename of a complete tree.
 """
 
 from __future__ import annotations

@@ -11,13 +11,12 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpufleet import BACKUP_TAG
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpufleet import BACKUP_TAG, HOST_CACHE
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import owners as plan_owners
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import redist as plan_redist
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import (
-    HOST_CACHE,
     PlanError,
     compat_inputs,
     run_checks,

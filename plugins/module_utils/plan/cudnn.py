@@ -15,6 +15,7 @@ import re
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cudnn as kb_cudnn
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda as plan_cuda
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import owners as plan_owners
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import redist as plan_redist
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import (
@@ -96,12 +97,25 @@ def validate(req, os_info):
         raise PlanError(bad("cudnn_keep_versions", req["keep_versions"], ">= 0"))
     for build in builds:
         build["source"] = tree_source(build, req["source"])
+        build.update(redist_of(build))
     if req["source"] == "distro":
         try:
             repo_plan.distro_cudnn_plan(os_info.get("distribution", "?"), os_info.get("version", ""))
         except repo_plan.RepoPlanError as exc:
             raise PlanError(str(exc)) from None
     return builds
+
+
+def redist_of(build):
+    """What nvidia_redist reads for a build: the manifest release (X.Y.Z of its version), the components
+    (cuDNN's one) and, for a version given in full (X.Y.Z.B), the version the component must have ("" when
+    any build of the release will do)."""
+    try:
+        release, full = plan_redist.cudnn_release(build["version"], var=build["label"])
+        components = plan_redist.default_components("cudnn", release, var=build["label"])
+    except plan_redist.RedistPlanError as exc:
+        raise PlanError(str(exc)) from None
+    return {"release": release, "components": components, "component_version": full or ""}
 
 
 def tree_source(build, source):

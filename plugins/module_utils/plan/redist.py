@@ -1,36 +1,23 @@
 # Copyright: gpufleet contributors
 # Apache-2.0
-"""NVIDIA redist manifests: release tables, manifest parsing and artifact selection (pure, no I/O).
+"""NVIDIA redist releases and components: what a toolkit or cuDNN build takes (pure, no I/O).
 
-Stdlib only, Python >= 3.9. Fetching, verifying and unpacking live in ``install/redist.py``.
+Stdlib only, Python >= 3.9; decisions made on the controller (plan/cuda.py, plan/cudnn.py): a CUDA X.Y
+becomes the manifest release X.Y.Z it is published under (CUDA_REDIST_RELEASES, overridden by
+cuda_toolkit_redist_releases), a cuDNN X.Y.Z[.B] its release X.Y.Z and, when given in full, the exact
+component version; the default components of a toolkit per CUDA major. The plans carry the resolved release
+and components; the ``nvidia_redist`` module reads the manifest and selects the artifacts on the target
+(``install/manifest.py``) and fetches, verifies and unpacks them (``install/redist.py``).
 
-NVIDIA publishes each product release as ``<base>/<product>/redist/redistrib_<release>.json`` whose
-top-level keys are ``release_date``/``release_label``/``release_product`` and one object per component::
-
-    "cuda_nvcc": {"name": ..., "version": "13.0.88",
-                  "linux-x86_64": {"relative_path": "cuda_nvcc/linux-x86_64/...-archive.tar.xz",
-                                   "sha256": ..., "md5": ..., "size": "<bytes>"}}
-    "cudnn": {"version": "9.14.0.64", "cuda_variant": ["12", "13"],
-              "linux-x86_64": {"cuda12": {relative_path, sha256, md5, size}, "cuda13": {...}}}
-
-``relative_path`` is relative to the redist directory (the manifest's own directory).
-Source: https://developer.download.nvidia.com/compute/cudnn/redist/redistrib_9.27.0.json and
-https://developer.download.nvidia.com/compute/cuda/redist/redistrib_13.4.2.json (schema read 2026-11-30).
-
-The same layout serves NVIDIA's servers, a site mirror and a local directory (controller cache copied to
-hosts): ``base_url`` is the part before ``<product>/redist/``.
+NVIDIA publishes each product release as ``<base>/<product>/redist/redistrib_<release>.json``
+(https://developer.download.nvidia.com/compute/cuda/redist/, .../cudnn/redist/; read 2026-11-30).
 """
 
 from __future__ import annotations
 
-import json
 import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
-
-NVIDIA_BASE_URL = "https://developer.download.nvidia.com/compute"
-PLATFORMS = ("linux-x86_64", "linux-sbsa", "linux-aarch64")
-PRODUCTS = ("cuda", "cudnn")
 
 # Newest redist release per CUDA minor, so that "13.0" in an inventory finds its manifest.
 # Source: https://developer.download.nvidia.com/compute/cuda/redist/ listing (redistrib_<X.Y.Z>.json files),
@@ -52,46 +39,9 @@ TOOLKIT_COMPONENTS = {
     13: ["cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cudart", "cuda_cccl", "cuda_nvrtc"],
 }
 
-_SHA256_RE = re.compile(r"^[0-9a-f]{64}\Z")
-_REL_RE = re.compile(r"^[A-Za-z0-9._+-]+(?:/[A-Za-z0-9._+-]+)*\Z")
-
 
 class RedistPlanError(ValueError):
     """A clear, one-line reason why a redist plan cannot be made (names the variable where known)."""
-
-
-# ---------------------------------------------------------------------------------------------------
-# URLs and file names
-# ---------------------------------------------------------------------------------------------------
-def redist_dir_url(base_url, product):
-    """``<base>/<product>/redist`` (base like https://developer.download.nvidia.com/compute)."""
-    if product not in PRODUCTS:
-        raise RedistPlanError("product {!r} is not one of {}".format(product, ", ".join(PRODUCTS)))
-    if not base_url:
-        raise RedistPlanError(f"the redist base URL is empty; NVIDIA's is {NVIDIA_BASE_URL}")
-    return "{}/{}/redist".format(base_url.rstrip("/"), product)
-
-
-def manifest_url(base_url, product, release):
-    return f"{redist_dir_url(base_url, product)}/redistrib_{release}.json"
-
-
-def manifest_file(product, release):
-    """The manifest's path relative to a mirror root (or a download directory)."""
-    return f"{product}/redist/redistrib_{release}.json"
-
-
-def archive_file(product, relative_path):
-    """An archive's path relative to a mirror root (or a download directory)."""
-    return f"{product}/redist/{relative_path}"
-
-
-def artifact_url(base_url, product, relative_path):
-    if not _REL_RE.match(relative_path or "") or ".." in relative_path.split("/"):
-        raise RedistPlanError(
-            f"refusing manifest relative_path {relative_path!r} (not a plain relative path)"
-        )
-    return f"{redist_dir_url(base_url, product)}/{relative_path}"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -145,118 +95,3 @@ def default_components(product, release, var="release"):
 def vkey(text):
     """A sort key for dotted versions ("9.14.0.64", "13.0")."""
     return tuple(int(part) if part.isdigit() else 0 for part in re.split(r"[.-]", str(text)))
-
-
-# ---------------------------------------------------------------------------------------------------
-# manifests
-# ---------------------------------------------------------------------------------------------------
-def parse_manifest(data, source="manifest"):
-    """Validate a manifest (bytes, str or dict) and return it as a dict."""
-    if isinstance(data, (bytes, bytearray)):
-        data = data.decode("utf-8", "replace")
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except ValueError as exc:
-            raise RedistPlanError(f"{source} is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise RedistPlanError(f"{source} is not a redist manifest (a JSON object expected)")
-    if not components(data):
-        raise RedistPlanError(f"{source} lists no components (is it a redistrib_<version>.json?)")
-    return data
-
-
-def components(manifest):
-    return sorted(k for k, v in manifest.items() if isinstance(v, dict) and "version" in v)
-
-
-def _artifact_entry(entry, where):
-    if not isinstance(entry, dict):
-        raise RedistPlanError(f"{where}: malformed entry")
-    rel = entry.get("relative_path")
-    sha = str(entry.get("sha256", "")).lower()
-    if not rel or not _SHA256_RE.match(sha):
-        raise RedistPlanError(f"{where}: missing relative_path or sha256 in the manifest")
-    try:
-        size = int(entry.get("size", 0) or 0)
-    except (TypeError, ValueError):
-        size = 0
-    return {"relative_path": rel, "sha256": sha, "size": size}
-
-
-def _variant_entry(name, comp, plat, *, platform, cuda_variant, prefix):
-    keys = sorted(k for k in plat if k.startswith("cuda"))
-    if cuda_variant is None:
-        raise RedistPlanError(
-            "{} {} comes per CUDA major ({}): a CUDA major is needed".format(
-                name, comp["version"], ", ".join(keys)
-            )
-        )
-    key = f"cuda{cuda_variant}"
-    if key not in plat:
-        variants = [str(v) for v in comp.get("cuda_variant") or []]
-        raise RedistPlanError(
-            "{}{} {} has no build for CUDA {} on {}; it is built for CUDA {}".format(
-                prefix,
-                name,
-                comp["version"],
-                cuda_variant,
-                platform,
-                ", ".join(variants or [k[4:] for k in keys]),
-            )
-        )
-    return _artifact_entry(plat[key], "{} {} {} {}".format(name, comp["version"], platform, key))
-
-
-def _select_one(manifest, name, *, platform, cuda_variant, source, prefix):
-    comp = manifest.get(name)
-    if not isinstance(comp, dict) or "version" not in comp:
-        raise RedistPlanError(
-            "{}{} (release {}) has no component {!r}; it has: {}".format(
-                prefix, source, manifest.get("release_label") or "?", name, ", ".join(components(manifest))
-            )
-        )
-    plat = comp.get(platform)
-    if not isinstance(plat, dict):
-        plats = sorted(k for k, v in comp.items() if isinstance(v, dict) and k not in ("source",))
-        raise RedistPlanError(
-            "{} {} has no {} build; it has: {}".format(name, comp["version"], platform, ", ".join(plats))
-        )
-    if "relative_path" in plat:
-        entry = _artifact_entry(plat, "{} {} {}".format(name, comp["version"], platform))
-    else:
-        entry = _variant_entry(name, comp, plat, platform=platform, cuda_variant=cuda_variant, prefix=prefix)
-    entry["component"] = name
-    entry["version"] = str(comp["version"])
-    return entry
-
-
-def select_artifacts(
-    manifest, names, *, platform="linux-x86_64", cuda_variant=None, optional=(), source="manifest", var=None
-):
-    """The artifacts for ``names`` on ``platform`` (and ``cudaN`` variant where the component has one).
-
-    Returns a list of dicts: component, version, relative_path, sha256, size. Raises RedistPlanError naming
-    what is missing and what the manifest offers. Names in ``optional`` are skipped when absent.
-    """
-    if platform not in PLATFORMS:
-        raise RedistPlanError("platform {!r} is not one of {}".format(platform, ", ".join(PLATFORMS)))
-    prefix = (var + ": ") if var else ""
-    present = set(components(manifest))
-    return [
-        _select_one(
-            manifest, name, platform=platform, cuda_variant=cuda_variant, source=source, prefix=prefix
-        )
-        for name in names
-        if name in present or name not in optional
-    ]
-
-
-def check_versions(artifacts, version, label, source):
-    """Raise unless every artifact has ``version`` (a full cuDNN version such as 9.14.0.64), when given."""
-    for art in artifacts:
-        if version and art["version"] != version:
-            raise RedistPlanError(
-                f"{label}: {art['component']} in {source} is version {art['version']}, "
-                f"not the requested {version}"
-            )

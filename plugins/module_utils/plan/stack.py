@@ -15,8 +15,6 @@ import re
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpus import GpuSpecError, resolve_gpu
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat
 
-# Where redist archives are downloaded on a host (and where a controller cache is copied to).
-HOST_CACHE = "/var/cache/gpufleet/redist"
 UNKNOWN = "unknown"
 # compat.check's parameter -> the variable a user sets (messages name the user's variable)
 USER_NAMES = {

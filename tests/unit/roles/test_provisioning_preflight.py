@@ -110,15 +110,16 @@ def test_cudnn_skip_is_reported(tmp_path):
         ),
         ({"cuda_toolkit_versions": ["13.0"], "cuda_toolkit_default": "12.9"}, "cuda_toolkit_default=12.9"),
         (
-            # 12.9: a CUDA that no machine of ours carries in /usr/local already (a 13.0 tree gpufleet did not
-            # install would rightly be refused first, by cuda_toolkit_existing); adopt leaves a
-            # /usr/local/cuda link made outside update-alternatives (this machine's) alone
+            # 12.9 (the plan resolves it to its redist release 12.9.1, which the module reads): a CUDA that
+            # no machine of ours carries in /usr/local already (a 13.0 tree gpufleet did not install would
+            # rightly be refused first, by cuda_toolkit_existing); adopt leaves a /usr/local/cuda link made
+            # outside update-alternatives (this machine's) alone
             {
                 "cuda_toolkit_versions": ["12.9"],
                 "cuda_toolkit_redist_base_url": "file:///nonexistent",
                 "cuda_toolkit_existing": "adopt",
             },
-            "cuda_toolkit_versions: 12.9: no redist manifest for it (cannot read file:///nonexistent/cuda/redist/",
+            "cuda_toolkit_versions: 12.9.1: no redist manifest for it (cannot read file:///nonexistent/cuda/redist/",
         ),
         (
             {"cuda_toolkit_versions": ["11.2"], "cuda_toolkit_skip_compat_check": True},

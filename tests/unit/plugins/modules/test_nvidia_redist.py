@@ -25,7 +25,6 @@ ROOT = Path(__file__).resolve().parents[4]
 DEFAULTS = {
     "state": "present",
     "base_url": None,
-    "releases": {},
     "label": "",
     "optional_components": [],
     "cuda_variant": None,
@@ -270,6 +269,18 @@ def test_version_mismatch_and_missing_variant_are_clear(mirror, tmp_path):
     with pytest.raises(redist.RedistError, match="HTTP 404"):
         install(mirror, tmp_path, "9.99.0", "9.99.0.1")
     assert not (tmp_path / "opt").exists()
+
+
+@pytest.mark.parametrize(("release", "components"), [("13.0", ["cuda_nvcc"]), ("13.0.2", [])])
+def test_the_release_and_components_come_resolved_from_the_plan(mirror, tmp_path, release, components):
+    """X.Y -> X.Y.Z and the default components are the controller's (plan/redist.py, plan/cuda.toolkits):
+    the module refuses before it fetches anything."""
+    params = {"product": "cuda", "release": release, "base_url": mirror.url, "components": components}
+    with pytest.raises(
+        nvidia_redist.ERRORS, match="release: '13.0' is not a redist manifest release|components"
+    ):
+        nvidia_redist.run(FakeModule(params))
+    assert mirror.requests == []
 
 
 def test_cuda_components_merge_into_one_tree(mirror, tmp_path):

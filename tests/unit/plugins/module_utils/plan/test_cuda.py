@@ -1,6 +1,7 @@
 """plan/cuda.py: the one default-CUDA decision, the variables' validation and the toolkit plan."""
 
 import pytest
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpufleet as kb_gpufleet
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda, stack
 
 H200 = {"device_id": "0x2335", "subsystem_vendor_id": "0x10de", "subsystem_device_id": "0x18bf"}
@@ -97,7 +98,7 @@ def test_plan_paths_alternatives_files_and_redist():
 
 def test_controller_cache_makes_the_host_read_its_copy():
     plan = cuda.plan(request(controller_cache=True), facts={})
-    assert plan["redist"]["base_url"] == stack.HOST_CACHE == "/var/cache/gpufleet/redist"
+    assert plan["redist"]["base_url"] == kb_gpufleet.HOST_CACHE == "/var/cache/gpufleet/redist"
     assert plan["redist"]["controller_base_url"] == "https://developer.download.nvidia.com/compute"
 
 

@@ -109,6 +109,23 @@ def test_trees_links_prune_patterns_ld_conf_and_verify():
     assert plan["redist"]["platform"] == "linux-x86_64"
 
 
+def test_each_build_carries_its_redist_release_and_components():
+    """What nvidia_redist reads for a build is decided here (the module resolves no release)."""
+    plan = cudnn.plan(
+        request(
+            version="9.14.0.64", cuda_major="13", extra_variants=[{"version": "9.12.0", "cuda_major": 12}]
+        ),
+        facts={},
+    )
+    main, extra = plan["variants"]
+    assert (main["release"], main["components"], main["component_version"]) == (
+        "9.14.0",
+        ["cudnn"],
+        "9.14.0.64",
+    )
+    assert (extra["release"], extra["components"], extra["component_version"]) == ("9.12.0", ["cudnn"], "")
+
+
 def test_with_packages_a_further_build_is_a_redist_tree_beside_them():
     # NVIDIA's libcudnn9-cuda-12 and -cuda-13 conflict: the CUDA 12 build cannot be a second package set
     plan = cudnn.plan(
