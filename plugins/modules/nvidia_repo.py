@@ -375,9 +375,10 @@ def run(module):
 
 REPO_OPTIONS = {
     "url": {"type": "str", "required": True},
-    "key_url": {"type": "str", "required": True},
-    "key_fingerprint": {"type": "str", "default": "", "no_log": False},  # of a public key: no secret
-    "keyring": {"type": "str", "required": True},
+    # a public key's URL, fingerprint and file: no secret
+    "key_url": {"type": "str", "required": True, "no_log": False},
+    "key_fingerprint": {"type": "str", "default": "", "no_log": False},
+    "keyring": {"type": "str", "required": True, "no_log": False},
     "path": {"type": "str", "required": True},
     "manager": {"type": "str", "required": True, "choices": ["apt", "dnf"]},
     "repo_dir": {"type": "str"},
