@@ -1,6 +1,8 @@
 # Copyright: gpufleet contributors
 # Apache-2.0
-"""What the CUDA toolkit and cuDNN plans share: the error class, the host cache, compat inputs from facts.
+"""What the CUDA toolkit and cuDNN plans share: the error class, compat inputs from facts.
+
+(The host cache they download to is gpufleet's convention, ``kb/gpufleet.HOST_CACHE``.)
 
 Stdlib only, Python >= 3.9, pure. The compatibility decision is ``plan.compat.check`` (the rules
 ``nvidia_compat`` runs); this file turns ``ansible_facts.nvidia`` (and a preflight's overrides, or

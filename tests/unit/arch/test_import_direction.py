@@ -46,11 +46,6 @@ STUBS = {
     "plugins/modules/nvidia_fleet_report.py": MODULE_UTILS + ".report.options",
     "plugins/modules/nvidia_compat.py": MODULE_UTILS + ".action_options",
 }
-# a stub whose action plugin has not landed on this branch yet (it still decides on the target)
-PENDING_STUBS = {
-    "plugins/modules/nvidia_compat.py": "nvidia_compat becomes an action plugin on the compat-action branch; "
-    "until then its module imports plan/compat",
-}
 # layer -> what else it may import besides the standard library (module prefixes: ansible-core and what it
 # requires)
 OUTSIDE = {
@@ -218,18 +213,7 @@ def plugin_files():
     return files
 
 
-def _pending(path):
-    """A stub of PENDING_STUBS is expected to fail (strictly) while its action plugin is not there."""
-    rel = str(path.relative_to(ROOT))
-    action = ROOT / "plugins" / "action" / Path(rel).name
-    if rel in PENDING_STUBS and not action.exists():
-        return pytest.param(path, marks=pytest.mark.xfail(reason=PENDING_STUBS[rel], strict=True))
-    return path
-
-
-@pytest.mark.parametrize(
-    "path", [_pending(p) for p in plugin_files()], ids=lambda p: str(p.relative_to(ROOT))
-)
+@pytest.mark.parametrize("path", plugin_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_imports_follow_the_layers(path):
     rel = str(path.relative_to(ROOT))
     assert violations(path, rel) == []
@@ -238,8 +222,7 @@ def test_imports_follow_the_layers(path):
 def test_the_stubs_are_the_modules_of_action_plugins():
     """Every action plugin documents itself in a stub of STUBS; the stubs are exactly those."""
     actions = {f"plugins/modules/{p.name}" for p in (ROOT / "plugins" / "action").glob("*.py")}
-    pending = {rel for rel in PENDING_STUBS if not (ROOT / "plugins" / "action" / Path(rel).name).exists()}
-    assert actions | pending == set(STUBS)
+    assert actions == set(STUBS)
 
 
 def test_every_layer_has_a_rule():
