@@ -65,9 +65,17 @@ options:
     description: The role rebooted the host in this run (phase V(verify)) - the health check applies.
     type: bool
     default: false
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
   action:
     support: full
+    details: The plan is made on the controller; only M(gpufleet.nvidia.nvidia_facts) runs on the host.
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
   check_mode:
     support: full
     details: Reads only (the facts); the same plan in check mode.
@@ -75,6 +83,8 @@ attributes:
     support: none
   platform:
     platforms: posix
+    details: Without O(facts), M(gpufleet.nvidia.nvidia_facts) probes a Linux host; with O(facts) nothing runs
+      on the host.
 author: gpufleet maintainers (!UNKNOWN)
 seealso:
   - module: gpufleet.nvidia.nvidia_facts
