@@ -20,7 +20,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda a
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cudnn as plan_cudnn
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as plan_driver
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as plan_repo
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import PlanError
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import PlanError, compat_inputs
 
 ROLES = ("nvidia_driver", "cuda_toolkit", "cudnn")
 # The variables of another role a role's plan reads: cudnn follows the default CUDA of the cuda_toolkit role.
@@ -259,15 +259,18 @@ def _driver_validate(variables):
 def _driver_compat(variables, request, facts):
     """plan.compat.check on the driver the plan installs, its messages in the role's words."""
     gave = bool(variables["nvidia_driver_gpus"])
+    # the GPUs and OS as every plan reads them (plan/stack.compat_inputs), with the driver this plan installs
+    inputs = compat_inputs(
+        facts,
+        {
+            "gpus": variables["nvidia_driver_gpus"] or None,
+            "driver_branch": request["branch"],
+            "driver_version": request["version"] or None,
+            "kernel_module": request["kernel_module"],
+        },
+    )
     try:
-        result = plan_compat.check(
-            gpus=plan_driver.compat_gpus(variables["nvidia_driver_gpus"], facts),
-            driver_branch=request["branch"],
-            driver_version=request["version"] or None,
-            kernel_module=request["kernel_module"],
-            cuda_version=variables["nvidia_driver_cuda_version"] or None,
-            os_info=plan_driver.compat_os(facts),
-        )
+        result = plan_compat.check(cuda_version=variables["nvidia_driver_cuda_version"] or None, **inputs)
     except plan_compat.CompatInputError as exc:
         return {"errors": [plan_driver.user_words(exc, gave)], "warnings": [], "recommended": {}}
     return {

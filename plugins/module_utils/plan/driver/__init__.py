@@ -30,8 +30,6 @@ from __future__ import annotations
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver_packages as kb_packages
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.compat_input import (
-    compat_gpus,
-    compat_os,
     user_words,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.existing import (
@@ -73,8 +71,6 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state 
 __all__ = [
     "REQUEST_KEYS",
     "DriverPlanError",
-    "compat_gpus",
-    "compat_os",
     "decide",
     "hold_missing",
     "initramfs_rebuild",

@@ -3,14 +3,13 @@
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as dp
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.compat_input import (
-    compat_gpus,
-    compat_os,
     user_words,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.kernels import (
     hold_missing,
     versionlock_missing,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import compat_inputs
 
 from tests.data.roles import driver_request as req
 
@@ -135,18 +134,20 @@ def test_compat_inputs_from_the_facts():
         {"device_id": "unknown", "compute_capability": "9.0", "name": "x"},
         {"name": "Tesla V100-SXM2-32GB", "pci_subsystem_id": "unknown"},
     ]
-    assert compat_gpus([], {"gpus": gpus}) == [
+    assert compat_inputs({"gpus": gpus})["gpus"] == [
         {"pci_device_id": "0x2335", "pci_subsystem_id": "0x18bf"},
         {"compute_capability": "9.0"},
         {"name": "Tesla V100-SXM2-32GB"},
     ]
-    assert compat_gpus([{"name": "NVIDIA H200"}], {"gpus": gpus}) == [{"name": "NVIDIA H200"}]
+    assert compat_inputs({"gpus": gpus}, {"gpus": [{"name": "NVIDIA H200"}]})["gpus"] == [
+        {"name": "NVIDIA H200"}
+    ]
     rubin = {"pci_device_id": "0x3FFF", "pci_ids_name": "GR150 [Future Rubin]", "name": "unknown"}
-    assert compat_gpus([], {"gpus": [rubin]}) == [
+    assert compat_inputs({"gpus": [rubin]})["gpus"] == [
         {"pci_device_id": "0x3FFF", "pci_ids_name": "GR150 [Future Rubin]"}
     ]
-    assert compat_os(facts()) == {"distribution": "ubuntu", "version": "24.04"}
-    assert compat_os({}) is None
+    assert compat_inputs(facts())["os_info"] == {"distribution": "Ubuntu", "version": "24.04"}
+    assert compat_inputs({})["os_info"] is None
     assert user_words("cuda_version: '12.99' is unknown; set cuda_version <= 12.9") == (
         "nvidia_driver_cuda_version: '12.99' is unknown; set nvidia_driver_cuda_version <= 12.9"
     )
