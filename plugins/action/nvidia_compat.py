@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_common import (
+    FACTS_MODULE,
+    FactsFailed,
+    facts_of,
+)
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_options import NVIDIA_COMPAT
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.compat import CompatInputError, check
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import compat_inputs, numbered
 
-FACTS_MODULE = "gpufleet.nvidia.nvidia_facts"
 GATHER_SUBSET = ["gpu", "driver"]
 # The parameters that say what the host is instead of its facts (compat_inputs' overrides).
 HOST_PARAMETERS = ("gpus", "driver_version", "driver_branch", "kernel_module", "os", "cuda_forward_compat")
@@ -53,17 +57,6 @@ def compat_result(args, facts):
     return result
 
 
-def gathered(found):
-    """``ansible_facts.nvidia`` from nvidia_facts' result; AnsibleActionFail with its msg and stderr."""
-    if found.get("failed") or "nvidia" not in (found.get("ansible_facts") or {}):
-        why = found.get("msg") or "no facts returned"
-        stderr = (found.get("module_stderr") or "").strip()
-        raise AnsibleActionFail(
-            f"nvidia_facts failed on this host: {why}" + (f": {stderr}" if stderr else "")
-        )
-    return found["ansible_facts"]["nvidia"]
-
-
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
 
@@ -77,6 +70,9 @@ class ActionModule(ActionBase):
                 module_args={"gather_subset": list(GATHER_SUBSET)},
                 task_vars=task_vars or {},
             )
-            facts = gathered(found)
+            try:
+                facts = facts_of(found)
+            except FactsFailed as exc:
+                raise AnsibleActionFail(str(exc)) from None
         result.update(compat_result(args, facts))
         return result

@@ -15,6 +15,7 @@ import time
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_common import plain
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.facts import SUBSETS
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.drift import (
     BaselineError,
@@ -48,21 +49,10 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.settings im
 display = Display()
 
 
-def _plain(value):
-    """Ansible's lazy/tagged containers -> plain Python (dict/list/str/int/...)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
-        return value
-    return str(value)
-
-
 def validated_variables(raw):
     """The playbook's gpufleet_audit_* variables, normalized; AnsibleActionFail naming each wrong one."""
     try:
-        return validate_settings(_plain(raw) or {}, SUBSETS)
+        return validate_settings(plain(raw) or {}, SUBSETS)
     except SettingsError as exc:
         raise AnsibleActionFail(str(exc)) from None
 
@@ -91,7 +81,7 @@ def baselines(names, hostvars, baseline_var):
     """{host: its baseline as given}; AnsibleActionFail naming the host and the key of a malformed one."""
     out = {}
     for name in names:
-        raw = _plain(hostvars[name].get(baseline_var))
+        raw = plain(hostvars[name].get(baseline_var))
         try:
             validate_baseline(raw, name=f"{baseline_var} (host {name})")
         except BaselineError as exc:
@@ -175,7 +165,7 @@ class ActionModule(ActionBase):
         part = slice_of(args)
         hostvars = task_vars.get("hostvars", {})
         records = [
-            record_from_result(name, _plain(hostvars[name].get(args["result_var"])), given[name])
+            record_from_result(name, plain(hostvars[name].get(args["result_var"])), given[name])
             for name in names
         ]
         try:
@@ -217,7 +207,7 @@ class ActionModule(ActionBase):
             "paths": paths,
             "summary": summary,
             "drift": drift,
-            "totals": _plain({k: v for k, v in s.items() if k != "distributions"}),
+            "totals": plain({k: v for k, v in s.items() if k != "distributions"}),
             "notes": list(notes),
         }
         problems = failure_problems(args, report, drift)

@@ -15,26 +15,20 @@ import yaml
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_common import (
+    FACTS_MODULE,
+    FactsFailed,
+    facts_of,
+    plain,
+)
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_options import NVIDIA_PLAN
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import roles as plan_roles
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import PlanError, failure_message
 
 # The collection's root: plugins/action/ -> the directory holding roles/.
 COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FACTS_MODULE = "gpufleet.nvidia.nvidia_facts"
 _ROLE_FILES = {}
 LOCALHOST_NAMES = ("localhost", "127.0.0.1", "::1")
-
-
-def _plain(value):
-    """Ansible's lazy/tagged containers -> plain Python (dict/list/str/int/...)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
-        return value
-    return str(value)
 
 
 def role_files(role):
@@ -110,7 +104,7 @@ class ActionModule(ActionBase):
         }
         try:
             decided = plan_roles.driver_phase(
-                args["phase"], variables, _plain(args["planned"]), facts, context
+                args["phase"], variables, plain(args["planned"]), facts, context
             )
         except ValueError as exc:  # PlanError, or the driver plan's own for a policy no plan can serve
             raise AnsibleActionFail(f"nvidia_driver: {exc}") from None
@@ -125,13 +119,13 @@ class ActionModule(ActionBase):
         """The role's variables: the host's where set, else the role's defaults; then those it borrows."""
         defaults, options = role_files(role)
         given = {name: task_vars[name] for name in options if name in task_vars}
-        values = dict(defaults, **_plain(self._templar.template(given)))
+        values = dict(defaults, **plain(self._templar.template(given)))
         out = typed(role, options, values)
         for other, names in plan_roles.BORROWED.get(role, {}).items():
             other_defaults, other_options = role_files(other)
             theirs = {n: task_vars[n] for n in names if n in task_vars}
             values = {n: other_defaults[n] for n in names}
-            values.update(_plain(self._templar.template(theirs)))
+            values.update(plain(self._templar.template(theirs)))
             typed_values = typed(other, {n: other_options[n] for n in names}, values)
             out.update(typed_values)
         return out
@@ -152,19 +146,16 @@ class ActionModule(ActionBase):
 
     def _gather(self, args, wanted, task_vars):
         if args["facts"] is not None:
-            return _plain(args["facts"])
+            return plain(args["facts"])
         module_args = {"gather_subset": wanted["gather_subset"], "root": args["root"]}
         for key in ("owner_paths", "mok_paths"):
             if wanted.get(key):
                 module_args[key] = wanted[key]
         found = self._execute_module(module_name=FACTS_MODULE, module_args=module_args, task_vars=task_vars)
-        if found.get("failed") or "ansible_facts" not in found:
-            why = found.get("msg") or "no facts returned"
-            stderr = (found.get("module_stderr") or "").strip()
-            raise AnsibleActionFail(
-                f"nvidia_facts failed on this host: {why}" + (f": {stderr}" if stderr else "")
-            )
-        return _plain(found["ansible_facts"]["nvidia"])
+        try:
+            return facts_of(found)
+        except FactsFailed as exc:
+            raise AnsibleActionFail(str(exc)) from None
 
     def _outcome(self, roles, plans, compat, errors, fail_on_errors):
         warnings = [w for role in roles for w in (compat.get(role) or {}).get("warnings", [])]

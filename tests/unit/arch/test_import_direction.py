@@ -35,7 +35,8 @@ RULES = {
     "install": {"kb", "install"},
     "versions": {"versions"},
     "action_options": {"action_options"},
-    "action": {"plan", "report", "kb", "versions", "action_options"},
+    "action_common": {"action_common"},
+    "action": {"plan", "report", "kb", "versions", "action_options", "action_common"},
     "filter": {"plan", "report", "kb", "versions"},
     "modules": {"probe", "install", "kb"},
 }
