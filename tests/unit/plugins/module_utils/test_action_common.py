@@ -1,7 +1,11 @@
 """module_utils/action_common.py: what the controller-side actions share."""
 
 import pytest
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_common import FactsFailed, facts_of, plain
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_common import (
+    FactsFailed,
+    facts_of,
+    plain,
+)
 
 
 def test_plain_turns_containers_and_scalars_into_python():
