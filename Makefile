@@ -11,22 +11,28 @@ export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 export ANSIBLE_COLLECTIONS_PATH := $(abspath .collections)
 export PYTHONDONTWRITEBYTECODE := 1
 
-# what `make test` runs, in this order (scripts/test_stages.sh prints each stage's time at the end); bg:NAME
-# runs in the background beside the stages after it: bg:vm boots a Debian 12 VM guest (QEMU) and runs the
-# driver role in it (VM_TEST_SCENARIOS; about 13 min alone under TCG on 2 cores, docs/lab.md). GPUFLEET_VM=0 skips it.
-# bg:matrix-lowest (one core's work: its unit tests, then molecule smoke) runs beside molecule, after the lab.
-TEST_STAGES ?= bg:vm lint sanity importer lab unit integration bg:matrix-lowest molecule
-# molecule scenarios run by `make test`, in this order (scripts/molecule_run.sh prints each one's time):
-# NAME runs all of the scenario's platforms, NAME:PLATFORM only gpufleet-NAME-PLATFORM. default and brownfield
-# run one Debian release each here (half their time); repo (apt 2.6 and apt 3.0 with sqv against the signed
-# repository) and airgap (two hosts, one download) keep both. `make molecule-all` runs every platform.
-MOLECULE_SCENARIOS ?= smoke default:debian12 brownfield:debian13 repo airgap facts driver audit
-# molecule scenarios on lab VM guests (QEMU; SKIPPED where it cannot run or with GPUFLEET_VM=0):
-# `make vm` (in make test) runs VM_TEST_SCENARIOS, `make test-vm` the longer VM_SCENARIOS
+# `make test` is the fast gate CI runs (.ci/run), held to TEST_BUDGET seconds on a 2-core machine from a fresh
+# clone: a stage still running at the budget is cut and the run fails naming it (scripts/test_stages.sh, which
+# ends with each stage's time). bg:NAME runs beside the stages after it; wait:NAME waits for it there. The lab
+# (docker, images, mirror) builds beside lint, sanity and importer; unit needs it (its lab tests).
+TEST_STAGES ?= bg:lab lint sanity importer wait:lab unit integration molecule
+TEST_BUDGET ?= 1800
+# `make test-all`: everything, no budget (hours: every platform, the ansible-core matrix, the VM guests, the GPU)
+TEST_ALL_STAGES ?= lint sanity importer lab unit integration molecule-all matrix test-vm gpu
+# molecule scenarios of `make test`: one per role path (redist, NVIDIA's repository, the driver, the audit) and
+# brownfield (what gpufleet does not own), each on one platform (NAME:PLATFORM), MOLECULE_JOBS at a time
+# (scripts/molecule_run.sh prints each one's time). `make molecule-all` runs MOLECULE_ALL_SCENARIOS on every
+# platform each lists.
+MOLECULE_SCENARIOS ?= repo:debian12 brownfield:debian13 default:debian12 audit driver
+MOLECULE_ALL_SCENARIOS ?= smoke default brownfield repo airgap facts driver audit
+MOLECULE_JOBS ?= 2
+export MOLECULE_JOBS
+# molecule scenarios on lab VM guests (QEMU; SKIPPED where it cannot run or with GPUFLEET_VM=0): `make vm` runs
+# VM_TEST_SCENARIOS (one guest: boot, driver install, reboot, verify), `make test-vm` all of VM_SCENARIOS
 VM_TEST_SCENARIOS ?= driver-vm
-VM_SCENARIOS ?= driver-vm-kernel driver-vm-sb driver-vm-debian13 driver-vm-upgrade
+VM_SCENARIOS ?= driver-vm driver-vm-kernel driver-vm-sb driver-vm-debian13 driver-vm-upgrade
 
-.PHONY: help venv lint unit test-tools integration lab molecule molecule-all vm matrix-lowest test-vm gpu gpu-host test demo audit bench sanity changelog importer clean matrix
+.PHONY: help venv lint unit test-tools integration lab molecule molecule-all vm matrix-lowest test-vm gpu gpu-host test test-all demo audit bench sanity changelog importer clean matrix
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -52,17 +58,16 @@ integration: venv test-tools  ## playbook tests on localhost (no lab) and the mo
 lab: venv  ## docker engine, base images, NVIDIA redist mirror (built only when missing)
 	$(PY) -m lab up
 
-molecule: lab  ## the molecule scenarios of MOLECULE_SCENARIOS, then gpu (SKIPPED without an NVIDIA GPU)
+molecule: lab  ## make test's molecule scenarios (MOLECULE_SCENARIOS, MOLECULE_JOBS at a time)
 	scripts/molecule_run.sh $(MOLECULE_SCENARIOS)
-	scripts/molecule_gpu_or_skip.sh
 
-molecule-all: lab  ## MOLECULE_SCENARIOS on every platform of each (default and brownfield on Debian 12 and 13)
-	scripts/molecule_run.sh $(foreach s,$(MOLECULE_SCENARIOS),$(firstword $(subst :, ,$(s))))
+molecule-all: lab  ## every docker scenario on every platform (MOLECULE_ALL_SCENARIOS, MOLECULE_JOBS at a time)
+	scripts/molecule_run.sh $(MOLECULE_ALL_SCENARIOS)
 
-vm: venv  ## what make test runs on a VM guest: boot, install, reboot, verify (VM_TEST_SCENARIOS; SKIPPED without QEMU)
+vm: venv  ## one VM guest: boot, driver install, reboot, verify (VM_TEST_SCENARIOS; SKIPPED without QEMU)
 	scripts/molecule_vm_or_skip.sh $(VM_TEST_SCENARIOS)
 
-test-vm: venv  ## the longer VM guest scenarios, the kernel update guard among them (VM_SCENARIOS; SKIPPED where QEMU cannot run)
+test-vm: venv  ## every VM guest scenario (VM_SCENARIOS; SKIPPED where QEMU cannot run): before touching the driver role or lab/vm*
 	scripts/molecule_vm_or_skip.sh $(VM_SCENARIOS)
 
 gpu: venv  ## molecule gpu (SKIPPED without an NVIDIA GPU)
@@ -71,8 +76,11 @@ gpu: venv  ## molecule gpu (SKIPPED without an NVIDIA GPU)
 gpu-host: venv  ## the GPU tests against this machine itself
 	$(BIN)/pytest -p no:cacheprovider -rA --hosts=local:// tests/gpu
 
-test: venv  ## the whole test suite (what CI runs): TEST_STAGES in order, then each stage's time
-	scripts/test_stages.sh $(TEST_STAGES)
+test: venv  ## the fast gate (what CI runs): TEST_STAGES within TEST_BUDGET seconds, then each stage's time
+	TEST_BUDGET=$(TEST_BUDGET) scripts/test_stages.sh $(TEST_STAGES)
+
+test-all: venv  ## everything (TEST_ALL_STAGES, hours): before resolving work on roles, plugins or the lab
+	TEST_BUDGET=0 scripts/test_stages.sh $(TEST_ALL_STAGES)
 
 demo: venv  ## the main job: 4 lab hosts with different CUDA/cuDNN stacks, provisioned and audited over SSH
 	bash scripts/demo.sh
@@ -104,15 +112,14 @@ importer: venv  ## build the tarball and run galaxy-importer on it
 clean:  ## remove the toolchain and caches of this checkout (not the lab images)
 	rm -rf $(VENV) .collections .cache .pytest_cache .ruff_cache .hypothesis
 
-# ansible-core version matrix (issue 15; tox.ini): the unit tests and molecule smoke on each older minor that
-# meta/runtime.yml admits. `make test` runs the dev pin's minor (pyproject.toml) in .venv already, and of the
-# older ones the lowest (MATRIX_TEST_ENVS: the two ends of the admitted range in every run; docs/collection.md
-# says what the three cost); `make matrix` runs all of MATRIX_ENVS.
+# ansible-core version matrix (tox.ini): the unit tests and molecule smoke on each older minor that
+# meta/runtime.yml admits; `make test` runs the dev pin's minor (pyproject.toml) in .venv, `make matrix` (in
+# test-all) MATRIX_ENVS side by side, `make matrix-lowest` the lowest alone (docs/collection.md says what each costs).
 MATRIX_ENVS ?= core216,core217,core218
 MATRIX_TEST_ENVS ?= core216
 
 matrix: lab  ## unit tests + molecule smoke on each older ansible-core minor (tox.ini; MATRIX_ENVS), side by side
 	$(BIN)/tox -p all --parallel-no-spinner -e $(MATRIX_ENVS)
 
-matrix-lowest: lab  ## what make test runs of the matrix: the lowest admitted ansible-core minor (MATRIX_TEST_ENVS)
+matrix-lowest: lab  ## of the matrix, the lowest admitted ansible-core minor only (MATRIX_TEST_ENVS)
 	$(BIN)/tox -e $(MATRIX_TEST_ENVS)

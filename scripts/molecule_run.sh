@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `make molecule`: run molecule scenarios in order, stop at the first that fails, and end with how long each
-# took (the closing notes quote this table, measured by the run itself).
-#   scripts/molecule_run.sh smoke default:debian12 brownfield:debian13 repo
+# `make molecule`: run molecule scenarios in order, MOLECULE_JOBS at a time (default 1: one after another, its
+# output on the terminal), stop at the first that fails, and end with how long each took.
+#   MOLECULE_JOBS=2 scripts/molecule_run.sh repo:debian12 default:debian12 audit
 # NAME runs every platform of the scenario; NAME:PLATFORM only its platform gpufleet-NAME-PLATFORM
 # (`molecule test -p`), which must be one of the platforms that molecule/NAME/molecule.yml lists. Every
 # NAME:PLATFORM is checked before the first scenario runs, so a typo fails at once, not half an hour in.
@@ -44,7 +44,7 @@ rows=()
 failed=
 summary() {
   echo
-  echo "molecule: scenario times"
+  echo "molecule: scenario times ($jobs at a time)"
   printf '  %-24s %8s\n' scenario seconds
   local r
   for r in "${rows[@]}"; do
@@ -55,16 +55,59 @@ summary() {
 }
 trap summary EXIT
 
-for i in "${!runs[@]}"; do
-  item=${*:i+1:1}
-  read -r -a args <<<"${runs[$i]}"
-  t0=$(date +%s)
-  echo "=== molecule: ${args[*]} ($(date -u +%H:%M:%S) UTC)"
+jobs=${MOLECULE_JOBS:-1}
+if ((jobs <= 1)); then
+  for i in "${!runs[@]}"; do
+    item=${*:i+1:1}
+    read -r -a args <<<"${runs[$i]}"
+    t0=$(date +%s)
+    echo "=== molecule: ${args[*]} ($(date -u +%H:%M:%S) UTC)"
+    rc=0
+    "$molecule" "${args[@]}" || rc=$?
+    rows+=("$item $(($(date +%s) - t0))")
+    if [[ $rc != 0 ]]; then
+      failed=$item
+      exit "$rc"
+    fi
+  done
+  exit 0
+fi
+
+# MOLECULE_JOBS > 1: that many scenarios at a time, in the order given (the longest first packs best), each
+# in a session of its own with its output in .cache/molecule/ITEM.log; the first failure stops the others and
+# shows its log's end.
+logs=.cache/molecule
+mkdir -p "$logs"
+declare -A pid_item=() pid_t0=()
+stop_all() {
+  local p
+  for p in "${!pid_item[@]}"; do
+    pkill -TERM -s "$p" 2>/dev/null || true
+    echo "molecule: stopped ${pid_item[$p]} (log $logs/${pid_item[$p]//:/_}.log)"
+  done
+}
+trap 'stop_all; summary' EXIT
+next=0
+while ((next < ${#runs[@]})) || ((${#pid_item[@]})); do
+  while ((next < ${#runs[@]} && ${#pid_item[@]} < jobs)); do
+    item=${*:next+1:1}
+    read -r -a args <<<"${runs[$next]}"
+    echo "=== molecule: ${args[*]} started ($(date -u +%H:%M:%S) UTC; log $logs/${item//:/_}.log)"
+    setsid "$molecule" "${args[@]}" >"$logs/${item//:/_}.log" 2>&1 &
+    pid_item[$!]=$item
+    pid_t0[$!]=$(date +%s)
+    next=$((next + 1))
+  done
   rc=0
-  "$molecule" "${args[@]}" || rc=$?
-  rows+=("$item $(($(date +%s) - t0))")
+  wait -n -p done_pid "${!pid_item[@]}" || rc=$?
+  item=${pid_item[$done_pid]}
+  unset "pid_item[$done_pid]"
+  rows+=("$item $(($(date +%s) - pid_t0[$done_pid]))")
   if [[ $rc != 0 ]]; then
     failed=$item
+    echo "=== molecule: $item FAILED (exit $rc); the end of $logs/${item//:/_}.log:"
+    tail -n 120 "$logs/${item//:/_}.log"
     exit "$rc"
   fi
+  echo "=== molecule: $item passed ($(date -u +%H:%M:%S) UTC)"
 done

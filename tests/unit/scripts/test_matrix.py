@@ -123,15 +123,16 @@ def test_make_matrix_runs_every_env_but_the_dev_minor():
     assert found.group(1).split(",") == [f"core{a}{b}" for a, b in _wanted()[:-1]]
 
 
-def test_make_test_runs_the_lowest_admitted_minor_of_the_matrix():
-    """`make test` runs the two ends of the admitted range: the dev minor in .venv, the lowest in tox."""
+def test_make_test_all_runs_the_matrix_and_matrix_lowest_the_lowest_admitted_minor():
+    """`make test` runs the dev minor in .venv; `make test-all` the matrix (every older admitted minor) and
+    `make matrix-lowest` the lowest alone."""
     makefile = (ROOT / "Makefile").read_text()
     found = re.search(r"^MATRIX_TEST_ENVS \?= (.+)$", makefile, re.MULTILINE)
     assert found, "Makefile: MATRIX_TEST_ENVS ?= core216"
     (major, low) = _lowest()
     assert found.group(1).split(",") == [f"core{major}{low}"]
-    stages = re.search(r"^TEST_STAGES \?= (.+)$", makefile, re.MULTILINE).group(1).split()
-    assert "bg:matrix-lowest" in stages or "matrix-lowest" in stages, stages
+    stages = re.search(r"^TEST_ALL_STAGES \?= (.+)$", makefile, re.MULTILINE).group(1).split()
+    assert "matrix" in stages, stages
     recipe = re.search(r"^matrix-lowest:.*\n\t(.+)$", makefile, re.MULTILINE)
     assert recipe and recipe.group(1) == "$(BIN)/tox -e $(MATRIX_TEST_ENVS)"
 

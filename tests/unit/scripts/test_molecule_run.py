@@ -5,6 +5,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -31,17 +32,18 @@ def test_every_scenario_of_make_test_exists_and_names_a_platform_it_has():
             assert f"gpufleet-{name}-{platform}" in _platforms(name), item
 
 
-def test_make_test_still_provisions_both_debian_releases():
-    """default and brownfield run one release each; between them and repo/airgap, Debian 12 and 13 both
-    get the redist path, the brownfield path and the apt repository path."""
-    released = {}
+def test_make_test_provisions_both_debian_releases_and_molecule_all_every_platform():
+    """make test runs each scenario on one platform, and between them both Debian releases; make molecule-all
+    (in make test-all) runs every scenario of make test, and more, on every platform each lists."""
+    released = set()
     for item in _make_var("MOLECULE_SCENARIOS"):
         name, _, platform = item.partition(":")
         names = [f"gpufleet-{name}-{platform}"] if platform else _platforms(name)
-        released[name] = {n.rsplit("-", 1)[1] for n in names if re.search(r"-debian1[23]$", n)}
-    assert released["repo"] == {"debian12", "debian13"}
-    assert released["airgap"] == {"debian12", "debian13"}
-    assert released["default"] | released["brownfield"] == {"debian12", "debian13"}
+        released |= {n.rsplit("-", 1)[1] for n in names if re.search(r"-debian1[23]$", n)}
+    assert released == {"debian12", "debian13"}
+    every = _make_var("MOLECULE_ALL_SCENARIOS")
+    assert all(":" not in item for item in every), every
+    assert {item.partition(":")[0] for item in _make_var("MOLECULE_SCENARIOS")} <= set(every)
 
 
 @pytest.fixture
@@ -54,13 +56,17 @@ def tree(tmp_path):
         (tmp_path / "molecule" / name / "molecule.yml").write_text(yaml.safe_dump(config))
     fake = tmp_path / "fake-molecule"
     # records its arguments; fails for the scenario named in FAIL
-    fake.write_text('#!/bin/sh\necho "$*" >> "$(dirname "$0")/calls"\n[ "$3" != "$FAIL" ]\n')
+    fake.write_text(
+        '#!/bin/sh\necho "$*" >> "$(dirname "$0")/calls"\n'
+        '[ "$3" != "$FAIL" ] || { echo "$3 broke"; exit 3; }\nsleep "${SLEEP:-0}"\necho "$3 done"\n'
+    )
     fake.chmod(0o755)
     return tmp_path
 
 
-def _run(tree, *items, fail=""):
+def _run(tree, *items, fail="", jobs=1, sleep=0):
     env = dict(os.environ, MOLECULE=str(tree / "fake-molecule"), PYTHON=sys.executable, FAIL=fail)
+    env.update(MOLECULE_JOBS=str(jobs), SLEEP=str(sleep))
     argv = ["bash", str(tree / "scripts" / "molecule_run.sh"), *items]
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
 
@@ -87,6 +93,29 @@ def test_an_unknown_platform_fails_before_any_scenario_runs(tree):
 
 def test_a_failing_scenario_stops_the_rest_and_is_named(tree):
     res = _run(tree, "one", "two:debian12", "one", fail="two")
-    assert res.returncode == 1
+    assert res.returncode == 3
     assert _calls(tree) == ["test -s one", "test -s two -p gpufleet-two-debian12"]
     assert "failed in two:debian12" in res.stdout
+
+
+def test_jobs_run_scenarios_side_by_side_each_with_its_log(tree):
+    t0 = time.monotonic()
+    res = _run(tree, "one", "two:debian13", "two", jobs=2, sleep=2)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert time.monotonic() - t0 < 5.5  # 3 runs of 2 s, two at a time: about 4 s
+    assert sorted(_calls(tree)) == ["test -s one", "test -s two", "test -s two -p gpufleet-two-debian13"]
+    assert (tree / ".cache/molecule/two_debian13.log").read_text() == "two done\n"
+    table = res.stdout.split("molecule: scenario times (2 at a time)", 1)[1]
+    assert sorted(re.findall(r"^  (\S+)\s+\d+$", table, re.M)) == ["one", "two", "two:debian13"]
+
+
+def test_with_jobs_the_first_failure_stops_the_others_and_shows_its_log(tree):
+    res = _run(tree, "two:debian12", "one", "two:debian13", jobs=2, sleep=5, fail="one")
+    assert res.returncode == 3
+    assert "=== molecule: one FAILED (exit 3)" in res.stdout
+    assert "one broke" in res.stdout
+    assert "failed in one" in res.stdout
+    assert "molecule: stopped two:debian12" in res.stdout
+    assert len(_calls(tree)) == 2  # the third never started
+    time.sleep(5)
+    assert "two done" not in (tree / ".cache/molecule/two_debian12.log").read_text()
