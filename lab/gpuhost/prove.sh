@@ -5,10 +5,10 @@
 #
 # Here, once:  the py3.12 wheels of ansible-core, resolvelib, cryptography, cffi, pycparser, pytest-testinfra in .whl
 #               (git-ignored): pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl ...
-# There:       carry [.whl, .collections]; run  scripts/h200_prove.sh STEP...
+# There:       carry [.whl, .collections]; run  lab/gpuhost/prove.sh STEP...
 # Steps: compat facts driver cudnn audit redesign brownfield owners cudnn-loader ubuntu-repo gpu-bare (default: all). Outputs: $OUT/<step>.txt (+ audit.json).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
 OUTDIR=${OUT:-/tmp/gpufleet-out}
 SITE=/tmp/gpufleet-site
@@ -117,7 +117,7 @@ owners() {
 
 cudnn-loader() {
   # cuDNN from redist next to the apt cuDNN: what libcudnn.so.9 resolves to before and after
-  python3 scripts/mirror_from_host.py --out .lab/mirror --cudnn-major 13 --skip-cuda >/dev/null 2>&1 || echo "mirror build failed"
+  python3 -m lab.gpuhost.mirror_from_host --out .lab/mirror --cudnn-major 13 --skip-cuda >/dev/null 2>&1 || echo "mirror build failed"
   local v=(-e gpufleet_cudnn_hosts=localhost -e ansible_become=false -e cudnn_source=redist
     -e cudnn_version=9.14.0 -e cudnn_cuda_major=13 -e "cudnn_redist_base_url=file://$ROOT/.lab/mirror")
   echo "### before"; tree_state
@@ -144,7 +144,7 @@ cudnn-loader() {
 
 brownfield() {
   # The first wave's failure: cuda.yml with source redist over the package-managed /usr/local/cuda-13.0.
-  python3 scripts/mirror_from_host.py --out .lab/mirror --cuda 13.0 >/dev/null 2>&1 || echo "mirror build failed"
+  python3 -m lab.gpuhost.mirror_from_host --out .lab/mirror --cuda 13.0 >/dev/null 2>&1 || echo "mirror build failed"
   local v=(-e gpufleet_cuda_hosts=localhost -e ansible_become=false -e cuda_toolkit_source=redist
     -e '{"cuda_toolkit_versions":["13.0"]}' -e "cuda_toolkit_redist_base_url=file://$ROOT/.lab/mirror")
   echo "### before"; tree_state
@@ -168,7 +168,7 @@ brownfield() {
 
 ubuntu-repo() {
   # issue 16: an Ubuntu 24.04 container from this host's root filesystem, the lab repository built here
-  SITE=$SITE bash scripts/h200_ubuntu_repo.sh
+  SITE=$SITE bash lab/gpuhost/ubuntu_repo.sh
 }
 gpu-bare() {
   nvidia-smi -L

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Build the NVIDIA redist mirror from what this host already has installed (no network).
 
 For GPU machines that cannot download anything (the H200 of docs/gpu.md): NVIDIA's own Debian/Ubuntu
@@ -13,7 +12,7 @@ makes from wheels (lab/mirror.py: component names, archive names, manifest schem
 What belongs to each component is read from dpkg's own file lists (/var/lib/dpkg/info/<pkg>.list),
 versions from /var/lib/dpkg/status. Usage:
 
-  scripts/mirror_from_host.py [--out .lab/mirror] [--cuda 13.0] [--cudnn-major 13] [--root /]
+  python3 -m lab.gpuhost.mirror_from_host [--out .lab/mirror] [--cuda 13.0] [--cudnn-major 13] [--root /]
 """
 
 import argparse
@@ -27,9 +26,6 @@ import sys
 import tarfile
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from lab import mirror as labmirror
 
@@ -338,7 +334,7 @@ def build_cudnn(root, out, cuda_major, status, log):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="mirror_from_host.py", description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(prog="python3 -m lab.gpuhost.mirror_from_host", description=__doc__.split("\n", 1)[0])
     parser.add_argument("--root", default="/", help="installed system to read (default /)")
     parser.add_argument(
         "--out", default=str(labmirror.mirror_dir()), help="mirror folder (default .lab/mirror)"
