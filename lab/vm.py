@@ -165,16 +165,20 @@ def firmware(secure_boot, ovmf_dir=OVMF_DIR):
     return code, varstore
 
 
-# QEMU runs under this nice, and so does its autogroup: -daemonize makes QEMU a session of its own, and where
-# the kernel groups processes by session (sched_autogroup_enabled, as on Debian's kernels) a nice counts only
-# inside that session: a guest under plain nice 10 took as much CPU as the whole of make test's foreground
+# Why make test's background work is niced per session, not only per process (said here once; the guests'
+# QEMU and scripts/test_stages.sh's bg: stages, BG_NICE, both rely on it): where the kernel groups processes
+# by session (sched_autogroup_enabled, as on Debian's kernels) it shares the CPUs between sessions first and
+# applies a nice only inside one. QEMU -daemonize and a setsid'd stage are sessions of their own, so under a
+# plain nice 10 each took as much CPU as the whole foreground (measured, docs/lab.md); their autogroup's nice,
+# /proc/PID/autogroup, is what counts.
 NICE = 10
 
 
 def set_autogroup_nice(pid, nice=NICE, proc="/proc", log=None):
-    """Give the autogroup (session) of ``pid`` the nice ``nice``; True when written, False where the kernel
-    has no autogroups or refuses, e.g. EINVAL for a process in its default group, one whose session never
-    called setsid (a nice is only a preference: QEMU runs the same either way; ``log`` gets why)."""
+    """Give the autogroup (session) of ``pid`` the nice ``nice`` (NICE above says why); True when written,
+    False where the kernel has no autogroups or refuses, e.g. EINVAL for a process in its default group, one
+    whose session never called setsid (a nice is only a preference: QEMU runs the same either way; ``log``
+    gets why)."""
     path = os.path.join(proc, str(pid), "autogroup")
     try:
         with open(path, "w", encoding="ascii") as fh:
