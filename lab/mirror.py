@@ -89,7 +89,6 @@ CUDA_MAPS = {
 CUDNN_MAP = (("cudnn", "nvidia/cudnn/include/", "include/"), ("cudnn", "nvidia/cudnn/lib/", "lib/"))
 SONAME = re.compile(r"^(?P<stem>.+\.so)\.(?P<ver>\d+(?:\.\d+)*)$")
 VERSION4 = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
-VERSION3 = re.compile(r"^\d+\.\d+\.\d+$")
 
 
 def cache_dir():
