@@ -19,8 +19,8 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 
-from lab import STATE, LabError, engine, vmdisk, vmmok
-from lab.hosts import SSH_OPTS, ensure_key
+from lab import STATE, LabError, engine, lock_file, vmdisk, vmmok
+from lab.hosts import SSH_OPTS, ensure_key, inventory_vars
 
 VM_DIR = STATE / "vm"
 GUESTS_DIR = VM_DIR / "guests"
@@ -231,17 +231,9 @@ def free_port(preferred=None):
 # --- state --------------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
 def vm_lock(log=print):
     """One VM-changing step at a time per lab (not the lab lock: a 2-minute build must not block hosts)."""
-    VM_DIR.mkdir(parents=True, exist_ok=True)
-    with open(VM_DIR / "vm.lock", "w", encoding="utf-8") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            log("vm: another vm command is running; waiting for it")
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        yield
+    return lock_file(VM_DIR / "vm.lock", "vm", log)
 
 
 def load(name):
@@ -311,15 +303,7 @@ def inventory_text(guests, key):
             f"              lab_vm_dist: {guest.dist}",
             f"              lab_vm_accel: {guest.accel}",
         ]
-    lines += [
-        "          vars:",
-        "            ansible_user: root",
-        f"            ansible_ssh_private_key_file: {key}",
-        "            ansible_ssh_common_args: >-",
-        "              -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
-        "              " + " ".join(SSH_KEEPALIVE),
-        "            ansible_python_interpreter: /usr/bin/python3",
-    ]
+    lines += inventory_vars(10, key, [" ".join(SSH_KEEPALIVE)])
     return "\n".join(lines) + "\n"
 
 
