@@ -297,6 +297,17 @@ def build_archive(redist_dir, archive, log):
     return entry
 
 
+def cuda_component(comp, title, version, entry):
+    """A component of redistrib_<release>.json, as NVIDIA writes it: ``entry`` is its archive's."""
+    return {
+        "name": title,
+        "license": "CUDA Toolkit",
+        "license_path": f"{comp}/LICENSE.txt",
+        "version": version,
+        PLATFORM: entry,
+    }
+
+
 def write_json(path, doc):
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
@@ -371,13 +382,7 @@ def build_cuda(release, log=print):
         entry = build_archive(redist, cuda_archive(comp, version, wheels), log)
         _write_license(redist / comp / "LICENSE.txt", wheels[comp])
         dates.append(wheel_date(wheels[comp])[0])
-        doc[comp] = {
-            "name": title,
-            "license": "CUDA Toolkit",
-            "license_path": f"{comp}/LICENSE.txt",
-            "version": version,
-            PLATFORM: entry,
-        }
+        doc[comp] = cuda_component(comp, title, version, entry)
     doc["release_date"] = max(dates)
     path = redist / f"redistrib_{release}.json"
     write_json(path, doc)

@@ -251,13 +251,7 @@ def build_cuda(root, out, cuda, status, log):
         (redist / comp).mkdir(parents=True, exist_ok=True)
         (redist / comp / "LICENSE.txt").write_bytes(license_of(root, packages[0]))
         title = labmirror.CUDA_RELEASES.get(release, {}).get(comp, (comp, version))[0]
-        doc[comp] = {
-            "name": title,
-            "license": "CUDA Toolkit",
-            "license_path": f"{comp}/LICENSE.txt",
-            "version": version,
-            PLATFORM: entry,
-        }
+        doc[comp] = labmirror.cuda_component(comp, title, version, entry)
         log(
             f"mirror: {rel} from {', '.join(present)} "
             f"({int(entry['size']) / 1e6:.0f} MB, {time.monotonic() - start:.0f}s)"
