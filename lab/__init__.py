@@ -29,15 +29,20 @@ class LabError(Exception):
         self.code = code
 
 
-@contextlib.contextmanager
 def locked(log=print):
     """One lab-changing command at a time on this checkout (several users may share it)."""
-    STATE.mkdir(parents=True, exist_ok=True)
-    with open(STATE / "lab.lock", "w", encoding="utf-8") as fh:
+    return lock_file(STATE / "lab.lock", "lab", log)
+
+
+@contextlib.contextmanager
+def lock_file(path, who, log=print):
+    """Hold an exclusive flock on ``path``; ``log`` says so when ``who``'s other command holds it first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            log("lab: another lab command is running; waiting for it")
+            log(f"{who}: another {who} command is running; waiting for it")
             fcntl.flock(fh, fcntl.LOCK_EX)
         yield
 

@@ -232,8 +232,8 @@ def find_driver_libraries(root="/", ldconfig_text=None, dirs=LIBRARY_DIRS):
     for soname, path in parse_ldconfig(ldconfig_text):
         for base in DRIVER_LIBRARIES:
             if base not in found and _lib_matches(soname, base):
-                real = resolve(root, path)
-                if real and os.path.isfile(_host(root, real)):
+                real = _real_file(root, path)
+                if real:
                     found[base] = real
     for folder in dirs:
         try:
@@ -245,22 +245,28 @@ def find_driver_libraries(root="/", ldconfig_text=None, dirs=LIBRARY_DIRS):
                 continue
             # prefer the fully versioned file, then the soname link, then the dev link
             candidates = sorted((n for n in names if _lib_matches(n, base)), key=lambda n: (-n.count("."), n))
-            for name in candidates:
-                real = resolve(root, posixpath.join(folder, name))
-                if real and os.path.isfile(_host(root, real)):
-                    found[base] = real
-                    break
+            real = _first_file(root, [posixpath.join(folder, name) for name in candidates])
+            if real:
+                found[base] = real
     return found
+
+
+def _real_file(root, path):
+    """Where ``path`` leads (symlinks followed) when that is a file, else None."""
+    real = resolve(root, path)
+    return real if real and os.path.isfile(_host(root, real)) else None
+
+
+def _first_file(root, paths):
+    return next((real for real in (_real_file(root, path) for path in paths) if real), None)
 
 
 def find_driver_binaries(root="/", dirs=BINARY_DIRS):
     found = {}
     for name in DRIVER_BINARIES:
-        for folder in dirs:
-            real = resolve(root, posixpath.join(folder, name))
-            if real and os.path.isfile(_host(root, real)):
-                found[name] = real
-                break
+        real = _first_file(root, [posixpath.join(folder, name) for folder in dirs])
+        if real:
+            found[name] = real
     return found
 
 

@@ -226,16 +226,24 @@ def inventory_text(groups, key):
             f"            {name}:\n              ansible_host: {ip}"
             for name, ip in sorted(groups[prefix].items())
         ]
-    lines += [
-        "      vars:",
-        "        ansible_user: root",
-        f"        ansible_ssh_private_key_file: {key}",
-        "        ansible_ssh_common_args: >-",
-        "          -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
-        "        ansible_python_interpreter: /usr/bin/python3",
-        f"        lab_mirror_url: {MIRROR_URL.rstrip('/')}",
-    ]
+    lines += inventory_vars(6, key)
+    lines.append(f"        lab_mirror_url: {MIRROR_URL.rstrip('/')}")
     return "\n".join(lines) + "\n"
+
+
+def inventory_vars(indent, key, ssh_args=()):
+    """The group vars of a lab inventory (lab hosts, VM guests): root over SSH with the lab's key, host keys
+    unchecked (each rebuild makes new ones); ``ssh_args``: more lines of ansible_ssh_common_args."""
+    pad = " " * indent
+    return [
+        f"{pad}vars:",
+        f"{pad}  ansible_user: root",
+        f"{pad}  ansible_ssh_private_key_file: {key}",
+        f"{pad}  ansible_ssh_common_args: >-",
+        f"{pad}    -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+        *(f"{pad}    {line}" for line in ssh_args),
+        f"{pad}  ansible_python_interpreter: /usr/bin/python3",
+    ]
 
 
 def refresh_inventory(client, key=None):

@@ -35,7 +35,7 @@ SYSTEMD_PACKAGES = (
     "openssh-server",
     "python3-pip",
 )
-# Keep images small: no docs, man pages or translations.
+# Keep images (and lab/vmdisk.py's VM disks) small: no docs, man pages or translations.
 DPKG_EXCLUDES = (
     "path-exclude=/usr/share/man/*",
     "path-exclude=/usr/share/doc/*",

@@ -12,29 +12,21 @@ fixed owners and mtimes, so the same wheel gives the same bytes. An archive is r
 only when its stamp (wheel names/sizes + recipe format) changed or the file is gone.
 """
 
-import hashlib
-import io
 import json
 import os
 import re
 import subprocess
 import sys
-import tarfile
-import threading
 import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab import STATE, LabError
-from lab.xzstore import StoredXZWriter
+from lab.xzstore import XZ_OPTS, add_bytes, add_dirs, add_link, tar_info, write_tar_xz
 
 FORMAT = 1  # bump when the archive recipe changes: every archive is rebuilt
 PLATFORM = "linux-x86_64"
-# "store": valid .xz with stored (uncompressed) LZMA2 chunks, written and unpacked at memory
-# speed (the cuDNN trees shrink only ~20 % under LZMA at a few MB/s per core; numbers in
-# docs/lab.md). GPUFLEET_XZ="-T0 -0" (any `xz` options) compresses instead.
-XZ_OPTS = os.environ.get("GPUFLEET_XZ", "store").split()
 
 DEFAULT_CUDNN = ("9.28.0.42", "9.14.0.64")
 CUDNN_VARIANTS = ("12", "13")
@@ -97,7 +89,6 @@ CUDA_MAPS = {
 CUDNN_MAP = (("cudnn", "nvidia/cudnn/include/", "include/"), ("cudnn", "nvidia/cudnn/lib/", "lib/"))
 SONAME = re.compile(r"^(?P<stem>.+\.so)\.(?P<ver>\d+(?:\.\d+)*)$")
 VERSION4 = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
-VERSION3 = re.compile(r"^\d+\.\d+\.\d+$")
 
 
 def cache_dir():
@@ -234,93 +225,32 @@ def _mode(info):
     return mode | 0o644
 
 
-class _HashingFile:
-    """Writes through to a file, hashing (sha256, md5) and counting on the way."""
-
-    def __init__(self, fileobj):
-        self._out = fileobj
-        self.sha256 = hashlib.sha256()
-        self.md5 = hashlib.md5()
-        self.size = 0
-
-    def write(self, data):
-        self._out.write(data)
-        self.sha256.update(data)
-        self.md5.update(data)
-        self.size += len(data)
-        return len(data)
-
-
 def _fill_tar(tar, archive, members, zips, mtime):
     dirs = set()
     for rel, (kind, target, info, comp) in members:
-        _add_dirs(tar, archive.top, rel, dirs, mtime)
-        ti = tarfile.TarInfo(f"{archive.top}/{rel}")
-        ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname = mtime, 0, 0, "root", "root"
+        add_dirs(tar, archive.top, rel, dirs, mtime)
+        name = f"{archive.top}/{rel}"
         if kind == "link":
-            ti.type, ti.linkname, ti.mode = tarfile.SYMTYPE, target, 0o777
-            tar.addfile(ti)
+            add_link(tar, name, target, mtime)
             continue
-        ti.size, ti.mode = info.file_size, _mode(info)
+        ti = tar_info(name, mtime, _mode(info))
+        ti.size = info.file_size
         if rel.startswith(("bin/", "nvvm/bin/")):
             ti.mode |= 0o755
         with zips[comp].open(info) as src:
             tar.addfile(ti, src)
-    lic = _license_bytes(zips[archive.license_from])
-    ti = tarfile.TarInfo(f"{archive.top}/LICENSE")
-    ti.mtime, ti.mode, ti.size, ti.uname, ti.gname = mtime, 0o644, len(lic), "root", "root"
-    tar.addfile(ti, io.BytesIO(lic))
+    add_bytes(tar, f"{archive.top}/LICENSE", _license_bytes(zips[archive.license_from]), mtime)
 
 
 def write_archive(archive, out_path, mtime):
-    """Write the .tar.xz (stored xz, or `xz` with GPUFLEET_XZ options); returns (size, sha256, md5)."""
+    """Write the .tar.xz (lab/xzstore.py); returns (size, sha256, md5)."""
     members = plan_members(archive)
-    tmp = out_path.with_name(out_path.name + ".part")
-    tmp.parent.mkdir(parents=True, exist_ok=True)
     zips = {comp: zipfile.ZipFile(path) for comp, path in archive.sources.items()}
     try:
-        with open(tmp, "wb") as raw:
-            out = _HashingFile(raw)
-            if XZ_OPTS == ["store"]:
-                xz = StoredXZWriter(out)
-                with tarfile.open(fileobj=xz, mode="w|", format=tarfile.PAX_FORMAT, bufsize=1 << 20) as tar:
-                    _fill_tar(tar, archive, members, zips, mtime)
-                xz.close()
-            else:
-                proc = subprocess.Popen(["xz", *XZ_OPTS, "-c"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-                pump = threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True)
-                pump.start()
-                try:
-                    with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-                        _fill_tar(tar, archive, members, zips, mtime)
-                finally:
-                    proc.stdin.close()
-                    rc = proc.wait()
-                    pump.join()
-                if rc != 0:
-                    raise LabError(f"xz {' '.join(XZ_OPTS)} failed ({rc}) on {out_path}: check disk space")
+        return write_tar_xz(out_path, lambda tar: _fill_tar(tar, archive, members, zips, mtime), XZ_OPTS)
     finally:
         for zf in zips.values():
             zf.close()
-    os.replace(tmp, out_path)
-    return out.size, out.sha256.hexdigest(), out.md5.hexdigest()
-
-
-def _pump(src, dst):
-    for block in iter(lambda: src.read(1 << 20), b""):
-        dst.write(block)
-
-
-def _add_dirs(tar, top, rel, seen, mtime):
-    parts = [top, *rel.split("/")[:-1]]
-    for i in range(1, len(parts) + 1):
-        name = "/".join(parts[:i])
-        if name in seen:
-            continue
-        seen.add(name)
-        ti = tarfile.TarInfo(name)
-        ti.type, ti.mode, ti.mtime, ti.uname, ti.gname = tarfile.DIRTYPE, 0o755, mtime, "root", "root"
-        tar.addfile(ti)
 
 
 def _license_bytes(zf):
@@ -328,16 +258,6 @@ def _license_bytes(zf):
         if ".dist-info/" in name and name.lower().endswith(("license.txt", "license")):
             return zf.read(name)
     return b"See NVIDIA's license for this software.\n"
-
-
-def hash_file(path):
-    sha, md5, size = hashlib.sha256(), hashlib.md5(), 0
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            sha.update(block)
-            md5.update(block)
-            size += len(block)
-    return size, sha.hexdigest(), md5.hexdigest()
 
 
 def wheel_date(path):
@@ -375,6 +295,17 @@ def build_archive(redist_dir, archive, log):
     stamp.write_text(json.dumps({"inputs": inputs, "entry": entry}, indent=1), encoding="utf-8")
     log(f"mirror: packed {archive.relative_path} in {time.monotonic() - start:.0f}s ({size / 1e6:.0f} MB)")
     return entry
+
+
+def cuda_component(comp, title, version, entry):
+    """A component of redistrib_<release>.json, as NVIDIA writes it: ``entry`` is its archive's."""
+    return {
+        "name": title,
+        "license": "CUDA Toolkit",
+        "license_path": f"{comp}/LICENSE.txt",
+        "version": version,
+        PLATFORM: entry,
+    }
 
 
 def write_json(path, doc):
@@ -451,13 +382,7 @@ def build_cuda(release, log=print):
         entry = build_archive(redist, cuda_archive(comp, version, wheels), log)
         _write_license(redist / comp / "LICENSE.txt", wheels[comp])
         dates.append(wheel_date(wheels[comp])[0])
-        doc[comp] = {
-            "name": title,
-            "license": "CUDA Toolkit",
-            "license_path": f"{comp}/LICENSE.txt",
-            "version": version,
-            PLATFORM: entry,
-        }
+        doc[comp] = cuda_component(comp, title, version, entry)
     doc["release_date"] = max(dates)
     path = redist / f"redistrib_{release}.json"
     write_json(path, doc)

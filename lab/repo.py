@@ -446,7 +446,7 @@ def publish(rdir, stanzas, fingerprint, pub, date):
 
 def build(log=print, cudnn_versions=None, cudnn_majors=None, dists=None):
     """Every package (only what is missing or changed), then the signed repositories. The subsets (default:
-    all) serve a host whose mirror holds only part of the recipe (scripts/mirror_from_host.py)."""
+    all) serve a host whose mirror holds only part of the recipe (lab/gpuhost/mirror_from_host.py)."""
     debs.need_tools()
     start = time.monotonic()
     versions = check_subset(cudnn_versions, CUDNN_VERSIONS, "cuDNN version")

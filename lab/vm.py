@@ -19,8 +19,8 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 
-from lab import STATE, LabError, engine, vmdisk, vmmok
-from lab.hosts import SSH_OPTS, ensure_key
+from lab import STATE, LabError, engine, lock_file, vmdisk, vmmok
+from lab.hosts import SSH_OPTS, ensure_key, inventory_vars
 
 VM_DIR = STATE / "vm"
 GUESTS_DIR = VM_DIR / "guests"
@@ -165,16 +165,20 @@ def firmware(secure_boot, ovmf_dir=OVMF_DIR):
     return code, varstore
 
 
-# QEMU runs under this nice, and so does its autogroup: -daemonize makes QEMU a session of its own, and where
-# the kernel groups processes by session (sched_autogroup_enabled, as on Debian's kernels) a nice counts only
-# inside that session: a guest under plain nice 10 took as much CPU as the whole of make test's foreground
+# Why make test's background work is niced per session, not only per process (said here once; the guests'
+# QEMU and scripts/test_stages.sh's bg: stages, BG_NICE, both rely on it): where the kernel groups processes
+# by session (sched_autogroup_enabled, as on Debian's kernels) it shares the CPUs between sessions first and
+# applies a nice only inside one. QEMU -daemonize and a setsid'd stage are sessions of their own, so under a
+# plain nice 10 each took as much CPU as the whole foreground (measured, docs/lab.md); their autogroup's nice,
+# /proc/PID/autogroup, is what counts.
 NICE = 10
 
 
 def set_autogroup_nice(pid, nice=NICE, proc="/proc", log=None):
-    """Give the autogroup (session) of ``pid`` the nice ``nice``; True when written, False where the kernel
-    has no autogroups or refuses, e.g. EINVAL for a process in its default group, one whose session never
-    called setsid (a nice is only a preference: QEMU runs the same either way; ``log`` gets why)."""
+    """Give the autogroup (session) of ``pid`` the nice ``nice`` (NICE above says why); True when written,
+    False where the kernel has no autogroups or refuses, e.g. EINVAL for a process in its default group, one
+    whose session never called setsid (a nice is only a preference: QEMU runs the same either way; ``log``
+    gets why)."""
     path = os.path.join(proc, str(pid), "autogroup")
     try:
         with open(path, "w", encoding="ascii") as fh:
@@ -227,17 +231,9 @@ def free_port(preferred=None):
 # --- state --------------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
 def vm_lock(log=print):
     """One VM-changing step at a time per lab (not the lab lock: a 2-minute build must not block hosts)."""
-    VM_DIR.mkdir(parents=True, exist_ok=True)
-    with open(VM_DIR / "vm.lock", "w", encoding="utf-8") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            log("vm: another vm command is running; waiting for it")
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        yield
+    return lock_file(VM_DIR / "vm.lock", "vm", log)
 
 
 def load(name):
@@ -307,15 +303,7 @@ def inventory_text(guests, key):
             f"              lab_vm_dist: {guest.dist}",
             f"              lab_vm_accel: {guest.accel}",
         ]
-    lines += [
-        "          vars:",
-        "            ansible_user: root",
-        f"            ansible_ssh_private_key_file: {key}",
-        "            ansible_ssh_common_args: >-",
-        "              -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
-        "              " + " ".join(SSH_KEEPALIVE),
-        "            ansible_python_interpreter: /usr/bin/python3",
-    ]
+    lines += inventory_vars(10, key, [" ".join(SSH_KEEPALIVE)])
     return "\n".join(lines) + "\n"
 
 

@@ -25,6 +25,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from lab import STATE, LabError, aptsources, engine, run_logged, unmount_below
+from lab.images import DPKG_EXCLUDES
 
 SECTOR = 512
 MIB = 1 << 20
@@ -65,13 +66,6 @@ SECURE_BOOT_EFI = (
     ("usr/lib/shim/shimx64.efi.signed", "BOOTX64.EFI"),
     ("usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed", "grubx64.efi"),
     ("usr/lib/shim/mmx64.efi.signed", "mmx64.efi"),
-)
-DPKG_EXCLUDES = (
-    "path-exclude=/usr/share/man/*",
-    "path-exclude=/usr/share/doc/*",
-    "path-include=/usr/share/doc/*/copyright",
-    "path-exclude=/usr/share/locale/*",
-    "path-exclude=/usr/share/info/*",
 )
 NETWORK_UNIT = "[Match]\nName=en* eth*\n\n[Network]\nDHCP=ipv4\n"
 # QEMU's user-mode network: DNS at 10.0.2.3

@@ -1,4 +1,6 @@
-"""A streaming writer of valid .xz files whose LZMA2 data is stored, not compressed.
+"""The lab's one way to write a .tar.xz: a tar streamed into a valid .xz whose LZMA2 data is stored, not
+compressed (or, with GPUFLEET_XZ options, into `xz`), hashed on the way; lab/mirror.py (from NVIDIA's
+wheels) and lab/gpuhost/mirror_from_host.py (from a host's packages) both write through ``write_tar_xz``.
 
 The cuDNN libraries are ~1 GB of mostly precompiled GPU code that LZMA squeezes by only
 ~20-25 %, at a few MB/s per core on small CI machines. Stored LZMA2 chunks (a part of the
@@ -8,8 +10,21 @@ stream header, one block [header, LZMA2 chunks (0x01 = stored + dictionary reset
 0x02 = stored), end marker 0x00, padding, CRC32 of the data], index, stream footer.
 """
 
+import hashlib
+import io
+import os
 import struct
+import subprocess
+import tarfile
+import threading
 import zlib
+
+from lab import LabError
+
+# "store": valid .xz with stored (uncompressed) LZMA2 chunks, written and unpacked at memory
+# speed (the cuDNN trees shrink only ~20 % under LZMA at a few MB/s per core; numbers in
+# docs/lab.md). GPUFLEET_XZ="-T0 -0" (any `xz` options) compresses instead.
+XZ_OPTS = os.environ.get("GPUFLEET_XZ", "store").split()
 
 MAGIC = b"\xfd7zXZ\x00"
 FLAGS = b"\x00\x01"  # check type 1 = CRC32
@@ -84,3 +99,86 @@ class StoredXZWriter:
         backward = struct.pack("<I", len(index) // 4 - 1)
         self._out.write(_crc(backward + FLAGS) + backward + FLAGS + b"YZ")
         self.closed = True
+
+
+class _HashingFile:
+    """Writes through to a file, hashing (sha256, md5) and counting on the way."""
+
+    def __init__(self, fileobj):
+        self._out = fileobj
+        self.sha256 = hashlib.sha256()
+        self.md5 = hashlib.md5()
+        self.size = 0
+
+    def write(self, data):
+        self._out.write(data)
+        self.sha256.update(data)
+        self.md5.update(data)
+        self.size += len(data)
+        return len(data)
+
+
+def _pump(src, dst):
+    for block in iter(lambda: src.read(1 << 20), b""):
+        dst.write(block)
+
+
+def write_tar_xz(path, fill, opts):
+    """Write ``path`` (through ``path``.part) as the tar that ``fill(tar)`` fills, packed as stored xz when
+    ``opts`` is ["store"], else by `xz OPTS -c`; returns (size, sha256, md5) of the file."""
+    tmp = path.with_name(path.name + ".part")
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    with open(tmp, "wb") as raw:
+        out = _HashingFile(raw)
+        if opts == ["store"]:
+            xz = StoredXZWriter(out)
+            with tarfile.open(fileobj=xz, mode="w|", format=tarfile.PAX_FORMAT, bufsize=1 << 20) as tar:
+                fill(tar)
+            xz.close()
+        else:
+            proc = subprocess.Popen(["xz", *opts, "-c"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            pump = threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True)
+            pump.start()
+            try:
+                with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+                    fill(tar)
+            finally:
+                proc.stdin.close()
+                rc = proc.wait()
+                pump.join()
+            if rc != 0:
+                raise LabError(f"xz {' '.join(opts)} failed ({rc}) on {path}: check disk space")
+    os.replace(tmp, path)
+    return out.size, out.sha256.hexdigest(), out.md5.hexdigest()
+
+
+def tar_info(name, mtime, mode=0o644):
+    """A root-owned member of the archives: ``name`` dated ``mtime``."""
+    ti = tarfile.TarInfo(name)
+    ti.mtime, ti.mode, ti.uid, ti.gid, ti.uname, ti.gname = mtime, mode, 0, 0, "root", "root"
+    return ti
+
+
+def add_dirs(tar, top, rel, seen, mtime):
+    """The folders above ``top``/``rel`` not yet in ``seen`` (which they join), as NVIDIA lists them."""
+    parts = [top, *rel.split("/")[:-1]]
+    for i in range(1, len(parts) + 1):
+        name = "/".join(parts[:i])
+        if name in seen:
+            continue
+        seen.add(name)
+        ti = tar_info(name, mtime, 0o755)
+        ti.type = tarfile.DIRTYPE
+        tar.addfile(ti)
+
+
+def add_link(tar, name, target, mtime):
+    ti = tar_info(name, mtime, 0o777)
+    ti.type, ti.linkname = tarfile.SYMTYPE, target
+    tar.addfile(ti)
+
+
+def add_bytes(tar, name, data, mtime):
+    ti = tar_info(name, mtime)
+    ti.size = len(data)
+    tar.addfile(ti, io.BytesIO(data))

@@ -4,17 +4,9 @@ with a message naming that variable (as the user wrote it), its value and what i
 Run: .venv/bin/pytest tests/integration/test_audit_errors.py
 """
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-# tests/integration/playbook.py (pytest runs with --import-mode=importlib: no package, load it by path)
-_spec = importlib.util.spec_from_file_location("gpufleet_playbook", Path(__file__).with_name("playbook.py"))
-playbook = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(playbook)
-ROOT, run = playbook.ROOT, playbook.run
+from tests.playbook import ROOT, run
 
 AUDIT = ROOT / "playbooks/audit.yml"
 GATHER = "Gather ansible_facts.nvidia (GPUs, driver, CUDA toolkits, every cuDNN copy)"
@@ -79,23 +71,13 @@ WRONG = [
 ]
 
 
-def failure(result):
-    """The message of the failed preflight task (from the json callback)."""
-    for play in result.plays:
-        for task in play.get("tasks", []):
-            for outcome in task.get("hosts", {}).values():
-                if outcome.get("failed"):
-                    return task["task"]["name"], outcome.get("msg", "")
-    return None, None
-
-
 @pytest.mark.parametrize(("name", "value", "message"), WRONG, ids=[w[0] for w in WRONG])
 def test_a_wrong_variable_is_named_before_any_host_is_contacted(tmp_path, name, value, message):
     extra = dict(GOOD, gpufleet_audit_report_dir=str(tmp_path / "reports"))
     extra[name] = value
     result = run(tmp_path, AUDIT, extra)
     assert result.rc == 2, result.text
-    task, msg = failure(result)
+    task, msg = result.failures()[0]
     assert task == PREFLIGHT, result.text
     assert msg.startswith(message), msg
     # only the wrong variable is named, and no module parameter name stands in for it
@@ -109,7 +91,7 @@ def test_two_wrong_variables_are_both_named(tmp_path):
     extra = dict(GOOD, gpufleet_audit_fail_on_drift="perhaps", gpufleet_audit_strategy="fastest")
     result = run(tmp_path, AUDIT, dict(extra, gpufleet_audit_report_dir=str(tmp_path / "r")))
     assert result.rc == 2, result.text
-    _task, msg = failure(result)
+    _task, msg = result.failures()[0]
     assert "gpufleet_audit_fail_on_drift: 'perhaps'" in msg
     assert "gpufleet_audit_strategy: 'fastest'" in msg
     assert "gpufleet_audit_report_formats" not in msg

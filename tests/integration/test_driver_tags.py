@@ -12,7 +12,7 @@ Run: .venv/bin/pytest tests/integration/test_driver_tags.py
 
 import pytest
 
-from . import playbook
+from tests import playbook
 
 ROOT = playbook.ROOT
 DRIVER = ROOT / "playbooks/driver.yml"

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.data.facts import fakeroot
-
-from .playbook import run
+from tests.playbook import run
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / ".venv/bin/ansible-playbook"

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from .playbook import ROOT, run
+from tests.playbook import ROOT, run
 
 MIRROR = f"file://{ROOT}/tests/data/redist/mirror"
 BASE = {

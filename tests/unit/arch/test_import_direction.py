@@ -16,14 +16,13 @@ action plugins (STUBS) import nothing but their option spec.
 
 import ast
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.unit.arch.scan import ROOT, plugin_files
+
 PLUGINS = "ansible_collections.gpufleet.nvidia.plugins"
 MODULE_UTILS = PLUGINS + ".module_utils"
-SCANNED = ("plugins/module_utils", "plugins/action", "plugins/filter", "plugins/modules")
 STDLIB = frozenset(sys.stdlib_module_names)
 
 # layer -> the collection's layers it may import (its own included)
@@ -205,13 +204,6 @@ def violations(path, rel):
     if layer == "plan":
         found += [(line, f"plan/ does no host I/O: {what}") for line, what in host_io(tree)]
     return [f"{rel}:{line}: {text}" for line, text in sorted(found)]
-
-
-def plugin_files():
-    files = []
-    for folder in SCANNED:
-        files += sorted(p for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts)
-    return files
 
 
 @pytest.mark.parametrize("path", plugin_files(), ids=lambda p: str(p.relative_to(ROOT)))

@@ -13,12 +13,11 @@ test_import_direction.py, from the parsed imports.
 
 import ast
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
-SCANNED = ("plugins/module_utils", "plugins/modules", "plugins/action", "plugins/filter")
+from tests.unit.arch.scan import ROOT, plugin_files
+
 DOC_VARIABLES = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
 
 # Files exempt from the scan, each with its reason. Empty: nvidia_driver_state.py, the last second reader,
@@ -181,13 +180,6 @@ def second_readers(path, rel):
         if not _owns(owner, rel):
             found.append(f"{rel}:{line}: holds {what}; its one home is {owner}")
     return found
-
-
-def plugin_files():
-    files = []
-    for folder in SCANNED:
-        files += sorted(p for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts)
-    return files
 
 
 @pytest.mark.parametrize("path", plugin_files(), ids=lambda p: str(p.relative_to(ROOT)))

@@ -267,7 +267,7 @@ def test_the_key_file_names_are_the_ones_the_roles_fetch():
 
 
 def test_a_subset_builds_only_what_a_gpu_hosts_mirror_holds(lab_dir):
-    # scripts/mirror_from_host.py on the H200 gives CUDA 13.0.2 and only the host's cuDNN for CUDA 13
+    # lab/gpuhost/mirror_from_host.py on the H200 gives CUDA 13.0.2 and only the host's cuDNN for CUDA 13
     for path in (lab_dir / "mirror" / "cudnn" / "redist").rglob("*cuda12-archive.tar.xz"):
         path.unlink()
     lines = []

@@ -100,7 +100,7 @@ def test_autogroup_nice_is_written_where_the_kernel_has_autogroups(tmp_path):
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="this kernel has no autogroups")
 def test_a_daemonized_process_gets_the_nice_for_its_whole_session():
-    """QEMU -daemonize is a session of its own; plain nice counts only inside a session."""
+    """QEMU -daemonize is a session of its own (lab/vm.py's NICE says why its autogroup is niced)."""
     proc = subprocess.Popen(["setsid", "sleep", "30"])
     try:
         # wait for sleep itself: setsid has made the session by then. (Right after Popen, /proc/PID/cmdline

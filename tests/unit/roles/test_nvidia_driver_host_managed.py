@@ -7,15 +7,11 @@ localhost); the loader cache (/etc/ld.so.cache) names the NVML copy under /usr/l
 /etc/os-release says Ubuntu 24.04 as on the host.
 """
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 from tests.data.builders import build_ld_cache
+from tests.playbook import ROOT, run
 
-ROOT = Path(__file__).resolve().parents[3]
 H200_VERSION = (
     "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \n"
     "GCC version:  gcc version 15.3.0 (GCC) \n"
@@ -41,41 +37,28 @@ def fake_h200(tmp_path):
     return tmp_path / "h200"
 
 
-def run_driver_playbook(tree, branch):
-    env = dict(os.environ)
-    env.update(
-        {
-            "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-            "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
-            "ANSIBLE_NOCOLOR": "true",
-            "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
-            "ANSIBLE_FACT_CACHING": "memory",
-            "LC_ALL": "C.UTF-8",
-        }
+def run_driver_playbook(tmp_path, branch):
+    extra_vars = {
+        "gpufleet_driver_hosts": "localhost",
+        "ansible_become": False,
+        "nvidia_driver_branch": branch,
+        "nvidia_driver_gpus": [{"name": "NVIDIA H200"}],
+        "__nvidia_driver_probe_root": str(fake_h200(tmp_path)),
+    }
+    result = run(
+        tmp_path,
+        ROOT / "playbooks" / "driver.yml",
+        extra_vars,
+        check=True,
+        callback=False,
+        json_results=True,
+        timeout=300,
     )
-    cmd = [
-        str(Path(sys.executable).parent / "ansible-playbook"),
-        "-i",
-        str(ROOT / "inventory" / "localhost.yml"),
-        "--check",
-        "-e",
-        "gpufleet_driver_hosts=localhost",
-        "-e",
-        "ansible_become=false",
-        "-e",
-        f"nvidia_driver_branch={branch}",
-        "-e",
-        '{"nvidia_driver_gpus": [{"name": "NVIDIA H200"}]}',
-        "-e",
-        f"__nvidia_driver_probe_root={tree}",
-        str(ROOT / "playbooks" / "driver.yml"),
-    ]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
-    return proc.returncode, " ".join((proc.stdout + proc.stderr).split())
+    return result.rc, result.text
 
 
 def test_host_managed_580_is_verified_and_nothing_changes(tmp_path):
-    rc, out = run_driver_playbook(fake_h200(tmp_path), "580")
+    rc, out = run_driver_playbook(tmp_path, "580")
     assert rc == 0, out[-3000:]
     assert (
         "host-managed NVIDIA driver 580.159.04 (open kernel module) matches nvidia_driver_branch 580" in out
@@ -85,7 +68,7 @@ def test_host_managed_580_is_verified_and_nothing_changes(tmp_path):
 
 
 def test_host_managed_570_is_refused(tmp_path):
-    rc, out = run_driver_playbook(fake_h200(tmp_path), "570")
+    rc, out = run_driver_playbook(tmp_path, "570")
     assert rc != 0
     assert "nvidia_driver_branch: '570' was requested but this host's driver is host-managed" in out
     assert "runs 580.159.04 (branch 580)" in out

@@ -5,14 +5,11 @@ ansible-playbook; the preflight only reads (nvidia_plan, which runs nvidia_facts
 """
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.playbook import ROOT, run
+
 PLAYBOOK = """
 - name: nvidia_driver preflight
   hosts: localhost
@@ -23,51 +20,26 @@ PLAYBOOK = """
 """
 
 
-def run_preflight(tmp_path, role_vars, callback=None):
+def run_preflight(tmp_path, role_vars, callback=False):
     playbook = tmp_path / "preflight.yml"
     playbook.write_text(PLAYBOOK.format(vars=json.dumps(role_vars)))
-    env = dict(os.environ)
-    env.update(
-        {
-            "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-            "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
-            "ANSIBLE_FORCE_COLOR": "false",
-            "ANSIBLE_NOCOLOR": "true",
-            "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
-            "ANSIBLE_STDOUT_CALLBACK": callback or "ansible.builtin.default",
-            "ANSIBLE_FACT_CACHING": "memory",
-            "LC_ALL": "C.UTF-8",
-        }
-    )
-    bindir = Path(sys.executable).parent
-    proc = subprocess.run(
-        [
-            str(bindir / "ansible-playbook"),
-            "-i",
-            str(ROOT / "inventory" / "localhost.yml"),
-            "--check",
-            "--tags",
-            "nvidia_driver_preflight",
-            str(playbook),
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
+    return run(
+        tmp_path,
+        playbook,
+        tags="nvidia_driver_preflight",
+        check=True,
+        callback=callback,
+        json_results=True,
         timeout=300,
-        check=False,
     )
-    if callback:
-        return proc.returncode, proc.stdout
-    return proc.returncode, " ".join((proc.stdout + proc.stderr).split())
 
 
 def test_good_input_passes_preflight(tmp_path):
-    rc, out = run_preflight(
+    result = run_preflight(
         tmp_path, {"nvidia_driver_branch": "580", "nvidia_driver_gpus": [{"name": "NVIDIA H200"}]}
     )
-    assert rc == 0, out
-    assert "driver branch 580 (open module) from nvidia_repo" in out
+    assert result.rc == 0, result.text
+    assert "driver branch 580 (open module) from nvidia_repo" in result.text
 
 
 @pytest.mark.parametrize(
@@ -90,25 +62,14 @@ def test_good_input_passes_preflight(tmp_path):
     ],
 )
 def test_bad_input_is_refused_in_preflight(tmp_path, role_vars, needles):
-    rc, out = run_preflight(tmp_path, role_vars)
+    result = run_preflight(tmp_path, role_vars)
+    rc, out = result.rc, result.text
     assert rc != 0, out
     for needle in needles:
         assert needle in out, (needle, out[-3000:])
     # refused in the preflight: no later phase ran
     assert "Sources |" not in out
     assert "Install |" not in out
-
-
-def failure_messages(stdout):
-    """The msg of every failed task in an ansible.posix.json run."""
-    data = json.loads(stdout[stdout.find("{") :])
-    return [
-        result.get("msg", "")
-        for play in data["plays"]
-        for task in play["tasks"]
-        for result in task["hosts"].values()
-        if result.get("failed")
-    ]
 
 
 VARIABLES = sorted(
@@ -127,9 +88,9 @@ VARIABLES = sorted(
     ],
 )
 def test_a_bad_variable_is_named_alone(tmp_path, role_vars, variable):
-    rc, stdout = run_preflight(tmp_path, role_vars, callback="ansible.posix.json")
-    assert rc != 0, stdout[-2000:]
-    messages = failure_messages(stdout)
+    result = run_preflight(tmp_path, role_vars, callback=True)
+    assert result.rc != 0, result.text[-2000:]
+    messages = [msg for _task, msg in result.failures()]
     assert len(messages) == 1, messages
     assert variable in messages[0], messages
     named = [name for name in VARIABLES if name != variable and name in messages[0]]

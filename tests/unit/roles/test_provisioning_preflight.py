@@ -4,14 +4,11 @@ The message names the variable. Runs the preflight against this machine in check
 """
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.playbook import ROOT, run
+
 PLAYBOOK = """
 - name: preflight
   hosts: localhost
@@ -28,29 +25,11 @@ PLAYBOOK = """
 MIRROR = f"file://{ROOT}/tests/data/redist/mirror"
 
 
-def run(tmp_path, role, role_vars, tasks_from="main.yml"):
+def run_role(tmp_path, role, role_vars, tasks_from="main.yml"):
     playbook = tmp_path / "preflight.yml"
     playbook.write_text(PLAYBOOK.format(role=role, vars=json.dumps(role_vars), tasks_from=tasks_from))
-    env = dict(os.environ)
-    env.update(
-        {
-            "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-            "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
-            "ANSIBLE_NOCOLOR": "true",
-            "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
-            "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default",
-            "ANSIBLE_FACT_CACHING": "memory",
-            "LC_ALL": "C.UTF-8",
-        }
-    )
-    cmd = [
-        str(Path(sys.executable).parent / "ansible-playbook"),
-        "-i",
-        str(ROOT / "inventory" / "localhost.yml"),
-    ]
-    cmd += ["--check", str(playbook)]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
-    return proc.returncode, " ".join((proc.stdout + proc.stderr).split())
+    result = run(tmp_path, playbook, check=True, callback=False, json_results=True, timeout=300)
+    return result.rc, result.text
 
 
 @pytest.mark.parametrize(
@@ -86,14 +65,14 @@ def run(tmp_path, role, role_vars, tasks_from="main.yml"):
     ],
 )
 def test_cudnn_bad_input(tmp_path, role_vars, expected):
-    rc, out = run(tmp_path, "cudnn", role_vars)
+    rc, out = run_role(tmp_path, "cudnn", role_vars)
     assert rc != 0, out
     assert expected in out, out
     assert "changed=0" in out, out
 
 
 def test_cudnn_skip_is_reported(tmp_path):
-    rc, out = run(
+    rc, out = run_role(
         tmp_path, "cudnn", {"cudnn_skip_compat_check": True, "cudnn_redist_base_url": "/nonexistent"}
     )
     assert rc != 0
@@ -128,7 +107,7 @@ def test_cudnn_skip_is_reported(tmp_path):
     ],
 )
 def test_cuda_toolkit_bad_input(tmp_path, role_vars, expected):
-    rc, out = run(tmp_path, "cuda_toolkit", role_vars)
+    rc, out = run_role(tmp_path, "cuda_toolkit", role_vars)
     assert rc != 0, out
     assert expected in out, out
     assert "changed=0" in out, out
@@ -136,7 +115,7 @@ def test_cuda_toolkit_bad_input(tmp_path, role_vars, expected):
 
 @pytest.mark.parametrize("entry", ["main.yml", "repository.yml", "host_compiler.yml", "controller_cache.yml"])
 def test_internal_refuses_to_run_on_its_own(tmp_path, entry):
-    rc, out = run(tmp_path, "internal", {}, tasks_from=entry)
+    rc, out = run_role(tmp_path, "internal", {}, tasks_from=entry)
     assert rc != 0
     assert (
         "gpufleet.nvidia.internal is internal to gpufleet: nvidia_driver, cuda_toolkit or cudnn include its "
@@ -147,7 +126,7 @@ def test_internal_refuses_to_run_on_its_own(tmp_path, entry):
 
 def test_an_unknown_cuda_release_names_the_users_variable(tmp_path):
     """The bug: cuda_toolkit_versions ["12.99"] answered "cuda_version: CUDA 12.99 does not exist"."""
-    rc, out = run(tmp_path, "cuda_toolkit", {"cuda_toolkit_versions": ["12.99"]})
+    rc, out = run_role(tmp_path, "cuda_toolkit", {"cuda_toolkit_versions": ["12.99"]})
     assert rc != 0, out
     assert "cuda_toolkit_versions=['12.99'] (allowed: a non-empty list of X.Y or X.Y.Z" in out, out
     assert "'12.99' is not a CUDA release gpufleet knows; known: 12.0" in out
@@ -157,7 +136,7 @@ def test_an_unknown_cuda_release_names_the_users_variable(tmp_path):
 
 def test_a_wrong_default_names_only_that_variable(tmp_path):
     """The bug: a wrong cuda_toolkit_default answered "bad variable" and every variable of the role."""
-    rc, out = run(
+    rc, out = run_role(
         tmp_path, "cuda_toolkit", {"cuda_toolkit_versions": ["13.0"], "cuda_toolkit_default": "12.9"}
     )
     assert rc != 0, out
@@ -169,7 +148,7 @@ def test_a_wrong_default_names_only_that_variable(tmp_path):
 
 def test_an_unknown_cuda_major_is_refused_before_the_network_in_check_mode(tmp_path):
     """The bug: cudnn_cuda_major 14 in --check fetched a manifest from NVIDIA (DNS failure), not refusing."""
-    rc, out = run(tmp_path, "cudnn", {"cudnn_cuda_major": 14})
+    rc, out = run_role(tmp_path, "cudnn", {"cudnn_cuda_major": 14})
     assert rc != 0, out
     assert (
         "cudnn_cuda_major=14 (allowed: a CUDA major such as 12 or 13 that gpufleet knows cuDNN builds for"
@@ -182,7 +161,7 @@ def test_an_unknown_cuda_major_is_refused_before_the_network_in_check_mode(tmp_p
 
 def test_the_cudnn_build_follows_the_hosts_only_cuda_toolkit(tmp_path):
     """The bug: cuda_toolkit_versions ["12.9"] and no default installed CUDA 12.9 but a CUDA-13 cuDNN."""
-    rc, out = run(
+    rc, out = run_role(
         tmp_path,
         "cudnn",
         {"cuda_toolkit_versions": ["12.9"], "cudnn_redist_base_url": MIRROR, "cudnn_verify": False},

@@ -85,8 +85,7 @@ def test_a_background_stage_row_is_its_own_time_not_the_wait(tree):
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="this kernel has no autogroups")
 def test_a_background_stage_is_niced_as_a_session(tree):
-    """setsid makes the stage a session, and where the kernel groups by session its plain nice 10 counts only
-    inside it: measured, such a stage took half the CPUs from the foreground. Its autogroup gets nice 10."""
+    """setsid makes the stage a session; its autogroup gets nice 10 (lab/vm.py's NICE says why)."""
     res = _run(tree, "bg:group", "good")
     assert res.returncode == 0, res.stdout + res.stderr
     group = (tree / "group.txt").read_text().split()

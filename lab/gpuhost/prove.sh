@@ -5,10 +5,10 @@
 #
 # Here, once:  the py3.12 wheels of ansible-core, resolvelib, cryptography, cffi, pycparser, pytest-testinfra in .whl
 #               (git-ignored): pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl ...
-# There:       carry [.whl, .collections]; run  scripts/h200_prove.sh STEP...
+# There:       carry [.whl, .collections]; run  lab/gpuhost/prove.sh STEP...
 # Steps: compat facts driver cudnn audit redesign brownfield owners cudnn-loader ubuntu-repo gpu-bare (default: all). Outputs: $OUT/<step>.txt (+ audit.json).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
 OUTDIR=${OUT:-/tmp/gpufleet-out}
 SITE=/tmp/gpufleet-site
@@ -17,6 +17,8 @@ export LC_ALL=C.UTF-8 PYTHONUNBUFFERED=1 ANSIBLE_FORCE_COLOR=0
 export ANSIBLE_CONFIG=$ROOT/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$ROOT/.collections
 py=$(command -v python3)
 X=(-e "ansible_python_interpreter=$py")
+# playbooks/NAME [ansible-playbook options]: run it here, then say its exit code
+playbook() { ansible-playbook "playbooks/$1" "${X[@]}" "${@:2}"; echo "rc=$?"; }
 
 setup() {
   if [[ ! -d $SITE/ansible ]]; then
@@ -36,8 +38,7 @@ compat() {
     echo "rc=$?"
   done
   echo "### playbooks/preflight.yml (CUDA 13.0, cuDNN 9.14.0 for CUDA 13)"
-  ansible-playbook playbooks/preflight.yml "${X[@]}" -e '{"cuda_toolkit_versions":["13.0"],"cudnn_version":"9.14.0","cudnn_cuda_major":13,"nvidia_driver_branch":"580"}'
-  echo "rc=$?"
+  playbook preflight.yml -e '{"cuda_toolkit_versions":["13.0"],"cudnn_version":"9.14.0","cudnn_cuda_major":13,"nvidia_driver_branch":"580"}'
 }
 
 facts() {
@@ -64,8 +65,7 @@ cudnn() {
 
 audit() {
   rm -rf "$OUTDIR/reports"
-  ansible-playbook playbooks/audit.yml "${X[@]}" -e gpufleet_audit_report_dir="$OUTDIR/reports"
-  echo "rc=$?"
+  playbook audit.yml -e gpufleet_audit_report_dir="$OUTDIR/reports"
   cp "$OUTDIR"/reports/*.json "$OUTDIR/audit.json" 2>/dev/null
   rm -rf "$OUTDIR/reports"
 }
@@ -117,58 +117,47 @@ owners() {
 
 cudnn-loader() {
   # cuDNN from redist next to the apt cuDNN: what libcudnn.so.9 resolves to before and after
-  python3 scripts/mirror_from_host.py --out .lab/mirror --cudnn-major 13 --skip-cuda >/dev/null 2>&1 || echo "mirror build failed"
+  python3 -m lab.gpuhost.mirror_from_host --out .lab/mirror --cudnn-major 13 --skip-cuda >/dev/null 2>&1 || echo "mirror build failed"
   local v=(-e gpufleet_cudnn_hosts=localhost -e ansible_become=false -e cudnn_source=redist
     -e cudnn_version=9.14.0 -e cudnn_cuda_major=13 -e "cudnn_redist_base_url=file://$ROOT/.lab/mirror")
   echo "### before"; tree_state
   echo "### cudnn.yml source redist, defaults (cudnn_system_default: false) --check"
-  ansible-playbook playbooks/cudnn.yml "${X[@]}" "${v[@]}" --check
-  echo "rc=$?"
+  playbook cudnn.yml "${v[@]}" --check
   echo "### the same, for real"
-  ansible-playbook playbooks/cudnn.yml "${X[@]}" "${v[@]}"
-  echo "rc=$?"
+  playbook cudnn.yml "${v[@]}"
   echo "### cudnn_system_default: true --check (the plan says what would change; nothing changes)"
-  ansible-playbook playbooks/cudnn.yml "${X[@]}" "${v[@]}" -e cudnn_system_default=true --check
-  echo "rc=$?"
+  playbook cudnn.yml "${v[@]}" -e cudnn_system_default=true --check
   echo "### after the refusals and the check"; tree_state
   echo "### cudnn_existing: adopt (the apt copy is 9.14.0: nothing installed, verified)"
-  ansible-playbook playbooks/cudnn.yml "${X[@]}" "${v[@]}" -e cudnn_existing=adopt
-  echo "rc=$?"
+  playbook cudnn.yml "${v[@]}" -e cudnn_existing=adopt
   echo "### cudnn_ldconfig: false (beside the apt copy, outside the linker cache), twice"
-  ansible-playbook playbooks/cudnn.yml "${X[@]}" "${v[@]}" -e cudnn_ldconfig=false
-  echo "rc=$?"
-  ansible-playbook playbooks/cudnn.yml "${X[@]}" "${v[@]}" -e cudnn_ldconfig=false
-  echo "rc=$?"
+  playbook cudnn.yml "${v[@]}" -e cudnn_ldconfig=false
+  playbook cudnn.yml "${v[@]}" -e cudnn_ldconfig=false
   echo "### after"; tree_state
 }
 
 brownfield() {
   # The first wave's failure: cuda.yml with source redist over the package-managed /usr/local/cuda-13.0.
-  python3 scripts/mirror_from_host.py --out .lab/mirror --cuda 13.0 >/dev/null 2>&1 || echo "mirror build failed"
+  python3 -m lab.gpuhost.mirror_from_host --out .lab/mirror --cuda 13.0 >/dev/null 2>&1 || echo "mirror build failed"
   local v=(-e gpufleet_cuda_hosts=localhost -e ansible_become=false -e cuda_toolkit_source=redist
     -e '{"cuda_toolkit_versions":["13.0"]}' -e "cuda_toolkit_redist_base_url=file://$ROOT/.lab/mirror")
   echo "### before"; tree_state
   echo "### cuda.yml source redist over the package's tree (default cuda_toolkit_existing: refuse) --check"
-  ansible-playbook playbooks/cuda.yml "${X[@]}" "${v[@]}" --check
-  echo "rc=$?"
+  playbook cuda.yml "${v[@]}" --check
   echo "### the same, for real"
-  ansible-playbook playbooks/cuda.yml "${X[@]}" "${v[@]}"
-  echo "rc=$?"
+  playbook cuda.yml "${v[@]}"
   echo "### after the refusals"; tree_state
   echo "### cuda_toolkit_existing: adopt (twice: the second run must change nothing)"
-  ansible-playbook playbooks/cuda.yml "${X[@]}" "${v[@]}" -e cuda_toolkit_existing=adopt
-  echo "rc=$?"
-  ansible-playbook playbooks/cuda.yml "${X[@]}" "${v[@]}" -e cuda_toolkit_existing=adopt
-  echo "rc=$?"
+  playbook cuda.yml "${v[@]}" -e cuda_toolkit_existing=adopt
+  playbook cuda.yml "${v[@]}" -e cuda_toolkit_existing=adopt
   echo "### cuda_toolkit_existing: replace (refused for a package's tree)"
-  ansible-playbook playbooks/cuda.yml "${X[@]}" "${v[@]}" -e cuda_toolkit_existing=replace
-  echo "rc=$?"
+  playbook cuda.yml "${v[@]}" -e cuda_toolkit_existing=replace
   echo "### after"; tree_state
 }
 
 ubuntu-repo() {
   # issue 16: an Ubuntu 24.04 container from this host's root filesystem, the lab repository built here
-  SITE=$SITE bash scripts/h200_ubuntu_repo.sh
+  SITE=$SITE bash lab/gpuhost/ubuntu_repo.sh
 }
 gpu-bare() {
   nvidia-smi -L

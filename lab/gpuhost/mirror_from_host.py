@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Build the NVIDIA redist mirror from what this host already has installed (no network).
 
 For GPU machines that cannot download anything (the H200 of docs/gpu.md): NVIDIA's own Debian/Ubuntu
@@ -13,25 +12,21 @@ makes from wheels (lab/mirror.py: component names, archive names, manifest schem
 What belongs to each component is read from dpkg's own file lists (/var/lib/dpkg/info/<pkg>.list),
 versions from /var/lib/dpkg/status. Usage:
 
-  scripts/mirror_from_host.py [--out .lab/mirror] [--cuda 13.0] [--cudnn-major 13] [--root /]
+  python3 -m lab.gpuhost.mirror_from_host [--out .lab/mirror] [--cuda 13.0] [--cudnn-major 13] [--root /]
 """
 
 import argparse
-import io
 import json
 import os
 import posixpath
 import re
-import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
+from lab import LabError
 from lab import mirror as labmirror
+from lab.xzstore import XZ_OPTS, add_bytes, add_dirs, add_link, tar_info, write_tar_xz
 
 PLATFORM = labmirror.PLATFORM
 TARGET_PREFIX = "targets/x86_64-linux/"
@@ -47,10 +42,6 @@ CUDA_COMPONENTS = {
 CUDNN_PACKAGES = ("libcudnn9-cuda-{m}", "libcudnn9-dev-cuda-{m}", "libcudnn9-headers-cuda-{m}")
 
 
-class MirrorError(Exception):
-    pass
-
-
 def host_path(root, path):
     return path if root == "/" else os.path.join(root, path.lstrip("/"))
 
@@ -61,7 +52,7 @@ def dpkg_status(root):
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise MirrorError(f"cannot read {path} ({exc.strerror}): is this a Debian/Ubuntu host?") from exc
+        raise LabError(f"cannot read {path} ({exc.strerror}): is this a Debian/Ubuntu host?") from exc
     out = {}
     for block in text.split("\n\n"):
         fields = dict(re.findall(r"^([A-Za-z-]+):[ \t]*(.*)$", block, re.M))
@@ -78,7 +69,7 @@ def dpkg_files(root, package):
             return [
                 line for line in Path(path).read_text(encoding="utf-8").splitlines() if line and line != "/."
             ]
-    raise MirrorError(f"no dpkg file list for {package} under {info}")
+    raise LabError(f"no dpkg file list for {package} under {info}")
 
 
 def upstream(version):
@@ -96,7 +87,7 @@ def resolve(root, path, hops=40):
         path = posixpath.normpath(
             target if target.startswith("/") else posixpath.join(posixpath.dirname(path), target)
         )
-    raise MirrorError(f"symlink loop at {path}")
+    raise LabError(f"symlink loop at {path}")
 
 
 class Members:
@@ -134,7 +125,7 @@ def cuda_members(root, home, packages, version):
             if os.path.isfile(full):
                 members.add_file(rel, full)
     if not members.items:
-        raise MirrorError(f"packages {', '.join(packages)} hold no files under {home}")
+        raise LabError(f"packages {', '.join(packages)} hold no files under {home}")
     return members
 
 
@@ -165,9 +156,7 @@ def cudnn_members(root, packages, version):
                 members.add_link(f"lib/{stem}", f"{stem}.{major}")
     libs = [r for r, (kind, _) in members.items.items() if kind == "file" and r.startswith("lib/")]
     if not libs or "include/cudnn_version.h" not in members.items:
-        raise MirrorError(
-            f"packages {', '.join(packages)} hold no libcudnn*.so.{full_so} or no cudnn_version.h"
-        )
+        raise LabError(f"packages {', '.join(packages)} hold no libcudnn*.so.{full_so} or no cudnn_version.h")
     # links whose real file is missing would dangle: drop them
     for rel, (kind, target) in list(members.items.items()):
         if kind == "link" and f"lib/{target}" not in members.items:
@@ -179,52 +168,23 @@ def _fill_tar(tar, members, top, license_bytes, mtime):
     seen = set()
     for rel in sorted(members.items):
         kind, value = members.items[rel]
-        parts = [top, *rel.split("/")[:-1]]
-        for i in range(1, len(parts) + 1):
-            name = "/".join(parts[:i])
-            if name not in seen:
-                seen.add(name)
-                ti = tarfile.TarInfo(name)
-                ti.type, ti.mode, ti.mtime, ti.uname, ti.gname = tarfile.DIRTYPE, 0o755, mtime, "root", "root"
-                tar.addfile(ti)
-        ti = tarfile.TarInfo(f"{top}/{rel}")
-        ti.mtime, ti.uname, ti.gname = mtime, "root", "root"
+        add_dirs(tar, top, rel, seen, mtime)
         if kind == "link":
-            ti.type, ti.linkname, ti.mode = tarfile.SYMTYPE, value, 0o777
-            tar.addfile(ti)
+            add_link(tar, f"{top}/{rel}", value, mtime)
             continue
         st = os.stat(value)
-        ti.size, ti.mode = st.st_size, (st.st_mode & 0o777) | 0o644
+        ti = tar_info(f"{top}/{rel}", mtime, (st.st_mode & 0o777) | 0o644)
+        ti.size = st.st_size
         with open(value, "rb") as src:
             tar.addfile(ti, src)
-    ti = tarfile.TarInfo(f"{top}/LICENSE")
-    ti.mtime, ti.mode, ti.size, ti.uname, ti.gname = mtime, 0o644, len(license_bytes), "root", "root"
-    tar.addfile(ti, io.BytesIO(license_bytes))
+    add_bytes(tar, f"{top}/LICENSE", license_bytes, mtime)
 
 
 def write_archive(members, top, license_bytes, out_path, mtime):
-    """The .tar.xz, compressed the way lab/mirror.py does (stored xz by default, or `xz` options)."""
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(out_path.name + ".part")
-    opts = list(labmirror.XZ_OPTS)
-    with open(tmp, "wb") as out:
-        if opts == ["store"]:
-            xz = labmirror.StoredXZWriter(out)
-            with tarfile.open(fileobj=xz, mode="w|", format=tarfile.PAX_FORMAT, bufsize=1 << 20) as tar:
-                _fill_tar(tar, members, top, license_bytes, mtime)
-            xz.close()
-        else:
-            proc = subprocess.Popen(["xz", *opts, "-c"], stdin=subprocess.PIPE, stdout=out)
-            try:
-                with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-                    _fill_tar(tar, members, top, license_bytes, mtime)
-            finally:
-                proc.stdin.close()
-                rc = proc.wait()
-            if rc != 0:
-                raise MirrorError(f"xz {' '.join(opts)} failed ({rc}) writing {out_path}: check disk space")
-    size, sha256, md5 = labmirror.hash_file(tmp)
-    os.replace(tmp, out_path)
+    """The .tar.xz, written as lab/mirror.py writes its own (lab/xzstore.py)."""
+    size, sha256, md5 = write_tar_xz(
+        out_path, lambda tar: _fill_tar(tar, members, top, license_bytes, mtime), XZ_OPTS
+    )
     return {"relative_path": None, "sha256": sha256, "md5": md5, "size": str(size)}
 
 
@@ -275,7 +235,7 @@ def build_cuda(root, out, cuda, status, log):
         packages = [p.format(v=tag) for p in pkgs]
         present = [p for p in packages if p in status]
         if packages[0] not in status:
-            raise MirrorError(f"package {packages[0]} is not installed: cannot build {comp} for CUDA {cuda}")
+            raise LabError(f"package {packages[0]} is not installed: cannot build {comp} for CUDA {cuda}")
         version = upstream(status[packages[0]])
         name = f"{comp}-{PLATFORM}-{version}-archive"
         rel = f"{comp}/{PLATFORM}/{name}.tar.xz"
@@ -291,13 +251,7 @@ def build_cuda(root, out, cuda, status, log):
         (redist / comp).mkdir(parents=True, exist_ok=True)
         (redist / comp / "LICENSE.txt").write_bytes(license_of(root, packages[0]))
         title = labmirror.CUDA_RELEASES.get(release, {}).get(comp, (comp, version))[0]
-        doc[comp] = {
-            "name": title,
-            "license": "CUDA Toolkit",
-            "license_path": f"{comp}/LICENSE.txt",
-            "version": version,
-            PLATFORM: entry,
-        }
+        doc[comp] = labmirror.cuda_component(comp, title, version, entry)
         log(
             f"mirror: {rel} from {', '.join(present)} "
             f"({int(entry['size']) / 1e6:.0f} MB, {time.monotonic() - start:.0f}s)"
@@ -311,10 +265,10 @@ def build_cudnn(root, out, cuda_major, status, log):
     packages = [p.format(m=cuda_major) for p in CUDNN_PACKAGES]
     missing = [p for p in packages if p not in status]
     if missing:
-        raise MirrorError(f"cuDNN packages not installed: {', '.join(missing)}")
+        raise LabError(f"cuDNN packages not installed: {', '.join(missing)}")
     version = upstream(status[packages[0]])
     if not labmirror.VERSION4.match(version):
-        raise MirrorError(f"{packages[0]} version {status[packages[0]]!r} is not like 9.14.0.64-1")
+        raise LabError(f"{packages[0]} version {status[packages[0]]!r} is not like 9.14.0.64-1")
     redist = out / "cudnn" / "redist"
     name = f"cudnn-{PLATFORM}-{version}_cuda{cuda_major}-archive"
     rel = f"cudnn/{PLATFORM}/{name}.tar.xz"
@@ -338,7 +292,9 @@ def build_cudnn(root, out, cuda_major, status, log):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="mirror_from_host.py", description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(
+        prog="python3 -m lab.gpuhost.mirror_from_host", description=__doc__.split("\n", 1)[0]
+    )
     parser.add_argument("--root", default="/", help="installed system to read (default /)")
     parser.add_argument(
         "--out", default=str(labmirror.mirror_dir()), help="mirror folder (default .lab/mirror)"
@@ -365,7 +321,7 @@ def main(argv=None):
             made.append(
                 build_cudnn(args.root, out, args.cudnn_major or args.cuda.split(".")[0], status, print)
             )
-    except MirrorError as exc:
+    except LabError as exc:
         print(f"mirror_from_host: error: {exc}", file=sys.stderr)
         return 2
     for path in made:

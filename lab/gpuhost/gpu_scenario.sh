@@ -4,17 +4,17 @@
 # from NVIDIA's packages), in three device calls. Every step is idempotent; run from the project root.
 #
 # Here (a Debian 12 machine with network and docker, once):
-#   scripts/h200_gpu_scenario.sh here
+#   lab/gpuhost/gpu_scenario.sh here
 #     -> .gpu/ (git-ignored through .git/info/exclude): wheels/ (molecule, testinfra, ansible-core for
 #        Python 3.12), docker-bundle.tar.xz (Debian 12's dockerd/containerd/runc/docker-init + libdevmapper),
 #        debs-gxx/ (Debian 12's g++ for nvcc inside the container), image-debian12.tar.xz (docker save)
 # There, one call after the other (the machine stays warm 30 s after a call; ignored paths and daemons
 # started with setsid survive between calls):
 #   call 1  carry [.gpu/wheels, .gpu/docker-bundle.tar.xz, .collections]
-#           scripts/h200_gpu_scenario.sh bare docker mirror
-#   call 2  carry [.gpu/debs-gxx/part1]            scripts/h200_gpu_scenario.sh status
+#           lab/gpuhost/gpu_scenario.sh bare docker mirror
+#   call 2  carry [.gpu/debs-gxx/part1]            lab/gpuhost/gpu_scenario.sh status
 #   call 3  carry [.gpu/image-debian12.tar.xz, .gpu/debs-gxx/part2]
-#           scripts/h200_gpu_scenario.sh image molecule
+#           lab/gpuhost/gpu_scenario.sh image molecule
 # Logs go to $OUT (the device tool's folder) or /tmp/gpufleet-out.
 #
 # Steps: here | bare | docker | mirror | status | image | molecule (= molecule test -s gpu) |
@@ -23,7 +23,7 @@
 # Environment: GPUFLEET_EXPECT_CUDNN (default 9.14.0.64), GPUFLEET_EXPECT_GPU (default H200),
 # GPUFLEET_CUDA_VERSION (13.0), GPUFLEET_CUDNN_VERSION (9.14.0.64).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
 OUTDIR=${OUT:-/tmp/gpufleet-out}
 mkdir -p "$OUTDIR"
@@ -50,7 +50,7 @@ molecule==26.10.0 molecule-plugins==26.10.12 pycparser==3.12 pytest-testinfra==1
 resolvelib==1.2.1 rpds-py==2026.9.1 selinux==0.3.0 subprocess-tee==0.4.2 wcmatch==12.0.1"
 
 say() { printf '== %s\n' "$*"; }
-die() { printf 'h200_gpu_scenario: error: %s\n' "$*" >&2; exit 2; }
+die() { printf 'gpu_scenario: error: %s\n' "$*" >&2; exit 2; }
 mib() { du -sm "$@" 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
 
 step_here() {
@@ -179,7 +179,7 @@ step_mirror() {
     return 0
   fi
   say "building .lab/mirror from this host's CUDA $GPUFLEET_CUDA_VERSION and cuDNN packages"
-  python3 scripts/mirror_from_host.py --out .lab/mirror --cuda "$GPUFLEET_CUDA_VERSION" 2>&1 | tee "$OUTDIR/mirror.log"
+  python3 -m lab.gpuhost.mirror_from_host --out .lab/mirror --cuda "$GPUFLEET_CUDA_VERSION" 2>&1 | tee "$OUTDIR/mirror.log"
   return "${PIPESTATUS[0]}"
 }
 

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Issue 16's "Ubuntu 24.04 for real" on a GPU host that has no network and no container engine (the H200):
 #   1. the lab repository (NVIDIA's names and layout, signed with a lab key made here), built on this host from
-#      its own NVIDIA packages (scripts/mirror_from_host.py, then `python -m lab repo build` for that subset);
+#      its own NVIDIA packages (lab/gpuhost/mirror_from_host.py, then `python -m lab repo build` for that subset);
 #   2. a container image made from this host's own root filesystem: no /proc, /sys, /dev, /tmp, /run, no
 #      read-only driver mount, no /opt/torch, no checkout; /usr hard-linked (no copy), the rest copied; its NVIDIA
 #      CUDA/cuDNN packages purged inside it, so the roles start from a host without them;
 #   3. the container: a chroot in its own mount and PID namespaces (unshare), /dev and the driver mount bound
-#      in for the GPU, the repository served on 127.0.0.1 over HTTP; scripts/container_repo_check.sh inside.
-# Nothing outside /tmp changes on the host. env: SITE (ansible's site-packages, from h200_prove.sh's setup),
+#      in for the GPU, the repository served on 127.0.0.1 over HTTP; lab/gpuhost/container_repo_check.sh inside.
+# Nothing outside /tmp changes on the host. env: SITE (ansible's site-packages, from prove.sh's setup),
 # SRC (the root filesystem to make the image from; default /), LAB (an existing lab dir: skip step 1),
 # DIST (ubuntu2404), W (work dir, /tmp/gpufleet-u2404).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
 SITE=${SITE:-/tmp/gpufleet-site}
 SRC=${SRC:-/}
@@ -28,7 +28,7 @@ mkdir -p "$W/www/tamper" "$R"
 echo "### 1. the lab repository from this host's own packages"
 if [[ -z ${LAB:-} ]]; then
   LAB=$W/lab
-  "$py" scripts/mirror_from_host.py --out "$LAB/mirror" --cuda 13.0 --cudnn-major 13 2>&1 | tail -n 2
+  "$py" -m lab.gpuhost.mirror_from_host --out "$LAB/mirror" --cuda 13.0 --cudnn-major 13 2>&1 | tail -n 2
   GPUFLEET_LAB_DIR=$LAB "$py" -m lab repo build --cudnn-version 9.14.0.64 --cuda-major 13 --dist "$DIST" 2>&1 |
     tail -n 2
 fi
@@ -104,7 +104,7 @@ find /usr/include -maxdepth 1 -name 'cudnn*.h' -xtype l -delete
 rm -rf /usr/local/cuda /usr/local/cuda-13 /usr/local/cuda-13.0 /etc/ld.so.conf.d/*cuda* /etc/ld.so.conf.d/gds-*.conf
 ldconfig
 ROOT=$ROOT SITE=$SITE:$W/pydeps DIST=$DIST FPR=$FPR REPO_URL=http://127.0.0.1:$PORT/cuda/repos \
-  TAMPER_URL=http://127.0.0.1:$PORT/tamper bash $ROOT/scripts/container_repo_check.sh
+  TAMPER_URL=http://127.0.0.1:$PORT/tamper bash $ROOT/lab/gpuhost/container_repo_check.sh
 EOF
 )
 export INNER

@@ -1,7 +1,9 @@
-"""Run ansible-playbook as a user does and say which tasks really ran (shared by the integration tests).
+"""Run ansible-playbook as a user does and say which tasks really ran: the one playbook runner of the tests
+(tests/integration, tests/unit/roles).
 
 ``run(...)`` returns a ``Run`` with the exit code, the whole output (whitespace folded, for message
-assertions) and, from the ansible.posix.json callback, the tasks per host that ran (not skipped).
+assertions) and, from the ansible.posix.json callback, the tasks per host that ran (not skipped) and the
+failures. ansible-playbook is the one beside the running Python (.venv's, or tox's for the version matrix).
 """
 
 from __future__ import annotations
@@ -9,11 +11,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-ANSIBLE_PLAYBOOK = ROOT / ".venv/bin/ansible-playbook"
+ROOT = Path(__file__).resolve().parents[1]
+ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 
 
 @dataclass
@@ -35,8 +38,18 @@ class Run:
                         break
         return names
 
+    def failures(self):
+        """(task name, msg) of every failed task result, in order."""
+        return [
+            (task["task"]["name"], result.get("msg", ""))
+            for play in self.plays
+            for task in play.get("tasks", [])
+            for result in task.get("hosts", {}).values()
+            if result.get("failed")
+        ]
 
-def _env(tmp_path, callback):
+
+def _env(tmp_path, callback, json_results):
     env = dict(
         os.environ,
         ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
@@ -50,6 +63,7 @@ def _env(tmp_path, callback):
     )
     if callback:
         env["ANSIBLE_STDOUT_CALLBACK"] = "ansible.posix.json"
+    if callback or json_results:
         env["ANSIBLE_CALLBACK_RESULT_FORMAT"] = "json"
     return env
 
@@ -64,9 +78,12 @@ def run(
     check=False,
     inventory=None,
     callback=True,
+    json_results=False,
     timeout=600,
 ):
-    """ansible-playbook PLAYBOOK against inventory (default: this machine), optionally with --tags."""
+    """ansible-playbook PLAYBOOK against inventory (default: this machine), optionally with --tags.
+
+    callback=False keeps ansible.cfg's default callback, whose results are YAML unless json_results."""
     cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(inventory or ROOT / "inventory/localhost.yml"), str(playbook)]
     if extra_vars is not None:
         cmd += ["-e", json.dumps(extra_vars)]
@@ -80,7 +97,7 @@ def run(
         cmd,
         capture_output=True,
         text=True,
-        env=_env(tmp_path, callback),
+        env=_env(tmp_path, callback, json_results),
         cwd=ROOT,
         timeout=timeout,
         check=False,

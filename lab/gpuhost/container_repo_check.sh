@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The repo scenario inside a container made from a host's own root filesystem (scripts/h200_ubuntu_repo.sh
+# The repo scenario inside a container made from a host's own root filesystem (lab/gpuhost/ubuntu_repo.sh
 # makes it and runs this in it): the roles with *_source nvidia_repo against the lab repository served on
 # REPO_URL, check mode, converge, idempotence, molecule/repo's testinfra checks, the roles' own verify (nvcc for
 # the host's GPU, a cuDNN convolution when a GPU is there), an admin's apt-get upgrade/dist-upgrade, and the
@@ -11,7 +11,7 @@
 # env: ROOT (the checkout), SITE (ansible's site-packages), REPO_URL (…/cuda/repos), DIST (ubuntu2404), FPR,
 #      TAMPER_URL (…/tamper: sig/ and hash/ copies of the repository)
 set -uo pipefail
-cd "$ROOT"
+cd "$ROOT" || exit 2
 export LC_ALL=C.UTF-8 PYTHONUNBUFFERED=1 ANSIBLE_FORCE_COLOR=0 DEBIAN_FRONTEND=noninteractive
 export ANSIBLE_CONFIG=$ROOT/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$ROOT/.collections PYTHONPATH=$SITE
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root

@@ -2,7 +2,7 @@
 # Issue 13 on the real H200 host: does the audit's answer for "what torch loads" equal what a real torch process
 # maps? Then break a copy of the venv on purpose and check that the audit flags it and torch really fails.
 #
-# Run from the repository root:  PY=/path/to/python-with-ansible OUT_DIR=/tmp/out scripts/h200_consumers.sh
+# Run from the repository root:  PY=/path/to/python-with-ansible OUT_DIR=/tmp/out lab/gpuhost/consumers.sh
 #   PY          a python that can import the collection's plugins (stdlib only is enough; default python3)
 #   OUT_DIR     where everything goes (default /tmp/gpufleet-consumers-out)
 #   TORCH_VENV  the venv with torch (default /opt/torch/.venv)
@@ -15,7 +15,7 @@
 # Changes nothing outside /tmp: the broken venv is a copy under $WORK (hard links where /tmp and the venv share
 # a filesystem, else links to every entry and a real copy of nvidia/cudnn/lib only), removed at the end.
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
+cd "$(dirname "$0")/../.." || exit 2
 REPO=$PWD
 PY=${PY:-python3}
 OUT_DIR=${OUT_DIR:-/tmp/gpufleet-consumers-out}
