@@ -169,8 +169,8 @@ def firmware(secure_boot, ovmf_dir=OVMF_DIR):
 # QEMU and scripts/test_stages.sh's bg: stages, BG_NICE, both rely on it): where the kernel groups processes
 # by session (sched_autogroup_enabled, as on Debian's kernels) it shares the CPUs between sessions first and
 # applies a nice only inside one. QEMU -daemonize and a setsid'd stage are sessions of their own, so under a
-# plain nice 10 each took as much CPU as the whole foreground (measured, docs/lab.md); their autogroup's nice,
-# /proc/PID/autogroup, is what counts.
+# plain nice 10 each took as much CPU as the whole foreground (measured; the changelog has the figures);
+# their autogroup's nice, /proc/PID/autogroup, is what counts.
 NICE = 10
 
 

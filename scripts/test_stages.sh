@@ -6,8 +6,7 @@
 # Stages are make targets, each run once: a stage that is another's prerequisite is not run again by it.
 # - `bg:NAME` starts NAME in the background (its output in .cache/test-stages/NAME.log) and the stages after it
 #   run meanwhile; `wait:NAME` waits for it there (a stage that needs it comes after), else the end does. It
-#   runs at BG_NICE, for its processes and for its session's autogroup (where the kernel groups sessions, a
-#   nice counts only inside its own session).
+#   runs at BG_NICE, for its processes and for its session's autogroup (`NICE` in lab/vm.py says why).
 # - TEST_BUDGET (seconds; 0 or unset: none) is the whole run's: a stage still running when it is spent is cut
 #   (TERM, then KILL), and the run fails naming it. Nothing is cut silently.
 # - A stage that prints a line starting with SKIPPED (no QEMU, no GPU) is shown as skipped in the table, and
