@@ -234,7 +234,7 @@ def build_deb(deb, out_dir, work_dir):
         out = Path(out_dir) / deb.filename
         tmp = out.with_name(out.name + ".part")
         env = dict(os.environ, SOURCE_DATE_EPOCH=str(deb.mtime))
-        # -Znone: mostly precompiled GPU code, which xz shrinks by ~20 % at a few MB/s (the changelog has the figures)
+        # -Znone: mostly precompiled GPU code, which xz shrinks by ~20 % at a few MB/s (see the changelog)
         cmd = ["dpkg-deb", "--root-owner-group", "-Znone", "--build", str(root), str(tmp)]
         res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
         if res.returncode != 0:
