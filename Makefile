@@ -35,7 +35,7 @@ VM_SCENARIOS ?= driver-vm driver-vm-kernel driver-vm-sb driver-vm-debian13 drive
 .PHONY: help venv lint unit test-tools integration lab molecule molecule-all vm matrix-lowest test-vm gpu gpu-host test test-all demo audit bench sanity changelog importer clean matrix
 
 help:  ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
 
 venv:  ## pinned toolchain in .venv + collections in .collections (idempotent)
 	python3 scripts/bootstrap.py
