@@ -3,16 +3,10 @@
 import json
 import os
 import re
-import shlex
 import subprocess
 from pathlib import Path
 
-CUDNN_VERSION = """
-import ctypes, json
-lib = ctypes.CDLL('libcudnn.so.9')
-lib.cudnnGetVersion.restype = ctypes.c_size_t
-print(json.dumps({'version': lib.cudnnGetVersion()}))
-"""
+from testinfra_helpers import cudnn_loaded, py
 
 NO_ROUTE = """
 import json, socket, sys
@@ -43,15 +37,14 @@ def mirror_ip():
 
 def test_cudnn_installed_from_the_copy(host):
     assert host.file("/opt/nvidia/cudnn/current-cuda13").linked_to == "/opt/nvidia/cudnn/9.14.0.64-cuda13"
-    out = json.loads(host.check_output(f"python3 -c {shlex.quote(CUDNN_VERSION)}"))
-    assert out["version"] == 91400
+    assert cudnn_loaded(host)["version"] == 91400
     # the copied archive is gone after the install; the manifest copy stays (it decides "installed")
     assert host.file("/var/cache/gpufleet/redist/cudnn/redist/redistrib_9.14.0.json").exists
     assert not host.run("find /var/cache/gpufleet/redist -name '*.tar.xz'").stdout.strip()
 
 
 def test_host_cannot_reach_the_mirror(host):
-    out = json.loads(host.check_output(f"python3 -c {shlex.quote(NO_ROUTE)} {mirror_ip()}"))
+    out = json.loads(py(host, NO_ROUTE, mirror_ip()))
     assert out["dns"].startswith("failed"), out
     assert out["tcp"].startswith("failed"), out
 

@@ -5,9 +5,9 @@ Runs twice: after converge (refusals, adopt: nothing pre-existing changed, no ba
 """
 
 import json
-import shlex
 
 import pytest
+from testinfra_helpers import cudnn_loaded, nvidia_facts
 
 WORK = "/var/tmp/brownfield"  # brownfield_work in molecule.yml
 SEEDED = {
@@ -24,14 +24,6 @@ HAND_COPY = "/usr/local/cuda-13.0/targets/x86_64-linux"  # /usr/local/cuda-13.0/
 VENV = "/opt/venvs/torchlike"
 CONDA = "/opt/conda/envs/ml"
 MARKER = "/usr/local/cuda-13.1/.gpufleet-redist.json"
-# What a program gets for a soname: the library the loader maps, and its cudnnGetVersion().
-LOADED = """
-import ctypes, json, sys
-lib = ctypes.CDLL(sys.argv[1])
-lib.cudnnGetVersion.restype = ctypes.c_size_t
-path = [l.split()[-1] for l in open('/proc/self/maps') if 'libcudnn.so' in l][0]
-print(json.dumps({'version': lib.cudnnGetVersion(), 'path': path}))
-"""
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +34,7 @@ def replaced(host):
 
 @pytest.fixture(scope="module")
 def facts(host):
-    result = host.ansible("gpufleet.nvidia.nvidia_facts", "gather_subset=cuda,cudnn", check=False)
-    assert "failed" not in result, result
-    return result["ansible_facts"]["nvidia"]
+    return nvidia_facts(host, "cuda,cudnn")
 
 
 def test_every_preexisting_path_is_unchanged_or_in_the_backup(host, replaced):
@@ -78,7 +68,7 @@ def test_the_default_is_the_packages_13_0(host):
 
 
 def test_programs_still_load_the_hand_copys_libcudnn(host):
-    out = json.loads(host.check_output(f"python3 -c {shlex.quote(LOADED)} libcudnn.so.9"))
+    out = cudnn_loaded(host, "libcudnn.so.9")  # what a program gets for the soname
     assert out == {"version": 91400, "path": f"{HAND_COPY}/lib/libcudnn.so.9.14.0"}, out
     first = next(line for line in host.check_output("ldconfig -p").splitlines() if "libcudnn.so.9 " in line)
     assert first.split("=>")[1].strip() == "/usr/local/cuda/targets/x86_64-linux/lib/libcudnn.so.9", first

@@ -2,24 +2,11 @@
 (side by side) from the lab's mirror."""
 
 import json
-import shlex
 
 import pytest
+from testinfra_helpers import cudnn_loaded, nvcc_builds_sm90
 
 CUDNN = "/opt/nvidia/cudnn"
-
-CUDNN_VERSION = """
-import ctypes, json, sys
-lib = ctypes.CDLL(sys.argv[1])
-lib.cudnnGetVersion.restype = ctypes.c_size_t
-path = [l.split()[-1] for l in open('/proc/self/maps') if 'libcudnn.so' in l][0]
-print(json.dumps({'version': lib.cudnnGetVersion(), 'path': path}))
-"""
-
-KERNEL = r"""
-__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }
-int main() { return 0; }
-"""
 
 
 @pytest.mark.parametrize("ver", ["13.0", "13.1"])
@@ -57,15 +44,9 @@ def test_profile_and_ld_conf(host):
 
 @pytest.mark.parametrize("ver", ["13.0", "13.1"])
 def test_nvcc_compiles_an_sm90_cubin_and_links_cudart(host, ver):
-    host.check_output(f"mkdir -p /tmp/tv && printf '%s' {shlex.quote(KERNEL)} > /tmp/tv/k.cu")
-    host.check_output(f"/usr/local/cuda-{ver}/bin/nvcc -arch=sm_90 -cubin -o /tmp/tv/k.cubin /tmp/tv/k.cu")
-    assert host.check_output("od -An -c -N4 /tmp/tv/k.cubin").replace(" ", "") == "177ELF"
-    # the ELF e_flags of a cubin carry the SM number (90 = 0x5a): in the low byte (older ABI) or the next one
-    flags = int(host.check_output("od -An -tu4 -j48 -N4 /tmp/tv/k.cubin").strip())
-    assert 90 in (flags & 0xFF, (flags >> 8) & 0xFF), hex(flags)
-    host.check_output(f"/usr/local/cuda-{ver}/bin/nvcc -arch=sm_90 -cudart shared -o /tmp/tv/k /tmp/tv/k.cu")
+    ldd = nvcc_builds_sm90(host, f"/usr/local/cuda-{ver}/bin/nvcc", "/tmp/tv")
     # the loader finds libcudart.so.13 through the default toolkit's ld.so.conf.d entry
-    assert "/usr/local/cuda/lib64/libcudart.so.13" in host.check_output("ldd /tmp/tv/k")
+    assert "/usr/local/cuda/lib64/libcudart.so.13" in ldd
 
 
 @pytest.mark.parametrize(("major", "full"), [("13", "9.14.0.64"), ("12", "9.14.0.64")])
@@ -91,7 +72,7 @@ def test_ld_cache_resolves_the_cuda13_cudnn(host):
     ],
 )
 def test_cudnn_get_version(host, lib, where):
-    out = json.loads(host.check_output(f"python3 -c {shlex.quote(CUDNN_VERSION)} {lib}"))
+    out = cudnn_loaded(host, lib)
     assert out["version"] == 91400
     assert f"/{where}/lib/" in out["path"]
 

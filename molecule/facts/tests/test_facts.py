@@ -4,6 +4,7 @@ import json
 import os
 
 import pytest
+from testinfra_helpers import nvidia_facts
 
 TARBALL = os.environ.get("GPUFLEET_FACTS_TARBALL_CUDNN", "9.14.0.64")
 WHEEL = os.environ.get("GPUFLEET_FACTS_WHEEL_CUDNN", "9.28.0.42")
@@ -23,9 +24,7 @@ def short(version):
 
 
 def run_facts(host, check):
-    result = host.ansible("gpufleet.nvidia.nvidia_facts", "gather_subset=cudnn", check=check)
-    assert "failed" not in result, result
-    return result["ansible_facts"]["nvidia"]
+    return nvidia_facts(host, "cudnn", check=check)
 
 
 @pytest.fixture(scope="module")
@@ -104,9 +103,7 @@ OS_KEYS = {("debian", "12"): "debian12", ("debian", "13"): "debian13", ("ubuntu"
 
 @pytest.fixture(scope="module")
 def host_facts(host):
-    result = host.ansible("gpufleet.nvidia.nvidia_facts", "gather_subset=gpu,driver", check=False)
-    assert "failed" not in result, result
-    return result["ansible_facts"]["nvidia"]
+    return nvidia_facts(host, "gpu,driver")
 
 
 def os_release(host):

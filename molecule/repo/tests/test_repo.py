@@ -1,10 +1,9 @@
 """repo: CUDA 13.0 and cuDNN 9.14 for CUDA 13 from the lab's NVIDIA-layout apt repository (nvidia_repo)."""
 
-import json
 import re
-import shlex
 
 import pytest
+from testinfra_helpers import cudnn_loaded, dpkg_status, nvcc_builds_sm90
 
 CUDNN_SET = ["libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13"]
 CUDA_SET = {
@@ -21,27 +20,10 @@ CUDA_SET = {
     "cuda-toolkit-config-common": "13.0.96-1",
     "libnvvm-13-0": "13.0.88-1",
 }
-CUDNN_VERSION = """
-import ctypes, json, sys
-lib = ctypes.CDLL(sys.argv[1])
-lib.cudnnGetVersion.restype = ctypes.c_size_t
-path = [l.split()[-1] for l in open('/proc/self/maps') if 'libcudnn.so' in l][0]
-print(json.dumps({'version': lib.cudnnGetVersion(), 'path': path}))
-"""
-KERNEL = r"""
-__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }
-int main() { return 0; }
-"""
-
-
-def _installed(host, names):
-    fmt = "${Package}\\t${Version}\\t${Status}\\n"
-    out = host.check_output(f"dpkg-query -W -f '{fmt}' {' '.join(names)}")
-    return {line.split("\t")[0]: line.split("\t")[1:] for line in out.splitlines()}
 
 
 def test_every_package_of_the_sets_at_its_version(host):
-    got = _installed(host, [*CUDA_SET, *CUDNN_SET])
+    got = dpkg_status(host, [*CUDA_SET, *CUDNN_SET])
     for name, version in CUDA_SET.items():
         assert got[name] == [version, "install ok installed"], name
     for name in CUDNN_SET:
@@ -89,18 +71,12 @@ def test_the_toolkit_is_the_packages_with_nvidias_alternatives_and_linker_files(
 
 
 def test_nvcc_builds_an_sm90_cubin_and_links_cudart(host):
-    host.check_output(f"mkdir -p /tmp/tr && printf '%s' {shlex.quote(KERNEL)} > /tmp/tr/k.cu")
-    nvcc = "/usr/local/cuda-13.0/bin/nvcc"
-    host.check_output(f"{nvcc} -arch=sm_90 -cubin -o /tmp/tr/k.cubin /tmp/tr/k.cu")
-    assert host.check_output("od -An -c -N4 /tmp/tr/k.cubin").replace(" ", "") == "177ELF"
-    flags = int(host.check_output("od -An -tu4 -j48 -N4 /tmp/tr/k.cubin").strip())
-    assert 90 in (flags & 0xFF, (flags >> 8) & 0xFF), hex(flags)
-    host.check_output(f"{nvcc} -arch=sm_90 -cudart shared -o /tmp/tr/k /tmp/tr/k.cu")
-    assert "libcudart.so.13 => /usr/local/cuda" in host.check_output("ldd /tmp/tr/k")
+    ldd = nvcc_builds_sm90(host, "/usr/local/cuda-13.0/bin/nvcc", "/tmp/tr")
+    assert "libcudart.so.13 => /usr/local/cuda" in ldd
 
 
 def test_cudnn_get_version_is_the_pinned_version(host):
-    out = json.loads(host.check_output(f"python3 -c {shlex.quote(CUDNN_VERSION)} libcudnn.so.9"))
+    out = cudnn_loaded(host, "libcudnn.so.9")
     assert out["version"] == 91400
     assert out["path"] in (
         "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0",
@@ -110,7 +86,7 @@ def test_cudnn_get_version_is_the_pinned_version(host):
 
 def test_cudnn_for_cuda12_is_a_tree_beside_the_packages(host):
     lib = "/opt/nvidia/cudnn/current-cuda12/lib/libcudnn.so.9"
-    out = json.loads(host.check_output(f"python3 -c {shlex.quote(CUDNN_VERSION)} {lib}"))
+    out = cudnn_loaded(host, lib)
     assert out["version"] == 91400
     assert out["path"].startswith("/opt/nvidia/cudnn/9.14.0.64-cuda12/lib/")
     assert host.file("/opt/nvidia/cudnn/9.14.0.64-cuda12/.gpufleet-redist.json").exists

@@ -1,7 +1,8 @@
 """smoke: the lab host is converged, reaches the mirror, and cannot reach the internet."""
 
 import json
-import shlex
+
+from testinfra_helpers import py
 
 MIRROR = "http://gpufleet-mirror"
 
@@ -34,11 +35,6 @@ except OSError as exc:
     result = type(exc).__name__
 print(json.dumps({"result": result, "seconds": time.monotonic() - start}))
 """
-
-
-def py(host, script, *args):
-    cmd = " ".join(["python3", "-c", shlex.quote(script), *map(shlex.quote, args)])
-    return host.check_output(cmd)
 
 
 def test_converged(host):

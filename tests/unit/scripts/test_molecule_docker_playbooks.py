@@ -2,7 +2,8 @@
 
 They replace molecule-plugins' playbooks and read only the platform keys our scenarios use: a key added to a
 platform that the create playbook does not read would be dropped without a word, so every key must be read
-(or be one molecule itself consumes).
+(or be one molecule itself consumes). The create playbook puts each platform over its shared keys (__shared),
+so a scenario's platform names only what differs.
 """
 
 import re
@@ -38,15 +39,50 @@ def test_the_shared_config_names_the_lean_playbooks_and_they_exist():
         assert (scenario_dir / playbooks[action]).resolve() == SHARED / f"docker-{action}.yml"
 
 
-def test_every_platform_key_of_a_docker_scenario_is_read_by_create():
+def _create_reads():
     text = (SHARED / "docker-create.yml").read_text()
-    read = set(re.findall(r"item\.(\w+)", text)) | set(re.findall(r"attribute='(\w+)'", text))
+    return set(re.findall(r"item\.(\w+)", text)) | set(re.findall(r"attribute='(\w+)'", text))
+
+
+def test_every_platform_key_of_a_docker_scenario_is_read_by_create():
+    read = _create_reads()
     scenarios = dict(_docker_scenarios())
     assert {"smoke", "default", "repo", "audit"} <= set(scenarios)
     for name, platforms in scenarios.items():
         for platform in platforms:
             unread = set(platform) - read - MOLECULE_KEYS
             assert not unread, f"molecule/{name}: {sorted(unread)} not read by docker-create.yml"
+
+
+def test_create_puts_every_platform_over_the_shared_keys_and_reads_them_all():
+    play = _config(SHARED / "docker-create.yml")[0]
+    shared = play["vars"]["__shared"]
+    assert set(shared) <= _create_reads(), sorted(set(shared) - _create_reads())
+    # systemd as PID 1 without --privileged, on the lab's internal network unless a platform says otherwise
+    assert (shared["command"], shared["privileged"]) == ("/lib/systemd/systemd", False)
+    assert shared["docker_networks"] == [{"name": "gpufleet-lab", "internal": True}]
+    assert "molecule_yml.platforms" in play["vars"]["__platforms"]
+    assert [t["loop"] for t in play["tasks"]][1] == "{{ __platforms }}"
+
+
+def test_inventory_variables_are_linked_files_not_inline():
+    """molecule writes inline group_vars/host_vars only where no directory is linked: the base links
+    .config/molecule/group_vars, so inline ones in a scenario would be dropped without a word."""
+    base = _config(SHARED / "config.yml")["provisioner"]["inventory"]
+    assert set(base) == {"links"}, base
+    assert (ROOT / "molecule" / "smoke" / base["links"]["group_vars"]).resolve() == SHARED / "group_vars"
+    for path in sorted((ROOT / "molecule").glob("*/molecule.yml")):
+        inventory = (_config(path).get("provisioner") or {}).get("inventory") or {}
+        assert not {"group_vars", "host_vars", "hosts"} & set(inventory), path
+        for link in (inventory.get("links") or {}).values():
+            assert (path.parent / link).is_dir(), (path, link)
+        # a scenario with a group_vars/ of its own and hosts in lab still gives them the base's lab.yml
+        own = (inventory.get("links") or {}).get("group_vars")
+        platforms = _config(path).get("platforms") or []
+        if own and any("lab" in (p.get("groups") or []) for p in platforms):
+            lab = path.parent / own / "lab"
+            files = sorted(lab.glob("*.yml")) if lab.is_dir() else [lab.with_suffix(".yml")]
+            assert SHARED / "group_vars" / "lab.yml" in [f.resolve() for f in files], path
 
 
 def test_destroy_removes_every_platform_and_the_fact_cache_and_leaves_the_networks():
