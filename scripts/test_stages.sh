@@ -9,7 +9,7 @@
 #   runs at BG_NICE, for its processes and for its session's autogroup (`NICE` in lab/vm.py says why).
 # - TEST_BUDGET (seconds; 0 or unset: none) is the whole run's: a stage still running when it is spent is cut
 #   (TERM, then KILL), and the run fails naming it. Nothing is cut silently.
-# - A stage that prints a line starting with SKIPPED (no QEMU, no GPU) is shown as skipped in the table, and
+# - A stage that prints a line starting with "SKIPPED: " (no QEMU, no GPU) is shown as skipped in the table, and
 #   the lines are repeated at the end: skipped is never reported as passed.
 # When a foreground stage fails, the background ones are stopped.
 set -euo pipefail
@@ -42,10 +42,10 @@ row() {  # stage, log, t0, busy0, all0[, t1, busy1, all1: its end, else now]
   local t1=${6:-} busy1=${7:-} all1=${8:-} note='' n
   [[ -n $t1 ]] || { t1=$(date +%s); read -r busy1 all1 < <(cpu); }
   local span=$((all1 - $5))
-  n=$(grep -ac '^SKIPPED' "$2" 2>/dev/null) || n=0
+  n=$(grep -ac '^SKIPPED: ' "$2" 2>/dev/null) || n=0
   if ((n > 0)); then
     note="SKIPPED ($n)"
-    mapfile -t -O "${#skipped[@]}" skipped < <(grep -a '^SKIPPED' "$2")
+    mapfile -t -O "${#skipped[@]}" skipped < <(grep -a '^SKIPPED: ' "$2")
   fi
   rows+=("$1|$((t1 - $3))|$(((busy1 - $4) * 100 / (span > 0 ? span : 1)))%|${note:+ $note}")
 }

@@ -29,6 +29,8 @@ group:
 \t@cat /proc/self/autogroup > group.txt
 novm:
 \t@echo "SKIPPED: molecule driver-vm: no QEMU"
+pytestskip:
+\t@echo "SKIPPED [1] tests/test_x.py:3: a test's own skip"
 forever:
 \t@sleep 60
 """
@@ -132,6 +134,13 @@ def test_a_skipped_stage_is_shown_as_skipped_not_passed(tree):
     assert re.search(r"^  novm\s+\d+\s+\d+% SKIPPED \(1\)$", res.stdout, re.M), res.stdout
     summary = res.stdout.split("make test: stage times", 1)[1]
     assert "1 SKIPPED (not run, so not passed):\n  SKIPPED: molecule driver-vm: no QEMU" in summary
+
+
+def test_a_test_skipped_inside_a_stage_is_not_a_skipped_stage(tree):
+    """pytest's summary lines (SKIPPED [1] path: reason) are the stage's own business."""
+    res = _run(tree, "pytestskip")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "SKIPPED (" not in res.stdout.split("make test: stage times", 1)[1]
 
 
 def test_a_stage_past_the_budget_is_cut_and_fails_the_run(tree):
