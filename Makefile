@@ -17,8 +17,9 @@ export PYTHONDONTWRITEBYTECODE := 1
 # (docker, images, mirror) builds beside lint, sanity and importer; unit needs it (its lab tests).
 TEST_STAGES ?= bg:lab lint sanity importer wait:lab unit integration molecule
 TEST_BUDGET ?= 1800
-# `make test-all`: everything, no budget (hours: every platform, the ansible-core matrix, the VM guests, the GPU)
-TEST_ALL_STAGES ?= lint sanity importer lab unit integration molecule-all matrix test-vm gpu
+# `make test-all`: everything, no budget (hours: every platform, the ansible-core matrix, the VM guests, the GPU).
+# The VM guests (the longest stage, mostly waiting on QEMU at nice 10) run beside the docker stages.
+TEST_ALL_STAGES ?= bg:lab lint sanity importer wait:lab bg:test-vm unit integration molecule-all matrix gpu wait:test-vm
 # molecule scenarios of `make test`: one per role path (redist, NVIDIA's repository, the driver, the audit) and
 # brownfield (what gpufleet does not own), each on one platform (NAME:PLATFORM), MOLECULE_JOBS at a time
 # (scripts/molecule_run.sh prints each one's time). `make molecule-all` runs MOLECULE_ALL_SCENARIOS on every

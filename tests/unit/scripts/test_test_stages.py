@@ -188,7 +188,9 @@ def test_make_test_is_the_fast_gate_and_test_all_runs_everything():
         re.M,
     )
     every = _makefile_var(makefile, "TEST_ALL_STAGES")
-    assert {"molecule-all", "matrix", "test-vm", "gpu"} <= set(every), every
+    assert {"molecule-all", "matrix", "bg:test-vm", "wait:test-vm", "gpu"} <= set(every), every
+    # the VM guests start once the lab is up and are waited for before the table
+    assert every.index("wait:lab") < every.index("bg:test-vm") and every[-1] == "wait:test-vm", every
     # every molecule scenario of make test is one of make test-all's
     fast = {s.split(":")[0] for s in _makefile_var(makefile, "MOLECULE_SCENARIOS")}
     assert fast <= set(_makefile_var(makefile, "MOLECULE_ALL_SCENARIOS")), fast
