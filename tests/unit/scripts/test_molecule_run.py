@@ -116,6 +116,7 @@ def test_with_jobs_the_first_failure_stops_the_others_and_shows_its_log(tree):
     assert "one broke" in res.stdout
     assert "failed in one" in res.stdout
     assert "molecule: stopped two:debian12" in res.stdout
-    assert len(_calls(tree)) == 2  # the third never started
+    # the third never started (the first may be stopped before its fake molecule wrote its call)
+    assert "test -s two -p gpufleet-two-debian13" not in _calls(tree)
     time.sleep(5)
     assert "two done" not in (tree / ".cache/molecule/two_debian12.log").read_text()
