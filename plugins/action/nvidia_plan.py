@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_common impo
     plain,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_options import NVIDIA_PLAN
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import inputs as plan_inputs
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import roles as plan_roles
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import PlanError, failure_message
 
@@ -44,7 +45,11 @@ def role_files(role):
 
 
 def typed(role, options, values):
-    """The values typed by the role's argument spec; AnsibleActionFail with the spec's own messages."""
+    """The values typed by the role's argument spec; AnsibleActionFail naming each variable of a kind the
+    spec would convert into nonsense (plan/inputs.shape_errors), else with the spec's own messages."""
+    shapes = plan_inputs.shape_errors(options, values)
+    if shapes:
+        raise AnsibleActionFail(f"{role}: " + "; ".join(shapes))
     result = ArgumentSpecValidator(options).validate(values)
     if result.error_messages:
         raise AnsibleActionFail(f"{role}: " + "; ".join(result.error_messages))

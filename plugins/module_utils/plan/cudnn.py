@@ -93,8 +93,6 @@ def variants(req):
 def validate(req, os_info):
     """Raise PlanError naming the one variable that is wrong; returns the builds."""
     builds = variants(req)
-    if int(req.get("keep_versions", 1)) < 0:
-        raise PlanError(bad("cudnn_keep_versions", req["keep_versions"], ">= 0"))
     for build in builds:
         build["source"] = tree_source(build, req["source"])
         build.update(redist_of(build))

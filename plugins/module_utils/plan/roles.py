@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda as plan_cuda
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cudnn as plan_cudnn
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as plan_driver
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import inputs as plan_inputs
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as plan_repo
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import PlanError, compat_inputs
 
@@ -193,6 +194,8 @@ def _cudnn_facts(variables):
 
 
 def _cudnn_validate(variables):
+    # the cuda_toolkit role's versions and default as that role checks them: cuDNN builds for its default
+    plan_cuda.validate(variables["cuda_toolkit_versions"], variables["cuda_toolkit_default"])
     plan_cudnn.variants(cudnn_request(variables, None, None))
 
 
@@ -253,7 +256,10 @@ def _driver_facts(variables):
 
 
 def _driver_validate(variables):
-    return None  # the driver's refusals depend on the host's OS: made with the facts, in plan()
+    """The driver's refusals that need no host; those that depend on its OS are made with the facts."""
+    errors = plan_driver.variable_errors(driver_request(variables, False))
+    if errors:
+        raise PlanError("; ".join(errors))
 
 
 def _driver_compat(variables, request, facts):
@@ -292,6 +298,8 @@ def _driver_plan(variables, facts, context):
         unheld=plan_driver.hold_missing(plan, facts), unlocked=plan_driver.versionlock_missing(plan, facts)
     )
     plan["repo"] = _driver_repo(variables, facts, plan)
+    # what modprobe.d's file is rendered from: name=value tokens, checked by plan/inputs.py
+    plan["modprobe_options"] = [str(o) for o in variables["nvidia_driver_modprobe_options"]]
     found = {
         "compatible": not plan["errors"],
         "errors": list(plan["errors"]),
@@ -408,8 +416,13 @@ def merge_wanted(wanted):
 
 
 def validate(role, variables):
-    """The refusals that need no host facts (PlanError naming the variable, its value and what is allowed)."""
-    _funcs(role)[1](variables)
+    """The refusals that need no host facts (PlanError naming the variable, its value and what is allowed):
+    every variable's text and grammar (plan/inputs.py), then the role's own checks."""
+    funcs = _funcs(role)
+    errors = plan_inputs.errors_of(variables)
+    if errors:
+        raise PlanError("; ".join(errors))
+    funcs[1](variables)
 
 
 def plan(role, variables, facts, context=None):

@@ -64,12 +64,14 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.reques
     secure_boot_errors,
     tristate,
     validate,
+    variable_errors,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state import host_state
 
 # The entry points used outside the plan (plan/roles.py: the plan and the later phases of nvidia_plan).
 __all__ = [
     "REQUEST_KEYS",
+    "variable_errors",
     "DriverPlanError",
     "decide",
     "hold_missing",

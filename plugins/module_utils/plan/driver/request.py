@@ -247,6 +247,31 @@ def normalize_request(request):
     return req
 
 
+def _switch_errors(req):
+    errors = []
+    for key in ("fabricmanager", "build_kernel_module"):
+        try:
+            tristate(req[key], key)
+        except DriverPlanError as exc:
+            errors.append(str(exc))
+    if req["existing"] not in EXISTING_POLICIES:
+        errors.append(bad("nvidia_driver_existing", req["existing"], ", ".join(EXISTING_POLICIES)))
+    return errors
+
+
+def variable_errors(request):
+    """The refusals that need no host (neither its OS nor its facts): choices, the branch, the version on
+    the branch, the auto|true|false switches. What nvidia_plan checks before it gathers anything."""
+    req = normalize_request(request)
+    errors = _choice_errors(req["source"], req["kernel_module"], req["reboot"])
+    branch_int = None
+    try:
+        branch_int = parse_branch_value(req["branch"])
+    except DriverPlanError as exc:
+        errors.append(str(exc))
+    return errors + _version_errors(req["version"], req["branch"], branch_int) + _switch_errors(req)
+
+
 def validate(request, facts):
     """Every refusal about the request on this host's OS (one line each, naming the variable)."""
     req, state = normalize_request(request), host_state(facts)
@@ -269,14 +294,7 @@ def validate(request, facts):
         # a container or a host-managed driver is never rebooted by the role: nothing to refuse there
         is_controller=bool(req["is_controller"]) and not state["container"] and not state["host_managed"],
     )
-    for key in ("fabricmanager", "build_kernel_module"):
-        try:
-            tristate(req[key], key)
-        except DriverPlanError as exc:
-            errors.append(str(exc))
-    if req["existing"] not in EXISTING_POLICIES:
-        errors.append(bad("nvidia_driver_existing", req["existing"], ", ".join(EXISTING_POLICIES)))
-    return errors
+    return errors + _switch_errors(req)
 
 
 def secure_boot_errors(req, state):

@@ -75,7 +75,6 @@ def test_an_unknown_major_from_the_default_cuda_says_where_it_came_from():
     [
         ({"version": "9.x"}, "cudnn_version=9.x (allowed: X.Y.Z or X.Y.Z.B"),
         ({"cuda_major": "thirteen"}, "cudnn_cuda_major=thirteen (allowed: a CUDA major"),
-        ({"keep_versions": -1}, "cudnn_keep_versions=-1 (allowed: >= 0)"),
         (
             {"extra_variants": [{"version": "9.x", "cuda_major": "12"}]},
             "cudnn_extra_variants[0].version=9.x (allowed: X.Y.Z",

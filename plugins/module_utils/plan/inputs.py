@@ -1,0 +1,319 @@
+# Copyright: gpufleet contributors
+# Apache-2.0
+"""The grammar of every role variable: what a value may look like before any plan reads it.
+
+Checked on the controller by ``nvidia_plan`` (plan/roles.validate) before any host is contacted, once per
+role and host, after the role's argument spec typed the values. Every message names the user's variable,
+its value and what is allowed (plan/refusal.bad); a URL that holds credentials is never shown as given.
+
+Three layers, in order:
+- ``shape_errors``: the value's kind before Ansible's conversions (a list where a string belongs would
+  otherwise become the text "['a']");
+- ``control_errors``: no string anywhere in any variable (list items, mapping keys and values included)
+  holds a newline or another control character: such a value could add a line to a file gpufleet writes
+  as root (an apt source, modprobe.d, ld.so.conf.d, profile.d);
+- ``GRAMMARS``: the grammar of each variable that is rendered into a file, fetched or used as a path: URLs
+  by scheme and form, paths absolute and normalised, modprobe options as ``name=value`` tokens, fingerprints,
+  release labels, component names, positive counts.
+
+Pure (no I/O), stdlib only, Python >= 3.9.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from urllib.parse import urlsplit
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpus as kb_gpus
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# how a value is shown in a message: repr, with credentials of a URL replaced
+_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+
+# modprobe.d: `options nvidia <tokens>`; a token is name=value, the value bare or in double quotes
+# (NVreg_RegistryDwords="RMUseSwI2c=0x01;RMI2cSpeed=100"); tokens separated by single spaces
+_MODPROBE_TOKEN = r'[A-Za-z_][A-Za-z0-9_]*=(?:[^\s"\'#\\]+|"[^"\\]*")'
+MODPROBE_OPTION = re.compile(rf"^{_MODPROBE_TOKEN}(?: {_MODPROBE_TOKEN})*\Z")
+COMPONENT = re.compile(r"^[a-z][a-z0-9_]*\Z")  # a redist manifest's component name (cuda_nvcc, libcublas)
+RELEASE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+\Z")  # a redist release label
+CUDA_XY = re.compile(r"^[0-9]+\.[0-9]+\Z")
+# RFC 3986's characters (unreserved, reserved, %): no space, quote, backtick, backslash, brace, | < > ^
+URL_CHARS = re.compile(r"^[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+\Z")
+# a path gpufleet writes into a file (ld.so.conf.d splits at spaces, commas and colons; DKMS's
+# framework.conf.d is sourced by a shell): POSIX's portable file name characters and +
+PATH_CHARS = re.compile(r"^[A-Za-z0-9._+/-]+\Z")
+GPU_NAME = re.compile(r"^[A-Za-z0-9 ._+/()-]+\Z")
+
+# how to give a login instead (a URL's credentials would be written into world-readable sources and shown)
+PACKAGES_LOGIN = (
+    "a URL without credentials: give apt the login in /etc/apt/auth.conf.d/<name>.conf (mode 0600), dnf in "
+    "the .repo file's username and password (mode 0600); the value is not shown"
+)
+DOWNLOAD_LOGIN = (
+    "a URL without credentials: use a mirror that needs none, or put the archives in the controller's "
+    "cache ({role}_controller_cache_dir, mirror layout) and set {role}_controller_cache: true; the value "
+    "is not shown"
+)
+
+
+def shown(value):
+    """repr of a value for a message, a URL's credentials replaced by ***."""
+    text = repr(value)
+    return _USERINFO.sub("***@", text)
+
+
+def _named(name, value, allowed, why=""):
+    return bad(name, shown(value), allowed, why)
+
+
+# ---------------------------------------------------------------------------------------------------
+# kinds before conversion, and control characters anywhere
+# ---------------------------------------------------------------------------------------------------
+_KINDS = {
+    "str": ((str, int, float), "a string"),
+    "list": ((list, tuple), "a list"),
+    "dict": ((dict,), "a mapping"),
+    "int": ((int, str), "an integer"),
+    "bool": ((bool, str, int), "a boolean (true or false)"),
+}
+
+
+def shape_errors(options, values):
+    """The variables whose value is of a kind Ansible would convert into nonsense (a list or mapping given
+    for a string, a string for a mapping, a list for an integer or boolean)."""
+    errors = []
+    for name, spec in options.items():
+        kind = spec.get("type", "str")
+        value = values.get(name)
+        if value is None or kind not in _KINDS:
+            continue
+        allowed, words = _KINDS[kind]
+        if not isinstance(value, allowed) or (kind != "bool" and isinstance(value, bool)):
+            errors.append(_named(name, value, words))
+        elif kind == "list" and spec.get("elements") in ("str", "dict"):
+            want = dict if spec["elements"] == "dict" else (str, int, float)
+            for index, item in enumerate(value):
+                if not isinstance(item, want) or isinstance(item, bool):
+                    errors.append(_named(f"{name}[{index}]", item, _KINDS[spec["elements"]][1]))
+    return errors
+
+
+def control_errors(name, value):
+    """A message for each string in ``value`` (nested lists and mappings, keys too) that holds a newline or
+    another control character, naming where it is (``name[2]``, ``name.key``)."""
+    if isinstance(value, str):
+        if CONTROL.search(value):
+            return [_named(name, value, "text without newlines or control characters")]
+        return []
+    errors = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            errors += control_errors(f"{name} (a key)", key) if isinstance(key, str) else []
+            errors += control_errors(f"{name}.{key}", item)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            errors += control_errors(f"{name}[{index}]", item)
+    return errors
+
+
+# ---------------------------------------------------------------------------------------------------
+# grammars
+# ---------------------------------------------------------------------------------------------------
+def url(schemes, empty=False, what="URL", login=PACKAGES_LOGIN):
+    """A URL of one of ``schemes`` (http/https need a host; file a path), without credentials, spaces,
+    query or fragment; empty only when ``empty``."""
+    words = " or ".join(f"{s}://" if s != "file" else "file:/" for s in schemes)
+    allowed = f"an {words} {what}" + (", or empty" if empty else "")
+
+    def check(name, value):
+        text = str(value)
+        if text == "":
+            return [] if empty else [_named(name, value, allowed)]
+        if _USERINFO.search(text):
+            role = name[: name.index("_redist")] if "_redist" in name else ""
+            return [bad(name, "<a URL with credentials>", login.format(role=role))]
+        why = _url_problem(text, schemes)
+        return [] if why is None else [_named(name, value, allowed, why)]
+
+    return check
+
+
+def _url_problem(text, schemes):
+    """None for a well-formed URL of ``schemes``, else why not ("" when the scheme is wrong)."""
+    parts = urlsplit(text)
+    problems = (
+        (any(c.isspace() for c in text), "it holds a space"),
+        (not URL_CHARS.match(text), "only the characters of RFC 3986 (quote others as %XX)"),
+        (parts.scheme not in schemes, ""),
+        (parts.scheme in ("http", "https") and not parts.hostname, "it names no host"),
+        (
+            parts.scheme == "file" and (parts.netloc or not parts.path.startswith("/")),
+            "a file URL is file:/path",
+        ),
+        ("?" in text or "#" in text, "no ?query or #fragment"),
+    )
+    return next((why for found, why in problems if found), None)
+
+
+def abspath(empty=False):
+    """An absolute, normalised path other than / (no //, /./, /../ or trailing /); empty only when
+    ``empty``."""
+    allowed = "an absolute, normalised path (not /)" + (", or empty" if empty else "")
+
+    def check(name, value):
+        text = str(value)
+        if text == "":
+            return [] if empty else [_named(name, value, allowed)]
+        if not text.startswith("/") or text == "/":
+            return [_named(name, value, allowed)]
+        if not PATH_CHARS.match(text):
+            return [_named(name, value, allowed, "letters, digits and . _ - + / only")]
+        if posixpath.normpath(text) != text or text.startswith("//"):
+            return [_named(name, value, allowed, f"write it as {posixpath.normpath(text)!r}")]
+        return []
+
+    return check
+
+
+def positive(name, value):
+    return [] if isinstance(value, int) and value > 0 else [_named(name, value, "an integer > 0")]
+
+
+def non_negative(name, value):
+    return [] if isinstance(value, int) and value >= 0 else [_named(name, value, "an integer >= 0")]
+
+
+def modprobe_options(name, value):
+    errors = []
+    for index, item in enumerate(value or []):
+        if not MODPROBE_OPTION.match(str(item)):
+            errors.append(
+                _named(
+                    f"{name}[{index}]",
+                    item,
+                    "name=value module parameters separated by spaces (e.g. NVreg_EnableGpuFirmware=0 or "
+                    'NVreg_RegistryDwords="A=1;B=2"); "options nvidia" is written by the role',
+                )
+            )
+    return errors
+
+
+def components(name, value):
+    return [
+        _named(
+            f"{name}[{i}]", item, "a component name of NVIDIA's redist manifest, e.g. cuda_nvcc or libcublas"
+        )
+        for i, item in enumerate(value or [])
+        if not COMPONENT.match(str(item))
+    ]
+
+
+def releases(name, value):
+    errors = []
+    for key, release in (value or {}).items():
+        if not CUDA_XY.match(str(key)):
+            errors.append(_named(f"{name} (a key)", key, "a CUDA version X.Y, e.g. '13.0'"))
+        elif not isinstance(release, str) or not RELEASE.match(release):
+            errors.append(
+                _named(f"{name}.{key}", release, "the redist release X.Y.Z of that version, e.g. '13.0.2'")
+            )
+    return errors
+
+
+def fingerprint(name, value):
+    text = re.sub(r"\s+", "", str(value or "")).upper()
+    if text and not re.match(r"^[0-9A-F]{40}\Z", text):
+        return [
+            _named(
+                name, value, "40 hex digits (spaces allowed), the key's full OpenPGP fingerprint, or empty"
+            )
+        ]
+    return []
+
+
+def one_per_xy(name, value):
+    """CUDA toolkits install into /usr/local/cuda-X.Y: two spellings of one X.Y are one directory."""
+    seen, errors = {}, []
+    for item in value or []:
+        xy = ".".join(str(item).split(".")[:2])
+        if xy in seen:
+            errors.append(
+                _named(
+                    name,
+                    list(value),
+                    "one entry per CUDA X.Y",
+                    f"{seen[xy]!r} and {str(item)!r} both install into /usr/local/cuda-{xy}",
+                )
+            )
+        seen.setdefault(xy, str(item))
+    return errors
+
+
+def cuda_version(name, value):
+    """Empty, or a CUDA version X.Y or X.Y.Z."""
+    if str(value) == "":
+        return []
+    try:
+        parse_version(value, name, 2, 3)
+    except VersionError:
+        return [_named(name, value, "empty or a CUDA version X.Y or X.Y.Z, e.g. '13.0'")]
+    return []
+
+
+def gpus(name, value):
+    """Items as kb/gpus.resolve_gpu reads them ({pci_device_id}, {compute_capability} or {name})."""
+    errors = []
+    for index, item in enumerate(value or []):
+        where = f"{name}[{index}]"
+        label = item.get("name") if isinstance(item, dict) else None
+        if label not in (None, "") and not GPU_NAME.match(str(label)):
+            errors.append(_named(f"{where}.name", label, "a GPU's name, e.g. 'NVIDIA H200'"))
+            continue
+        try:
+            kb_gpus.resolve_gpu(item, index)
+        except kb_gpus.GpuSpecError as exc:
+            errors.append(f"{name}{str(exc)[len('gpus') :]}")
+    return errors
+
+
+_REPO = url(("https", "http", "file"), empty=True, what="mirror of NVIDIA's repositories")
+_REDIST = url(("https", "http", "file"), what="location of NVIDIA's redist archives", login=DOWNLOAD_LOGIN)
+GRAMMARS = {
+    "nvidia_driver_reboot_timeout": positive,
+    "nvidia_driver_mok_key": abspath(empty=True),
+    "nvidia_driver_mok_cert": abspath(empty=True),
+    "nvidia_driver_modprobe_options": modprobe_options,
+    "nvidia_driver_cuda_version": cuda_version,
+    "nvidia_driver_gpus": gpus,
+    "nvidia_driver_debian_mirror": url(("https", "http", "file"), empty=True, what="Debian mirror"),
+    "nvidia_driver_repo_base_url": _REPO,
+    "nvidia_driver_repo_key_fingerprint": fingerprint,
+    "cuda_toolkit_versions": one_per_xy,
+    "cuda_toolkit_redist_base_url": _REDIST,
+    "cuda_toolkit_redist_components": components,
+    "cuda_toolkit_redist_releases": releases,
+    "cuda_toolkit_controller_cache_dir": abspath(),
+    "cuda_toolkit_repo_base_url": _REPO,
+    "cuda_toolkit_repo_key_fingerprint": fingerprint,
+    "cudnn_redist_base_url": _REDIST,
+    "cudnn_controller_cache_dir": abspath(),
+    "cudnn_prefix": abspath(),
+    "cudnn_keep_versions": non_negative,
+    "cudnn_repo_base_url": _REPO,
+    "cudnn_repo_key_fingerprint": fingerprint,
+}
+
+
+def errors_of(variables):
+    """Every refusal of the variables' text and grammar (control characters first: a value holding one is
+    not judged further)."""
+    errors = []
+    for name, value in variables.items():
+        found = control_errors(name, value)
+        if not found and name in GRAMMARS and value is not None:
+            found = GRAMMARS[name](name, value)
+        errors += found
+    return errors
