@@ -82,13 +82,16 @@ _KINDS = {
 
 
 def shape_errors(options, values):
-    """The variables whose value is of a kind Ansible would convert into nonsense (a list or mapping given
-    for a string, a string for a mapping, a list for an integer or boolean)."""
+    """The variables whose value, as given, holds a control character (``"900\\n"`` would become 900) or is
+    of a kind Ansible would convert into nonsense (a list or mapping given for a string, a string for a
+    mapping, a list for an integer or boolean)."""
     errors = []
     for name, spec in options.items():
         kind = spec.get("type", "str")
         value = values.get(name)
-        if value is None or kind not in _KINDS:
+        found = control_errors(name, value)
+        if found or value is None or kind not in _KINDS:
+            errors += found
             continue
         allowed, words = _KINDS[kind]
         if not isinstance(value, allowed) or (kind != "bool" and isinstance(value, bool)):
