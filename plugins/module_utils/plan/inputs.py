@@ -125,11 +125,13 @@ def control_errors(name, value):
 # ---------------------------------------------------------------------------------------------------
 # grammars
 # ---------------------------------------------------------------------------------------------------
-def url(schemes, empty=False, what="URL", login=PACKAGES_LOGIN):
+def url(schemes, empty=False, what="URL", login=PACKAGES_LOGIN, local=False):
     """A URL of one of ``schemes`` (http/https need a host; file a path), without credentials, spaces,
-    query or fragment; empty only when ``empty``."""
-    words = " or ".join(f"{s}://" if s != "file" else "file:/" for s in schemes)
-    allowed = f"an {words} {what}" + (", or empty" if empty else "")
+    query or fragment; empty only when ``empty``. ``local``: also an absolute directory (what the redist
+    installer reads in place), and a file URL then as file:///path (the form it reads)."""
+    words = " or ".join(f"{s}://" if s != "file" else ("file:///" if local else "file:/") for s in schemes)
+    allowed = f"an {words} {what}" + (", or an absolute directory" if local else "")
+    allowed += ", or empty" if empty else ""
 
     def check(name, value):
         text = str(value)
@@ -138,7 +140,11 @@ def url(schemes, empty=False, what="URL", login=PACKAGES_LOGIN):
         if _USERINFO.search(text):
             role = name[: name.index("_redist")] if "_redist" in name else ""
             return [bad(name, "<a URL with credentials>", login.format(role=role))]
+        if local and text.startswith("/"):
+            return _ABSPATH(name, text)
         why = _url_problem(text, schemes)
+        if why is None and local and text.startswith("file:") and not text.startswith("file:///"):
+            why = "write a file URL as file:///path"
         return [] if why is None else [_named(name, value, allowed, why)]
 
     return check
@@ -179,6 +185,9 @@ def abspath(empty=False):
         return []
 
     return check
+
+
+_ABSPATH = abspath()
 
 
 def positive(name, value):
@@ -283,7 +292,9 @@ def gpus(name, value):
 
 
 _REPO = url(("https", "http", "file"), empty=True, what="mirror of NVIDIA's repositories")
-_REDIST = url(("https", "http", "file"), what="location of NVIDIA's redist archives", login=DOWNLOAD_LOGIN)
+_REDIST = url(
+    ("https", "http", "file"), what="location of NVIDIA's redist archives", login=DOWNLOAD_LOGIN, local=True
+)
 GRAMMARS = {
     "nvidia_driver_reboot_timeout": positive,
     "nvidia_driver_mok_key": abspath(empty=True),
