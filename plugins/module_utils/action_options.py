@@ -35,3 +35,11 @@ NVIDIA_COMPAT = {
     "cuda_forward_compat": {"type": "bool", "default": False},
     "fail_on_incompatible": {"type": "bool", "default": True},
 }
+
+# the playbooks whose own gpufleet_* variables nvidia_inputs checks (plan/playbook_vars.PLAYBOOKS: a unit
+# test keeps the two equal; this layer imports nothing of the collection)
+INPUT_PLAYBOOKS = ["cuda", "cudnn", "driver", "driver-upgrade", "preflight", "site"]
+
+NVIDIA_INPUTS = {
+    "playbook": {"type": "str", "required": True, "choices": INPUT_PLAYBOOKS},
+}

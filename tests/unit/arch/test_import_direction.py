@@ -45,6 +45,7 @@ STUBS = {
     "plugins/modules/nvidia_plan.py": MODULE_UTILS + ".action_options",
     "plugins/modules/nvidia_fleet_report.py": MODULE_UTILS + ".report.options",
     "plugins/modules/nvidia_compat.py": MODULE_UTILS + ".action_options",
+    "plugins/modules/nvidia_inputs.py": MODULE_UTILS + ".action_options",
 }
 # layer -> what else it may import besides the standard library (module prefixes: ansible-core and what it
 # requires)
