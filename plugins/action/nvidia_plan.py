@@ -69,9 +69,10 @@ class ActionModule(ActionBase):
             return result
         variables = {role: self._variables(role, task_vars) for role in roles}
         errors = self._validate(roles, variables)
-        facts = None
-        if roles and (not errors or not args["fail_on_errors"]):
-            facts = self._facts(args, roles, variables, task_vars)
+        if errors and args["fail_on_errors"]:  # the other roles are not planned from no facts
+            result.update(self._outcome(roles, {}, {}, errors, True))
+            return result
+        facts = self._facts(args, roles, variables, task_vars) if roles else None
         plans, compat = {}, {}
         context = {
             "machine": (task_vars.get("ansible_facts") or {}).get("machine"),
