@@ -1,0 +1,149 @@
+"""The playbooks' own gpufleet_* variables are checked on the controller before any host is contacted
+(issue 35).
+
+Each playbook's first play runs gpufleet.nvidia.nvidia_inputs; site.yml's second play (the gate) plans every
+role of every host, failing a refused host before the driver play. The inventory holds one host, gpu01, at an
+address of TEST-NET-1 (192.0.2.0/24, never routed): a task that contacted it would come back unreachable, so
+"no task ran on gpu01 but the checks" also shows that no host was contacted or changed.
+
+Run: .venv/bin/pytest tests/integration/test_playbook_inputs.py
+"""
+
+import pytest
+
+from tests.playbook import ROOT, run
+
+INPUTS = {
+    "driver-upgrade": (
+        "Check the host pattern, the batch size and the drain/undrain hooks (names each wrong one)"
+    ),
+    "driver": "Check the host pattern gpufleet_driver_hosts (names each wrong one)",
+    "preflight": "Check the host patterns and the root (names each wrong one)",
+    "site": "Check the host patterns of the three plays (names each wrong one)",
+}
+GATE = "Plan the roles this host is in and the tags let run (their own plans; fails a refused host)"
+
+
+@pytest.fixture
+def inventory(tmp_path):
+    path = tmp_path / "inventory.yml"
+    path.write_text(
+        "all:\n  hosts:\n    gpu01:\n      ansible_host: 192.0.2.10\n"
+        "      ansible_ssh_common_args: -o ConnectTimeout=2 -o BatchMode=yes\n"
+    )
+    return path
+
+
+def playbook(tmp_path, inventory, name, extra_vars, **kwargs):
+    return run(
+        tmp_path, ROOT / "playbooks" / f"{name}.yml", extra_vars, inventory=inventory, timeout=120, **kwargs
+    )
+
+
+def unreachable(result):
+    """The hosts some task found unreachable (a host was contacted)."""
+    return {
+        host
+        for play in result.plays
+        for task in play.get("tasks", [])
+        for host, res in task.get("hosts", {}).items()
+        if res.get("unreachable")
+    }
+
+
+def assert_refused_first(result, name, sentence):
+    """Failed in the first play with the sentence, no traceback, and no other task ran on gpu01."""
+    assert result.rc == 2, result.text[-3000:]
+    assert "Traceback" not in result.text
+    assert result.tasks("gpu01") == [INPUTS[name]], result.tasks("gpu01")
+    ((task, msg),) = result.failures()
+    assert task == INPUTS[name]
+    assert sentence in msg, msg
+    assert not unreachable(result)
+    return msg
+
+
+def test_a_serial_that_is_no_batch_size_is_refused_before_any_host(tmp_path, inventory):
+    """The bug: serial "ten percent" ended in a Python traceback from the rolling play's serial keyword."""
+    result = playbook(
+        tmp_path, inventory, "driver-upgrade", {"gpufleet_driver_upgrade_serial": "ten percent"}
+    )
+    assert_refused_first(
+        result,
+        "driver-upgrade",
+        "gpufleet_driver_upgrade_serial=ten percent (allowed: what the play's serial takes: "
+        "a whole number >= 1",
+    )
+
+
+def test_a_missing_undrain_hook_is_refused_before_the_first_drain(tmp_path, inventory):
+    """The bug: a wrong undrain path was found after the host was drained, upgraded and rebooted."""
+    drain = tmp_path / "drain.yml"
+    drain.write_text("---\n- name: Drain\n  ansible.builtin.debug:\n    msg: drain\n")
+    undrain = tmp_path / "no-such-undrain.yml"
+    result = playbook(
+        tmp_path,
+        inventory,
+        "driver-upgrade",
+        {
+            "gpufleet_driver_upgrade_drain_tasks": str(drain),
+            "gpufleet_driver_upgrade_undrain_tasks": str(undrain),
+        },
+    )
+    msg = assert_refused_first(
+        result, "driver-upgrade", f"gpufleet_driver_upgrade_undrain_tasks={undrain} (allowed: empty (no hook)"
+    )
+    assert msg.endswith(": no such file on the controller"), msg
+    assert "gpufleet_driver_upgrade_drain_tasks=" not in msg
+
+
+def test_a_relative_hook_is_refused_saying_why(tmp_path, inventory):
+    result = playbook(
+        tmp_path, inventory, "driver-upgrade", {"gpufleet_driver_upgrade_drain_tasks": "hooks/drain.yml"}
+    )
+    msg = assert_refused_first(
+        result, "driver-upgrade", "gpufleet_driver_upgrade_drain_tasks=hooks/drain.yml"
+    )
+    assert "resolves against the playbook's directory" in msg
+
+
+def test_good_values_pass_the_check_and_reach_the_rolling_play(tmp_path, inventory):
+    """Checked values go on: the rolling play starts (and finds gpu01 unreachable, as it must here)."""
+    drain = tmp_path / "drain.yml"
+    drain.write_text("---\n- name: Drain\n  ansible.builtin.debug:\n    msg: drain\n")
+    result = playbook(
+        tmp_path,
+        inventory,
+        "driver-upgrade",
+        {"gpufleet_driver_upgrade_serial": [1, "50%"], "gpufleet_driver_upgrade_drain_tasks": str(drain)},
+    )
+    assert INPUTS["driver-upgrade"] in result.tasks("gpu01")
+    assert "Rolling NVIDIA driver upgrade" in result.text, result.text[-3000:]
+    assert "Traceback" not in result.text
+
+
+def test_a_host_pattern_list_is_refused_naming_the_variable(tmp_path, inventory):
+    result = playbook(tmp_path, inventory, "driver", {"gpufleet_driver_hosts": ["gpu01", "gpu02"]})
+    msg = assert_refused_first(
+        result, "driver", 'gpufleet_driver_hosts=["gpu01", "gpu02"] (allowed: a host pattern'
+    )
+    assert msg.endswith(": a list, not a string"), msg
+
+
+def test_a_relative_preflight_root_is_refused(tmp_path, inventory):
+    result = playbook(tmp_path, inventory, "preflight", {"gpufleet_preflight_root": "srv/image"})
+    assert_refused_first(result, "preflight", "gpufleet_preflight_root=srv/image (allowed: an absolute")
+
+
+@pytest.mark.parametrize("tags", [None, "cudnn"], ids=["all", "tags-cudnn"])
+def test_site_refuses_a_bad_cudnn_version_before_the_driver_play(tmp_path, inventory, tags):
+    """The bug: site.yml refused cudnn_version only in its third play, after the driver and CUDA plays."""
+    result = playbook(tmp_path, inventory, "site", {"cudnn_version": "9.x"}, check=True, tags=tags)
+    assert result.rc == 2, result.text[-3000:]
+    assert "Traceback" not in result.text
+    # the checks and the gate only: no fact gathering, no task of the driver (or any later) play
+    assert result.tasks("gpu01") == [INPUTS["site"], GATE], result.tasks("gpu01")
+    ((task, msg),) = result.failures()
+    assert task == GATE
+    assert msg.startswith("cudnn: cudnn_version=9.x (allowed: "), msg
+    assert not unreachable(result)
