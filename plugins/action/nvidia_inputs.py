@@ -41,6 +41,7 @@ class ActionModule(ActionBase):
         playbook = args["playbook"]
         values, problems = self._values(playbook, task_vars)
         problems += playbook_vars.check(playbook, values, file_problem)
+        problems += self._other_hosts(playbook, values, task_vars)
         roles = playbook_vars.roles_run(
             playbook_vars.PLAYBOOK_ROLES[playbook],
             plain(task_vars.get("ansible_run_tags")),
@@ -65,3 +66,27 @@ class ActionModule(ActionBase):
             except AnsibleError as exc:
                 problems.append(bad(name, "(cannot be templated)", "a value", str(exc).splitlines()[0]))
         return values, problems
+
+    def _other_hosts(self, playbook, values, task_vars):
+        """The hooks as every other host of the play sees them, where the inventory gives a host another
+        value than this task's (group or host variables): each distinct value is checked once."""
+        names = [
+            n
+            for n in playbook_vars.variables_of(playbook)
+            if playbook_vars.PLAYBOOK_VARS[n].kind == playbook_vars.HOOK
+        ]
+        hostvars = task_vars.get("hostvars") or {}
+        seen, problems = set(), []
+        for host in plain(task_vars.get("ansible_play_hosts_all")) or []:
+            for name in names:
+                try:
+                    value = plain(self._templar.template(hostvars[host].get(name)))
+                except (AnsibleError, KeyError) as exc:
+                    problems.append(bad(name, "(cannot be templated)", "a value", f"host {host}: {exc}"))
+                    continue
+                if value is None or value == values.get(name) or (name, repr(value)) in seen:
+                    continue
+                seen.add((name, repr(value)))
+                found = playbook_vars.check(playbook, {name: value}, file_problem)
+                problems += [f"{problem} (host {host})" for problem in found]
+        return problems

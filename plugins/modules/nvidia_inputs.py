@@ -17,7 +17,8 @@ description:
     the first host is drained.
   - The variables are read from the task's variables (C(-e), play or inventory variables), templated. Their
     declarations (kind, default, the playbooks that read them) are one table,
-    C(plugins/module_utils/plan/playbook_vars.py).
+    C(plugins/module_utils/plan/playbook_vars.py). The hooks are checked as every host of the play sees
+    them too (a group or host variable of the inventory), each distinct value once, naming the host.
   - "Grammar: a host pattern (C(gpufleet_driver_hosts), C(gpufleet_cuda_hosts), C(gpufleet_cudnn_hosts),
     C(gpufleet_preflight_hosts)) is one non-empty string without newlines or control characters, never a
     list or a mapping; C(gpufleet_preflight_root) is an absolute, normalised path;

@@ -97,6 +97,25 @@ def test_a_missing_undrain_hook_is_refused_before_the_first_drain(tmp_path, inve
     assert "gpufleet_driver_upgrade_drain_tasks=" not in msg
 
 
+def test_a_hook_the_inventory_gives_one_host_is_checked_before_the_first_host(tmp_path):
+    """A group or host variable: the value the later host sees is checked too, before gpu01 is drained."""
+    inventory = tmp_path / "inventory.yml"
+    missing = tmp_path / "rack2-undrain.yml"
+    inventory.write_text(
+        "all:\n  vars:\n    ansible_ssh_common_args: -o ConnectTimeout=2 -o BatchMode=yes\n"
+        "  hosts:\n    gpu01:\n      ansible_host: 192.0.2.10\n"
+        "    gpu02:\n      ansible_host: 192.0.2.11\n"
+        f"      gpufleet_driver_upgrade_undrain_tasks: {missing}\n"
+    )
+    result = playbook(tmp_path, inventory, "driver-upgrade", {})
+    assert result.rc == 2, result.text[-3000:]
+    ((task, msg),) = result.failures()
+    assert task == INPUTS["driver-upgrade"]
+    assert msg.endswith(": no such file on the controller (host gpu02)"), msg
+    assert f"gpufleet_driver_upgrade_undrain_tasks={missing} (allowed: " in msg, msg
+    assert not unreachable(result)
+
+
 def test_a_relative_hook_is_refused_saying_why(tmp_path, inventory):
     result = playbook(
         tmp_path, inventory, "driver-upgrade", {"gpufleet_driver_upgrade_drain_tasks": "hooks/drain.yml"}
