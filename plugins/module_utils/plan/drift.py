@@ -17,11 +17,18 @@ A baseline (``gpufleet_baseline`` in group_vars/host_vars) is a mapping with the
                     linker cache; a CUDA toolkit path: what a program built with it loads); read from the
                     facts' ``consumers``
 
-Anything else is a clear error naming the key (a typo must not silently disable a check).
+Anything else is a clear error naming the key (a typo must not silently disable a check), and so is a
+``cuda_default`` that none of ``cuda_versions`` matches (every host would drift from one or the other forever)
+and a control character in any key or value (a newline would forge lines of the CSV/Markdown/Prometheus
+reports).
 """
 
 from __future__ import annotations
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import (
+    CONTROL_ALLOWED,
+    control_character,
+)
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
 
 BASELINE_KEYS = (
@@ -70,6 +77,38 @@ def _check_shape(baseline, name):
             + (f" (and {', '.join(unknown[1:])})" if unknown[1:] else "")
             + "; allowed keys: "
             + ", ".join(BASELINE_KEYS)
+        )
+
+
+def _check_text(where, value):
+    """BaselineError naming where in the baseline a string holds a control character (key or value)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(where, key)
+            _check_text(f"{where}.{key}", item)
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_text(f"{where}[{i}]", item)
+    else:
+        char = control_character(value)
+        if char is not None:
+            raise BaselineError(
+                f"{where}: {value!r} contains a control character ({char!r}); allowed: {CONTROL_ALLOWED}"
+            )
+
+
+def _check_default(name, out):
+    """cuda_default must be one of cuda_versions (either may be the more precise): else every host drifts."""
+    versions, default = out["cuda_versions"], out["cuda_default"]
+    if versions is None or default is None:
+        return
+    if not any(_matches(v, default) or _matches(default, v) for v in versions):
+        raise _err(
+            name,
+            "cuda_default",
+            default,
+            f"it is not in {name}.cuda_versions ({', '.join(versions) or 'none'}), so every host would "
+            "drift from one or the other; allowed: one of those versions (or a release of one)",
         )
 
 
@@ -150,6 +189,8 @@ def validate_baseline(baseline, name="gpufleet_baseline"):
     if baseline is None or baseline in ({}, ""):
         return None
     _check_shape(baseline, name)
+    for key, value in baseline.items():
+        _check_text(f"{name}.{key}", value)
     out = {
         "driver_branch": None,
         "cuda_versions": None,
@@ -160,6 +201,7 @@ def validate_baseline(baseline, name="gpufleet_baseline"):
     for key in BASELINE_KEYS:
         if baseline.get(key) is not None:
             out[key] = _NORMALIZERS[key](name, baseline[key])
+    _check_default(name, out)
     return out
 
 

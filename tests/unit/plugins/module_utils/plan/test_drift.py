@@ -170,3 +170,38 @@ def test_drift_does_not_modify_the_entry():
     before = copy.deepcopy(e)
     compute_drift(e, validate_baseline(H200_BASELINE))
     assert e == before
+
+
+# -- a baseline every host would drift from forever, and text that would forge report lines ---------------
+def test_a_default_outside_its_own_cuda_versions_is_refused():
+    with pytest.raises(BaselineError) as exc:
+        validate_baseline({"cuda_versions": ["13.0"], "cuda_default": "12.8"})
+    message = str(exc.value)
+    assert message.startswith("gpufleet_baseline.cuda_default: '12.8' is not valid;"), message
+    assert "not in gpufleet_baseline.cuda_versions (13.0)" in message
+    # a default that one of the versions matches (or that matches one of them) is consistent
+    for versions, default in ((["13.0"], "13.0.2"), (["13.0.2", "12.8"], "13.0"), (["12.8", "13.0"], "12.8")):
+        assert (
+            validate_baseline({"cuda_versions": versions, "cuda_default": default})["cuda_default"] == default
+        )
+    # either one alone is not compared
+    assert validate_baseline({"cuda_default": "12.8"})["cuda_default"] == "12.8"
+
+
+@pytest.mark.parametrize(
+    ("baseline", "where"),
+    [
+        ({"driver_branch": "580\n"}, "gpufleet_baseline.driver_branch"),
+        ({"cuda_versions": ["13.0", "12.8\r"]}, "gpufleet_baseline.cuda_versions[1]"),
+        ({"cuda_default": "\t13.0"}, "gpufleet_baseline.cuda_default"),
+        ({"cudnn_versions": {"13\n": "9.14"}}, "gpufleet_baseline.cudnn_versions"),
+        ({"cudnn_versions": {13: "9.14\n# forged"}}, "gpufleet_baseline.cudnn_versions.13"),
+        ({"consumers_cudnn": {"/opt/torch\nx": "9.19"}}, "gpufleet_baseline.consumers_cudnn"),
+    ],
+)
+def test_a_control_character_anywhere_in_a_baseline_is_refused(baseline, where):
+    with pytest.raises(BaselineError) as exc:
+        validate_baseline(baseline)
+    message = str(exc.value)
+    assert message.startswith(f"{where}: "), message
+    assert "control character" in message, message
