@@ -14,6 +14,7 @@ import time
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+from ansible.plugins.loader import lookup_loader
 from ansible.utils.display import Display
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_common import plain
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.facts import SUBSETS
@@ -65,10 +66,23 @@ def default_report_dir(task_vars):
     return os.path.join(os.path.dirname(os.path.abspath(str(playbook_dir))), "reports")
 
 
-def host_names(args, task_vars):
-    """The hosts to report: ``hosts``, else every inventory host with the result variable set."""
+def pattern_hosts(pattern, task_vars, loader):
+    """The inventory's hosts that the host pattern matches, as ``query('inventory_hostnames', pattern)``.
+
+    Expanded here, after the pattern was checked, not in the task's arguments: a pattern of the wrong type
+    (a dict, a list) would break the templating there before the check could name its variable.
+    """
+    lookup = lookup_loader.get("ansible.builtin.inventory_hostnames", loader=loader)
+    return list(lookup.run([pattern], variables=task_vars))
+
+
+def host_names(args, task_vars, loader=None):
+    """The hosts to report: ``hosts``, else those ``host_pattern`` matches, else every inventory host with the
+    result variable set."""
     hostvars = task_vars.get("hostvars", {})
     names = args["hosts"]
+    if names is None and args["host_pattern"] is not None:
+        names = pattern_hosts(args["host_pattern"], task_vars, loader)
     if names is None:
         names = [h for h in task_vars.get("groups", {}).get("all", []) if args["result_var"] in hostvars[h]]
     for name in names:
@@ -125,7 +139,7 @@ def merged_report(args, expected, baselines_given, report_dir, generated_at):
     as the inventory gives them must be the ones each slice was audited against.
     """
     try:
-        slices = read_slices(args["slice_dir"] or report_dir)
+        slices = read_slices(os.path.abspath(args["slice_dir"]) if args["slice_dir"] else report_dir)
         return merge_reports(slices, expected=expected, baselines=baselines_given, generated_at=generated_at)
     except (MergeError, BaselineError) as exc:
         raise AnsibleActionFail(str(exc)) from None
@@ -140,13 +154,17 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         # before the argument spec: a wrong variable is named as the user wrote it (gpufleet_audit_*)
         settings = validated_variables(self._task.args.get("variables"))
-        _validation, args = self.validate_argument_spec(argument_spec=ARGS)
-        report_dir = args["report_dir"] or default_report_dir(task_vars)
+        _validation, args = self.validate_argument_spec(
+            argument_spec=ARGS, mutually_exclusive=[("hosts", "host_pattern")]
+        )
+        # relative: to the directory ansible-playbook runs in; normalized, so every message names one path
+        report_dir = os.path.abspath(args["report_dir"] or default_report_dir(task_vars))
+        names = host_names(args, task_vars, self._loader)
+        given = baselines(names, task_vars.get("hostvars", {}), args["baseline_var"])
+        # last: it creates the directory, and a refused input changes nothing
         problem = check_report_dir(report_dir, create=not self._task.check_mode)
         if problem:
             raise AnsibleActionFail(problem)
-        names = host_names(args, task_vars)
-        given = baselines(names, task_vars.get("hostvars", {}), args["baseline_var"])
         if args["preflight"]:
             result.update(
                 changed=False,
@@ -158,7 +176,8 @@ class ActionModule(ActionBase):
             return result
         now = time.time()
         if args["merge"]:
-            expected = names if args["hosts"] is not None else None  # the fleet: the inventory's hosts
+            # the fleet: the inventory's hosts (given by name or by pattern), else whatever the slices hold
+            expected = names if args["hosts"] is not None or args["host_pattern"] is not None else None
             report = merged_report(args, expected, given, report_dir, _now_text(now, args["generated_at"]))
             result.update(self._finish(args, report, report_dir, now, merge_lines(report)))
             return result

@@ -39,8 +39,16 @@ options:
     description:
       - Hosts to report. Default, every inventory host that has O(result_var) set in this run.
       - In preflight mode, the hosts whose baseline is validated.
+      - Mutually exclusive with O(host_pattern).
     type: list
     elements: str
+  host_pattern:
+    description:
+      - An inventory host pattern (C(all), C(gpu_nodes:!gpu99)); the hosts are the inventory's hosts it
+        matches, as C(query('inventory_hostnames', pattern)) gives them, instead of O(hosts).
+      - Expanded by the action after O(variables) were checked, so that a C(gpufleet_audit_hosts) of the
+        wrong type is refused naming it (in the task's arguments, the lookup would fail first).
+    type: str
   result_var:
     description:
       - Host variable holding the registered result of the host's nvidia_facts task (also accepted, a dict
@@ -60,7 +68,10 @@ options:
       - The audit playbook's own variables as the user set them, by their names (C(gpufleet_audit_hosts),
         C(gpufleet_audit_report_dir), C(gpufleet_audit_report_formats), C(gpufleet_audit_fail_on_drift),
         C(gpufleet_audit_fail_on_unreachable), C(gpufleet_audit_gather_facts), C(gpufleet_audit_strategy),
-        C(gpufleet_audit_gather_subset), C(gpufleet_audit_cudnn_search_paths)); a null value means not set.
+        C(gpufleet_audit_gather_subset), C(gpufleet_audit_cudnn_search_paths), C(gpufleet_audit_slice),
+        C(gpufleet_audit_slices), C(gpufleet_audit_slice_dir)) and AWX job slicing's
+        C(awx_job_slice_number) and C(awx_job_slice_count); a null value means not set. No string in them
+        may hold a control character (newline, tab, ...).
       - >-
         Checked first, before the other options, so that a wrong one fails with a message naming that
         variable, its value and what is allowed (and only the wrong ones), for example
@@ -141,7 +152,7 @@ EXAMPLES = r"""
 - name: Check the variables, the report directory and the baselines before contacting any host
   gpufleet.nvidia.nvidia_fleet_report:
     report_dir: /var/lib/gpufleet/reports
-    hosts: "{{ query('inventory_hostnames', 'gpu_nodes') }}"
+    host_pattern: gpu_nodes
     preflight: true
     variables:
       gpufleet_audit_fail_on_drift: "{{ gpufleet_audit_fail_on_drift | default(none) }}"

@@ -102,3 +102,111 @@ def test_good_values_in_every_form_pass(tmp_path):
     assert result.rc == 0, result.text
     assert PREFLIGHT in result.tasks("localhost")
     assert GATHER in result.tasks("localhost")
+
+
+# -- every input is refused in the first play, whatever its type: no traceback, no host contacted ----------
+MERGE = ROOT / "playbooks/audit_merge.yml"
+PREFLIGHT_PLAY = (
+    "Audit preflight - the audit's variables, report directory and baselines, before any host is contacted"
+)
+
+REFUSED = [
+    # a dict or list for the host pattern broke the task's own arguments before the check could name it
+    (
+        "hosts-dict",
+        {"gpufleet_audit_hosts": {"gpu": 1}},
+        "gpufleet_audit_hosts: {'gpu': 1} is not a host pattern",
+    ),
+    (
+        "hosts-list",
+        {"gpufleet_audit_hosts": ["localhost"]},
+        "gpufleet_audit_hosts: ['localhost'] is not a host",
+    ),
+    (
+        "hosts-newline",
+        {"gpufleet_audit_hosts": "all\nlocalhost"},
+        "gpufleet_audit_hosts: 'all\\nlocalhost' contains",
+    ),
+    # AWX job slicing's variables, checked before the facts play (they were read only in the report play)
+    (
+        "awx-not-a-number",
+        {"awx_job_slice_number": "first", "awx_job_slice_count": 2},
+        "awx_job_slice_number: 'first' is not a whole number; allowed: 1, 2, 3, ...",
+    ),
+    ("awx-zero", {"awx_job_slice_number": 0, "awx_job_slice_count": 2}, "awx_job_slice_number: 0 is below 1"),
+    (
+        "awx-negative",
+        {"awx_job_slice_number": 1, "awx_job_slice_count": -2},
+        "awx_job_slice_count: -2 is below 1",
+    ),
+    (
+        "awx-above",
+        {"awx_job_slice_number": 3, "awx_job_slice_count": 2},
+        "awx_job_slice_number: 3 is above awx_job_slice_count (2)",
+    ),
+    # a baseline every host would drift from forever, and text that would forge report lines
+    (
+        "baseline-default",
+        {"gpufleet_baseline": {"cuda_versions": ["13.0"], "cuda_default": "12.8"}},
+        "gpufleet_baseline (host localhost).cuda_default: '12.8' is not valid; "
+        "it is not in gpufleet_baseline (host localhost).cuda_versions (13.0)",
+    ),
+    (
+        "baseline-newline",
+        {"gpufleet_baseline": {"consumers_cudnn": {"/opt/torch\n| forged |": "9.19"}}},
+        "gpufleet_baseline (host localhost).consumers_cudnn: '/opt/torch\\n| forged |' contains a control "
+        "character",
+    ),
+    # paths
+    (
+        "report-dir-newline",
+        {"gpufleet_audit_report_dir": "/tmp/r\n"},
+        "gpufleet_audit_report_dir: '/tmp/r\\n' contains",
+    ),
+    (
+        "search-path-newline",
+        {"gpufleet_audit_cudnn_search_paths": ["/opt\n"]},
+        "gpufleet_audit_cudnn_search_paths: ['/opt\\n'] contains a control character",
+    ),
+    # any other variable whose newline slipped through (read as a list, the item was stripped)
+    (
+        "subset-newline",
+        {"gpufleet_audit_gather_subset": "all,\n!cudnn"},
+        "gpufleet_audit_gather_subset: 'all,\\n!cudnn' contains a control character",
+    ),
+    (
+        "slices-newline",
+        {"gpufleet_audit_slice": "1\n", "gpufleet_audit_slices": 2},
+        "gpufleet_audit_slice: '1\\n' contains",
+    ),
+]
+
+
+def assert_refused_in_the_first_play(result, message, first_play=PREFLIGHT_PLAY, task=PREFLIGHT):
+    assert result.rc == 2, result.text
+    assert "Traceback" not in result.text and "Finalization of task args" not in result.text, result.text
+    assert [p["play"]["name"] for p in result.plays] == [first_play], result.text
+    failures = result.failures()
+    assert len(failures) == 1 and failures[0][0] == task, result.text
+    assert failures[0][1].startswith(message), failures[0][1]
+    assert GATHER not in result.tasks()
+
+
+@pytest.mark.parametrize(("case", "extra", "message"), REFUSED, ids=[r[0] for r in REFUSED])
+def test_a_wrong_input_of_any_type_is_refused_in_the_first_play(tmp_path, case, extra, message):
+    values = dict({"gpufleet_audit_report_dir": str(tmp_path / "reports")}, **extra)
+    result = run(tmp_path, AUDIT, values)
+    assert_refused_in_the_first_play(result, message)
+    assert not (tmp_path / "reports").exists()
+
+
+def test_the_merge_refuses_a_dict_for_the_fleet_naming_it(tmp_path):
+    result = run(
+        tmp_path, MERGE, {"gpufleet_audit_hosts": {"gpu": 1}, "gpufleet_audit_report_dir": str(tmp_path)}
+    )
+    assert_refused_in_the_first_play(
+        result,
+        "gpufleet_audit_hosts: {'gpu': 1} is not a host pattern",
+        first_play="Audit merge - one fleet report from the slice reports",
+        task="Merge the slice reports, write the fleet report and print the summary",
+    )

@@ -15,6 +15,7 @@ ARGUMENT_SPEC = {
     "report_dir": {"type": "path"},
     "formats": {"type": "list", "elements": "str", "default": list(FORMATS), "choices": list(FORMATS)},
     "hosts": {"type": "list", "elements": "str"},
+    "host_pattern": {"type": "str"},
     "result_var": {"type": "str", "default": "__gpufleet_audit_facts"},
     "baseline_var": {"type": "str", "default": "gpufleet_baseline"},
     "preflight": {"type": "bool", "default": False},

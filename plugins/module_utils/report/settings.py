@@ -7,11 +7,20 @@ set them (``{name: value}``; ``None`` = not set, the playbook's default applies)
 normalized, or raises :class:`SettingsError` whose message names each wrong variable (and only the wrong
 ones), its value and what is allowed, e.g. ``gpufleet_audit_fail_on_drift: 'perhaps' is not a boolean;
 allowed: true or false (also yes/no, on/off, 1/0)``. Booleans and lists are read the way Ansible reads
-module options (``"true"``, ``"yes"``, ``1``; ``"json,csv"`` is a list).
+module options (``"true"``, ``"yes"``, ``1``; ``"json,csv"`` is a list). No string of any variable may hold a
+control character (a newline in a value would forge lines of the CSV, Markdown and Prometheus reports). AWX
+job slicing's ``awx_job_slice_number`` / ``awx_job_slice_count`` are checked with the slice variables, as the
+report play reads them (``gpufleet_audit_slice`` else ``awx_job_slice_number``, the same for the count).
 """
 
 from __future__ import annotations
 
+import os
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import (
+    CONTROL_ALLOWED,
+    control_character,
+)
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.build import FORMATS
 
 # mitogen's strategies (mitogen_linear, ...) work with the supported ansible-core when the user points
@@ -69,18 +78,29 @@ def _formats(value):
     return items
 
 
+def _normpath(path):
+    """``path`` without ``.``, ``..``, doubled or trailing slashes (``//srv`` too, which POSIX keeps)."""
+    path = os.path.normpath(path)
+    return "/" + path.lstrip("/") if path.startswith("//") else path
+
+
 def _report_dir(value):
+    """A path, normalized; relative: to the directory ansible-playbook runs in (as the action reads it)."""
     if not isinstance(value, str) or not value.strip():
-        raise _Wrong(f"{value!r} is not a directory; allowed: a path (created when missing)")
-    return value
+        raise _Wrong(
+            f"{value!r} is not a directory; allowed: a path (created when missing; absolute, or relative "
+            "to the directory ansible-playbook runs in)"
+        )
+    return _normpath(value)
 
 
 def _hosts(value):
     if isinstance(value, str) and value.strip():
         return value
-    if isinstance(value, list) and value and all(isinstance(item, str) and item for item in value):
-        return value
-    raise _Wrong(f"{value!r} is not a host pattern; allowed: an inventory pattern such as all or gpu_nodes")
+    raise _Wrong(
+        f"{value!r} is not a host pattern; allowed: a host pattern string such as all, gpu_nodes or "
+        "'gpu_nodes:!gpu99' (several patterns in one string, separated by ',' or ':')"
+    )
 
 
 def _strategy(value):
@@ -101,7 +121,7 @@ def _search_paths(value):
         raise _Wrong(
             f"{value!r}: {bad[0]!r} is not an absolute path; allowed: absolute paths of trees to scan"
         )
-    return items
+    return [_normpath(item) for item in items]
 
 
 def _gather_subset(value, subsets):
@@ -127,14 +147,23 @@ def _count(value):
     return number
 
 
+# (this run's slice number, the number of slices): the audit's own variable, else AWX job slicing's
+SLICE_NUMBER = ("gpufleet_audit_slice", "awx_job_slice_number")
+SLICE_COUNT = ("gpufleet_audit_slices", "awx_job_slice_count")
+
+
 def _slices(out, problems):
-    """gpufleet_audit_slice must not exceed gpufleet_audit_slices; one without the other is an error."""
-    number, count = out.get("gpufleet_audit_slice"), out.get("gpufleet_audit_slices")
-    if (number is None) != (count is None):
-        given = "gpufleet_audit_slice" if count is None else "gpufleet_audit_slices"
+    """The slice (the audit's variable, else AWX's) must not exceed the count; one without the other is wrong.
+
+    Read as the report play reads them: ``gpufleet_audit_slice | default(awx_job_slice_number)``, and so on.
+    """
+    number_var = next((name for name in SLICE_NUMBER if name in out), None)
+    count_var = next((name for name in SLICE_COUNT if name in out), None)
+    if (number_var is None) != (count_var is None):
+        given = number_var or count_var
         problems.append(f"{given}: set both gpufleet_audit_slice and gpufleet_audit_slices (a sliced run)")
-    elif number is not None and number > count:
-        problems.append(f"gpufleet_audit_slice: {number} is above gpufleet_audit_slices ({count})")
+    elif number_var is not None and out[number_var] > out[count_var]:
+        problems.append(f"{number_var}: {out[number_var]} is above {count_var} ({out[count_var]})")
 
 
 def checkers(subsets):
@@ -152,6 +181,9 @@ def checkers(subsets):
         "gpufleet_audit_slice": _count,
         "gpufleet_audit_slices": _count,
         "gpufleet_audit_slice_dir": _report_dir,
+        # AWX job slicing sets these on a sliced job; the report play falls back to them
+        "awx_job_slice_number": _count,
+        "awx_job_slice_count": _count,
     }
 
 
@@ -159,7 +191,7 @@ def validate_settings(values, subsets):
     """Normalized ``{name: value}`` of the variables that are set; SettingsError naming every wrong one.
 
     ``subsets``: the fact subsets nvidia_facts knows (kb.facts.SUBSETS, passed in by the caller).
-    A name that is not a gpufleet_audit_* variable of the audit is an error too (a typo in the caller).
+    A name that is not a variable of the audit is an error too (a typo in the caller).
     """
     table = checkers(tuple(subsets))
     out, problems = {}, []
@@ -168,6 +200,12 @@ def validate_settings(values, subsets):
             problems.append(f"{name}: not a variable of the audit; known: {', '.join(table)}")
             continue
         if value is None:
+            continue
+        char = control_character(value)
+        if char is not None:
+            problems.append(
+                f"{name}: {value!r} contains a control character ({char!r}); allowed: {CONTROL_ALLOWED}"
+            )
             continue
         try:
             out[name] = table[name](value)

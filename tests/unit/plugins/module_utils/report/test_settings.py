@@ -94,3 +94,124 @@ def test_every_wrong_variable_and_only_those_are_named():
         )
     names = [part.split(":")[0] for part in str(err.value).split("; ") if part.startswith("gpufleet_audit_")]
     assert names == ["gpufleet_audit_fail_on_drift", "gpufleet_audit_strategy"]
+
+
+# -- every variable, every wrong type, before any host is contacted ------------------------------------------
+GOOD = {
+    "gpufleet_audit_hosts": "gpu_nodes:!gpu99",
+    "gpufleet_audit_report_dir": "/srv/audit",
+    "gpufleet_audit_report_formats": "json,md",
+    "gpufleet_audit_fail_on_drift": "yes",
+    "gpufleet_audit_fail_on_unreachable": "no",
+    "gpufleet_audit_gather_facts": "false",
+    "gpufleet_audit_strategy": "linear",
+    "gpufleet_audit_gather_subset": "all,!cudnn",
+    "gpufleet_audit_cudnn_search_paths": "/opt,/srv",
+    "gpufleet_audit_slice": "2",
+    "gpufleet_audit_slices": "3",
+    "gpufleet_audit_slice_dir": "/srv/audit/slices",
+    "awx_job_slice_number": 2,
+    "awx_job_slice_count": 3,
+}
+
+
+def test_every_variable_refuses_a_list_a_dict_an_int_and_a_newline_naming_itself():
+    accepted = []
+    for name, good in GOOD.items():
+        text = str(good)
+        number = 0 if "slice" in name else 7
+        for wrong in ([text, [text]], {"a": text}, number, text + "\n", text[:1] + "\n" + text[1:]):
+            values = dict(GOOD, **{name: wrong})
+            try:
+                check(**values)
+            except SettingsError as exc:
+                if not str(exc).startswith(f"{name}: ") or f"{wrong!r}" not in str(exc):
+                    accepted.append((name, wrong, str(exc)))
+            else:
+                accepted.append((name, wrong, "accepted"))
+    assert accepted == []
+
+
+@pytest.mark.parametrize("value", [{"a": 1}, ["gpu_nodes"], "all\nlocalhost", "gpu_nodes\t"])
+def test_hosts_is_one_pattern_string(value):
+    with pytest.raises(SettingsError) as err:
+        check(gpufleet_audit_hosts=value)
+    assert str(err.value).startswith(f"gpufleet_audit_hosts: {value!r} "), err.value
+    allowed = "contains a control character" if isinstance(value, str) else "allowed: a host pattern string"
+    assert allowed in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            {"awx_job_slice_number": "two", "awx_job_slice_count": 3},
+            "awx_job_slice_number: 'two' is not a whole number; allowed: 1, 2, 3, ...",
+        ),
+        ({"awx_job_slice_number": 1, "awx_job_slice_count": 0}, "awx_job_slice_count: 0 is below 1"),
+        ({"awx_job_slice_number": -1, "awx_job_slice_count": 2}, "awx_job_slice_number: -1 is below 1"),
+        ({"awx_job_slice_number": 1.5, "awx_job_slice_count": 2}, "awx_job_slice_number: 1.5 is not a whole"),
+        (
+            {"awx_job_slice_number": 3, "awx_job_slice_count": 2},
+            "awx_job_slice_number: 3 is above awx_job_slice_count (2)",
+        ),
+        (
+            {"gpufleet_audit_slice": 3, "awx_job_slice_count": 2},
+            "gpufleet_audit_slice: 3 is above awx_job_slice_count (2)",
+        ),
+        (
+            {"awx_job_slice_number": 2, "gpufleet_audit_slices": 1},
+            "awx_job_slice_number: 2 is above gpufleet_audit_slices (1)",
+        ),
+        ({"awx_job_slice_number": 2}, "awx_job_slice_number: set both"),
+    ],
+)
+def test_awx_slice_variables_are_checked_as_the_report_play_reads_them(values, message):
+    with pytest.raises(SettingsError) as err:
+        check(**values)
+    assert str(err.value).startswith(message), err.value
+
+
+def test_awx_slices_normalized_and_overridden_by_the_gpufleet_ones():
+    assert check(awx_job_slice_number="2", awx_job_slice_count=4) == {
+        "awx_job_slice_number": 2,
+        "awx_job_slice_count": 4,
+    }
+    # gpufleet_audit_slice(s) win over AWX's (the report play's default()): 1 of 2 is a good slice
+    check(gpufleet_audit_slice=1, gpufleet_audit_slices=2, awx_job_slice_number=5, awx_job_slice_count=6)
+
+
+def test_paths_are_normalized_and_relative_report_dirs_kept_relative():
+    out = check(
+        gpufleet_audit_report_dir="reports/./daily/",
+        gpufleet_audit_slice_dir="/shared//audit/../slices",
+        gpufleet_audit_cudnn_search_paths=["/opt/./envs/", "//srv"],
+    )
+    assert out == {
+        "gpufleet_audit_report_dir": "reports/daily",
+        "gpufleet_audit_slice_dir": "/shared/slices",
+        "gpufleet_audit_cudnn_search_paths": ["/opt/envs", "/srv"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            {"gpufleet_audit_report_dir": "/srv/audit\n"},
+            "gpufleet_audit_report_dir: '/srv/audit\\n' contains a control character",
+        ),
+        (
+            {"gpufleet_audit_cudnn_search_paths": ["/opt", "/srv\n"]},
+            "gpufleet_audit_cudnn_search_paths: ['/opt', '/srv\\n'] contains a control character",
+        ),
+        (
+            {"gpufleet_audit_report_formats": "json,\nmd"},
+            "gpufleet_audit_report_formats: 'json,\\nmd' contains a control character",
+        ),
+    ],
+)
+def test_control_characters_are_refused_naming_the_variable(values, message):
+    with pytest.raises(SettingsError) as err:
+        check(**values)
+    assert str(err.value).startswith(message), err.value
