@@ -84,14 +84,22 @@ def _normpath(path):
     return "/" + path.lstrip("/") if path.startswith("//") else path
 
 
-def _report_dir(value):
+def _directory(value, created):
     """A path, normalized; relative: to the directory ansible-playbook runs in (as the action reads it)."""
     if not isinstance(value, str) or not value.strip():
         raise _Wrong(
-            f"{value!r} is not a directory; allowed: a path (created when missing; absolute, or relative "
-            "to the directory ansible-playbook runs in)"
+            f"{value!r} is not a directory; allowed: a path ({'created when missing; ' if created else ''}"
+            "absolute, or relative to the directory ansible-playbook runs in)"
         )
     return _normpath(value)
+
+
+def _report_dir(value):
+    return _directory(value, created=True)
+
+
+def _slice_dir(value):
+    return _directory(value, created=False)
 
 
 def _hosts(value):
@@ -180,7 +188,7 @@ def checkers(subsets):
         "gpufleet_audit_cudnn_search_paths": _search_paths,
         "gpufleet_audit_slice": _count,
         "gpufleet_audit_slices": _count,
-        "gpufleet_audit_slice_dir": _report_dir,
+        "gpufleet_audit_slice_dir": _slice_dir,
         # AWX job slicing sets these on a sliced job; the report play falls back to them
         "awx_job_slice_number": _count,
         "awx_job_slice_count": _count,
