@@ -26,10 +26,9 @@ import re
 from urllib.parse import urlsplit
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpus as kb_gpus
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad, control_character
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
 
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # how a value is shown in a message: repr, with credentials of a URL replaced
 _USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
 
@@ -108,7 +107,7 @@ def control_errors(name, value):
     """A message for each string in ``value`` (nested lists and mappings, keys too) that holds a newline or
     another control character, naming where it is (``name[2]``, ``name.key``)."""
     if isinstance(value, str):
-        if CONTROL.search(value):
+        if control_character(value):
             return [_named(name, value, "text without newlines or control characters")]
         return []
     errors = []

@@ -19,10 +19,9 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-import unicodedata
 from collections import namedtuple
 
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad, control_character
 
 Var = namedtuple("Var", "kind default playbooks what")
 
@@ -92,7 +91,7 @@ def shown(value):
 
 
 def _control(text):
-    return any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in text)
+    return control_character(text) is not None
 
 
 def _text(value):

@@ -7,6 +7,8 @@ Stdlib only, Python >= 3.9, pure.
 
 from __future__ import annotations
 
+import unicodedata
+
 
 def bad(var, value, allowed, why=""):
     """The one wording of a refused variable: ``var=value (allowed: ...)[: why]``."""
@@ -14,13 +16,15 @@ def bad(var, value, allowed, why=""):
 
 
 def control_character(value):
-    """The first control character (newline, tab, ESC, DEL, ...) in any string of ``value``, else None.
+    """The first control character (newline, tab, ESC, DEL, C1 controls, Unicode line and paragraph
+    separators) in any string of ``value``, else None.
 
-    Walks lists, tuples and mappings (keys and values). A value that ends up in a report (CSV, Markdown,
-    HTML, Prometheus) or a message must have none: a newline in it would forge a line there.
+    Walks lists, tuples and mappings (keys and values). A value written into a file (an apt source,
+    modprobe.d), a report (CSV, Markdown, HTML, Prometheus) or a message must have none: a newline in it
+    would add a line there. The one definition of a control character in gpufleet's checks.
     """
     if isinstance(value, str):
-        return next((ch for ch in value if ord(ch) < 32 or 127 <= ord(ch) < 160), None)
+        return next((ch for ch in value if unicodedata.category(ch) in ("Cc", "Zl", "Zp")), None)
     if isinstance(value, dict):
         value = [text for item in value.items() for text in item]
     if isinstance(value, (list, tuple)):
