@@ -12,6 +12,8 @@ import pytest
 import yaml
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_options import INPUT_PLAYBOOKS
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import playbook_vars as pv
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[5]
 HOOK = "/srv/hooks/drain.yml"
@@ -219,3 +221,34 @@ def test_the_playbooks_read_only_declared_variables_with_the_tables_defaults(pla
     assert read <= set(pv.variables_of(playbook)), read - set(pv.variables_of(playbook))
     for name, default in re.findall(r"\b(gpufleet_[a-z_]+) \| default\('([^']*)'\)", code):
         assert default == pv.PLAYBOOK_VARS[name].default, (name, default)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Issue 35's property: every playbook variable, in every playbook that reads it, refuses newlines,
+# control characters and wrong types (and, for paths and the serial, relative paths and shell
+# metacharacters), naming the variable
+# ---------------------------------------------------------------------------------------------------
+CONTROL = st.sampled_from([chr(c) for c in range(32)] + ["\x7f", "\x85", "\u2028"])
+TEXT = st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=10)
+WITH_CONTROL = st.builds(lambda a, c, b: a + c + b, TEXT, CONTROL, TEXT)
+WRONG_KIND = st.one_of(
+    st.lists(TEXT, min_size=1, max_size=2), st.dictionaries(TEXT, TEXT, min_size=1, max_size=1)
+)
+NOT_A_PATH = st.sampled_from(["rel/path", "./x", "../x", "$(id)", "`id`", "a;b", "x|y", "/a/../b", "/a//b"])
+NOT_A_SERIAL = st.sampled_from(["ten percent", "0%", "150%", "$(id)", "a;b", "-1", "0", "1.5"])
+BAD = {
+    pv.PATTERN: st.one_of(WITH_CONTROL, WRONG_KIND),
+    pv.ROOT: st.one_of(WITH_CONTROL, WRONG_KIND, NOT_A_PATH),
+    pv.HOOK: st.one_of(WITH_CONTROL, WRONG_KIND, NOT_A_PATH),
+    pv.SERIAL: st.one_of(WITH_CONTROL, st.dictionaries(TEXT, TEXT, min_size=1, max_size=1), NOT_A_SERIAL),
+}
+READERS = [(playbook, name) for name, var in pv.PLAYBOOK_VARS.items() for playbook in var.playbooks]
+
+
+@pytest.mark.parametrize(("playbook", "name"), READERS, ids=[f"{p}.{n}" for p, n in READERS])
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_every_bad_value_of_every_playbook_variable_is_refused_naming_it(playbook, name, data):
+    value = data.draw(BAD[pv.PLAYBOOK_VARS[name].kind], label=name)
+    found = problems(playbook, name, value)
+    assert found and found[0].startswith(f"{name}="), (value, found)
