@@ -64,7 +64,7 @@ ALLOWED = {
     ROOT: "an absolute, normalised path such as / or /srv/images/gpu-node (no '.', '..', '//' or trailing /)",
     SERIAL: "what the play's serial takes: a whole number >= 1, a percentage 'N%' with 0 < N <= 100, "
     "or a non-empty list of those (e.g. [1, '10%', '50%'])",
-    HOOK: "empty (no hook), or the absolute path of a readable task file on the controller",
+    HOOK: "empty (no hook), or the absolute, normalised path of a readable task file on the controller",
 }
 # a relative path would resolve against playbooks/ (or an importing playbook's directory), not the user's
 # working directory: molecule driver-vm-upgrade's first run failed so
@@ -127,8 +127,12 @@ def _root(value, _file_problem):
         return why
     if not value.startswith("/"):
         return "not an absolute path"
-    if posixpath.normpath(value) != value or "//" in value:
-        return f"not normalised (normalised: {posixpath.normpath(value)})"
+    return _normalised(value)
+
+
+def _normalised(path):
+    if posixpath.normpath(path) != path or "//" in path:
+        return f"not normalised (normalised: {posixpath.normpath(path)})"
     return None
 
 
@@ -164,7 +168,7 @@ def _hook(value, file_problem):
         return why
     if not value.startswith("/"):
         return f"not an absolute path ({HOOK_WHY_RELATIVE})"
-    return file_problem(value)
+    return _normalised(value) or file_problem(value)
 
 
 CHECKS = {PATTERN: _pattern, ROOT: _root, SERIAL: _serial, HOOK: _hook}
