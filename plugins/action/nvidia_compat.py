@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_common impo
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_options import NVIDIA_COMPAT
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.compat import CompatInputError, check
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.inputs import os_parameter
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import compat_inputs, numbered
 
 GATHER_SUBSET = ["gpu", "driver"]
@@ -63,6 +64,9 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         _validation, args = self.validate_argument_spec(argument_spec=NVIDIA_COMPAT)
+        wrong = os_parameter("os", args["os"])
+        if wrong:  # before the facts: a misspelled distribution would switch the OS rules off
+            raise AnsibleActionFail("; ".join(wrong))
         facts = args["facts"]
         if facts is None:
             found = self._execute_module(

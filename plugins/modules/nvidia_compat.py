@@ -92,6 +92,7 @@ options:
         C(rhel), or Ansible's name, for example C(Ubuntu), C(RedHat)) and C(version) (its C(VERSION_ID), for
         example C(24.04)).
       - Default is C(host.os) of O(facts).
+      - A distribution gpufleet does not know (a misspelling) is refused before anything is gathered.
     type: dict
     suboptions:
       distribution:

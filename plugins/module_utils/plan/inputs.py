@@ -25,6 +25,7 @@ import posixpath
 import re
 from urllib.parse import urlsplit
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import distributions as kb_distributions
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpus as kb_gpus
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad, control_character
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
@@ -330,3 +331,18 @@ def errors_of(variables):
             found = GRAMMARS[name](name, value)
         errors += found
     return errors
+
+
+def os_parameter(name, value):
+    """nvidia_compat's ``os`` as a user gives it: a distribution gpufleet knows (a misspelled one would
+    switch the OS rules off, as for a host whose OS the facts cannot tell), by its os-release ID or
+    Ansible's name. Empty: the facts' OS."""
+    if not value:
+        return []
+    dist = (value or {}).get("distribution") if isinstance(value, dict) else None
+    if dist in (None, ""):
+        return []
+    if kb_distributions.os_release_id(dist) not in kb_distributions.ANSIBLE_NAMES:
+        known = ", ".join(sorted(kb_distributions.ANSIBLE_NAMES))
+        return [_named(f"{name}.distribution", dist, f"an os-release ID ({known}) or Ansible's name for one")]
+    return control_errors(name, value)

@@ -397,3 +397,19 @@ def test_the_module_fails_when_the_action_is_bypassed(capsys):
     result = json.loads(capsys.readouterr().out)
     assert result["failed"] is True
     assert "runs on the controller as an action plugin" in result["msg"]
+
+
+@pytest.mark.parametrize("distribution", ["ubunto", "Debain", "rhel9", "red hat"])
+def test_a_misspelled_distribution_is_refused_before_the_facts(distribution):
+    """Issue 35: os {distribution: ubunto} switched the OS rules off, as for a host whose OS is unknown."""
+    result = reported(
+        action_for({"cuda_version": "13.0", "os": {"distribution": distribution, "version": "24.04"}})
+    )
+    assert result["failed"] is True
+    assert f"os.distribution={distribution!r} (allowed: an os-release ID (" in result["msg"], result["msg"]
+
+
+@pytest.mark.parametrize("distribution", ["ubuntu", "Ubuntu", "RedHat", "Red Hat Enterprise Linux", "rocky"])
+def test_the_distribution_names_gpufleet_knows_are_accepted(distribution):
+    with pytest.raises(AssertionError, match="ran a module on the host"):
+        reported(action_for({"cuda_version": "13.0", "os": {"distribution": distribution, "version": "9"}}))
