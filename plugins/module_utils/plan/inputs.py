@@ -344,5 +344,7 @@ def os_parameter(name, value):
         return []
     if kb_distributions.os_release_id(dist) not in kb_distributions.ANSIBLE_NAMES:
         known = ", ".join(sorted(kb_distributions.ANSIBLE_NAMES))
-        return [_named(f"{name}.distribution", dist, f"an os-release ID ({known}) or Ansible's name for one")]
+        return [
+            _named(f"{name}.distribution", dist, f"a distribution ID ({known}) or Ansible's name for one")
+        ]
     return control_errors(name, value)

@@ -406,7 +406,7 @@ def test_a_misspelled_distribution_is_refused_before_the_facts(distribution):
         action_for({"cuda_version": "13.0", "os": {"distribution": distribution, "version": "24.04"}})
     )
     assert result["failed"] is True
-    assert f"os.distribution={distribution!r} (allowed: an os-release ID (" in result["msg"], result["msg"]
+    assert f"os.distribution={distribution!r} (allowed: a distribution ID (" in result["msg"], result["msg"]
 
 
 @pytest.mark.parametrize("distribution", ["ubuntu", "Ubuntu", "RedHat", "Red Hat Enterprise Linux", "rocky"])
