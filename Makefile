@@ -18,7 +18,8 @@ export PYTHONDONTWRITEBYTECODE := 1
 TEST_STAGES ?= bg:lab lint sanity importer wait:lab unit integration molecule
 TEST_BUDGET ?= 1800
 # `make test-all`: everything, no budget (hours: every platform, the ansible-core matrix, the VM guests, the GPU).
-# The VM guests (the longest stage, mostly waiting on QEMU at nice 10) run beside the docker stages.
+# The VM guests (the longest stage) start beside the docker stages at nice 10: they mostly wait for the foreground,
+# so test-all lasts about the foreground plus the guests alone.
 TEST_ALL_STAGES ?= bg:lab lint sanity importer wait:lab bg:test-vm unit integration molecule-all matrix gpu wait:test-vm
 # molecule scenarios of `make test`: one per role path (redist, NVIDIA's repository, the driver, the audit) and
 # brownfield (what gpufleet does not own), each on one platform (NAME:PLATFORM), MOLECULE_JOBS at a time
