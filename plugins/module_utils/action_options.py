@@ -38,7 +38,7 @@ NVIDIA_COMPAT = {
 
 # the playbooks whose own gpufleet_* variables nvidia_inputs checks (plan/playbook_vars.PLAYBOOKS: a unit
 # test keeps the two equal; this layer imports nothing of the collection)
-INPUT_PLAYBOOKS = ["cuda", "cudnn", "driver", "driver-upgrade", "preflight", "site"]
+INPUT_PLAYBOOKS = ["cuda", "cudnn", "driver", "driver_upgrade", "preflight", "site"]
 
 NVIDIA_INPUTS = {
     "playbook": {"type": "str", "required": True, "choices": INPUT_PLAYBOOKS},

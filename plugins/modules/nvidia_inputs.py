@@ -9,7 +9,7 @@ module: nvidia_inputs
 short_description: Check a gpufleet playbook's own variables on the controller, before any host is contacted
 version_added: "0.3.0"
 description:
-  - The first play of each of the collection's playbooks (C(site.yml), C(driver.yml), C(driver-upgrade.yml),
+  - The first play of each of the collection's playbooks (C(site.yml), C(driver.yml), C(driver_upgrade.yml),
     C(cuda.yml), C(cudnn.yml), C(preflight.yml)) calls it on the controller. It checks the playbook's own
     C(gpufleet_*) variables - the host patterns, C(gpufleet_preflight_root), the rolling upgrade's batch size
     and drain/undrain hooks - and fails naming every wrong variable, its value and what is allowed, so that a
@@ -34,7 +34,7 @@ options:
     description: The playbook whose variables are checked (its file name without C(.yml)).
     type: str
     required: true
-    choices: [cuda, cudnn, driver, driver-upgrade, preflight, site]
+    choices: [cuda, cudnn, driver, driver_upgrade, preflight, site]
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
@@ -63,9 +63,9 @@ EXAMPLES = r"""
   hosts: all
   gather_facts: false
   tasks:
-    - name: Check every gpufleet_* variable of driver-upgrade.yml
+    - name: Check every gpufleet_* variable of driver_upgrade.yml
       gpufleet.nvidia.nvidia_inputs:
-        playbook: driver-upgrade
+        playbook: driver_upgrade
       run_once: true
       delegate_to: localhost
       tags: [always]

@@ -14,7 +14,7 @@ import pytest
 from tests.playbook import ROOT, run
 
 INPUTS = {
-    "driver-upgrade": (
+    "driver_upgrade": (
         "Check the host pattern, the batch size and the drain/undrain hooks (names each wrong one)"
     ),
     "driver": "Check the host pattern gpufleet_driver_hosts (names each wrong one)",
@@ -66,11 +66,11 @@ def assert_refused_first(result, name, sentence):
 def test_a_serial_that_is_no_batch_size_is_refused_before_any_host(tmp_path, inventory):
     """The bug: serial "ten percent" ended in a Python traceback from the rolling play's serial keyword."""
     result = playbook(
-        tmp_path, inventory, "driver-upgrade", {"gpufleet_driver_upgrade_serial": "ten percent"}
+        tmp_path, inventory, "driver_upgrade", {"gpufleet_driver_upgrade_serial": "ten percent"}
     )
     assert_refused_first(
         result,
-        "driver-upgrade",
+        "driver_upgrade",
         "gpufleet_driver_upgrade_serial=ten percent (allowed: what the play's serial takes: "
         "a whole number >= 1",
     )
@@ -84,14 +84,14 @@ def test_a_missing_undrain_hook_is_refused_before_the_first_drain(tmp_path, inve
     result = playbook(
         tmp_path,
         inventory,
-        "driver-upgrade",
+        "driver_upgrade",
         {
             "gpufleet_driver_upgrade_drain_tasks": str(drain),
             "gpufleet_driver_upgrade_undrain_tasks": str(undrain),
         },
     )
     msg = assert_refused_first(
-        result, "driver-upgrade", f"gpufleet_driver_upgrade_undrain_tasks={undrain} (allowed: empty (no hook)"
+        result, "driver_upgrade", f"gpufleet_driver_upgrade_undrain_tasks={undrain} (allowed: empty (no hook)"
     )
     assert msg.endswith(": no such file on the controller"), msg
     assert "gpufleet_driver_upgrade_drain_tasks=" not in msg
@@ -107,10 +107,10 @@ def test_a_hook_the_inventory_gives_one_host_is_checked_before_the_first_host(tm
         "    gpu02:\n      ansible_host: 192.0.2.11\n"
         f"      gpufleet_driver_upgrade_undrain_tasks: {missing}\n"
     )
-    result = playbook(tmp_path, inventory, "driver-upgrade", {})
+    result = playbook(tmp_path, inventory, "driver_upgrade", {})
     assert result.rc == 2, result.text[-3000:]
     ((task, msg),) = result.failures()
-    assert task == INPUTS["driver-upgrade"]
+    assert task == INPUTS["driver_upgrade"]
     assert msg.endswith(": no such file on the controller (host gpu02)"), msg
     assert f"gpufleet_driver_upgrade_undrain_tasks={missing} (allowed: " in msg, msg
     assert not unreachable(result)
@@ -118,10 +118,10 @@ def test_a_hook_the_inventory_gives_one_host_is_checked_before_the_first_host(tm
 
 def test_a_relative_hook_is_refused_saying_why(tmp_path, inventory):
     result = playbook(
-        tmp_path, inventory, "driver-upgrade", {"gpufleet_driver_upgrade_drain_tasks": "hooks/drain.yml"}
+        tmp_path, inventory, "driver_upgrade", {"gpufleet_driver_upgrade_drain_tasks": "hooks/drain.yml"}
     )
     msg = assert_refused_first(
-        result, "driver-upgrade", "gpufleet_driver_upgrade_drain_tasks=hooks/drain.yml"
+        result, "driver_upgrade", "gpufleet_driver_upgrade_drain_tasks=hooks/drain.yml"
     )
     assert "resolves against the playbook's directory" in msg
 
@@ -133,10 +133,10 @@ def test_good_values_pass_the_check_and_reach_the_rolling_play(tmp_path, invento
     result = playbook(
         tmp_path,
         inventory,
-        "driver-upgrade",
+        "driver_upgrade",
         {"gpufleet_driver_upgrade_serial": [1, "50%"], "gpufleet_driver_upgrade_drain_tasks": str(drain)},
     )
-    assert INPUTS["driver-upgrade"] in result.tasks("gpu01")
+    assert INPUTS["driver_upgrade"] in result.tasks("gpu01")
     assert "Rolling NVIDIA driver upgrade" in result.text, result.text[-3000:]
     assert "Traceback" not in result.text
 

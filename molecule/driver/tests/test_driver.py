@@ -78,6 +78,6 @@ def test_plan_reports_container_and_reboot_decision(host):
 
 
 def test_upgrade_playbook_did_not_drain_an_unchanged_host(host):
-    """side_effect ran playbooks/driver-upgrade.yml: nothing to change, so no drain/undrain hook ran."""
+    """side_effect ran playbooks/driver_upgrade.yml: nothing to change, so no drain/undrain hook ran."""
     assert not host.file("/var/tmp/gpufleet-drained").exists
     assert not host.file("/var/tmp/gpufleet-undrained").exists

@@ -29,7 +29,7 @@ PATTERN, ROOT, SERIAL, HOOK = "pattern", "root", "serial", "hook"
 
 PLAYBOOK_VARS = {
     "gpufleet_driver_hosts": Var(
-        PATTERN, "all", ("driver", "driver-upgrade", "site", "preflight"), "the hosts of the driver play"
+        PATTERN, "all", ("driver", "driver_upgrade", "site", "preflight"), "the hosts of the driver play"
     ),
     "gpufleet_cuda_hosts": Var(PATTERN, "all", ("cuda", "site", "preflight"), "the hosts of the CUDA play"),
     "gpufleet_cudnn_hosts": Var(
@@ -38,13 +38,13 @@ PLAYBOOK_VARS = {
     "gpufleet_preflight_hosts": Var(PATTERN, "all", ("preflight",), "the hosts preflight.yml plans"),
     "gpufleet_preflight_root": Var(ROOT, "/", ("preflight",), "the root preflight.yml reads (an image)"),
     "gpufleet_driver_upgrade_serial": Var(
-        SERIAL, "10%", ("driver-upgrade",), "the batch size of the rolling upgrade (the play's serial)"
+        SERIAL, "10%", ("driver_upgrade",), "the batch size of the rolling upgrade (the play's serial)"
     ),
     "gpufleet_driver_upgrade_drain_tasks": Var(
-        HOOK, "", ("driver-upgrade",), "task file run before a host is touched"
+        HOOK, "", ("driver_upgrade",), "task file run before a host is touched"
     ),
     "gpufleet_driver_upgrade_undrain_tasks": Var(
-        HOOK, "", ("driver-upgrade",), "task file run after the host's health check passed"
+        HOOK, "", ("driver_upgrade",), "task file run after the host's health check passed"
     ),
 }
 PLAYBOOKS = sorted({name for var in PLAYBOOK_VARS.values() for name in var.playbooks})
@@ -53,7 +53,7 @@ PLAYBOOK_ROLES = {
     "site": ("nvidia_driver", "cuda_toolkit", "cudnn"),
     "preflight": ("nvidia_driver", "cuda_toolkit", "cudnn"),
     "driver": ("nvidia_driver",),
-    "driver-upgrade": ("nvidia_driver",),
+    "driver_upgrade": ("nvidia_driver",),
     "cuda": ("cuda_toolkit",),
     "cudnn": ("cudnn",),
 }

@@ -4,6 +4,8 @@ The tarball is built with `ansible-galaxy collection build` (what Galaxy and Aut
 must hold the collection's content and none of the lab, test, molecule, bench, script or evidence material.
 """
 
+import keyword
+import re
 import shutil
 import subprocess
 import sys
@@ -47,7 +49,15 @@ REQUIRED = (
     "plugins/filter/gpu_info.yml",
     "roles/cudnn/tasks/main.yml",
     "playbooks/audit.yml",
+    "playbooks/driver_upgrade.yml",
+    # the drain/undrain hook examples that playbooks/driver_upgrade.yml and the README point users at
+    "roles/nvidia_driver/files/hooks/slurm-drain.yml",
+    "roles/nvidia_driver/files/hooks/slurm-undrain.yml",
 )
+# `ansible-playbook gpufleet.nvidia.<name>` finds playbooks/<name>.yml only when <name> is an identifier: a
+# hyphen (driver-upgrade) makes the name invalid and ansible-playbook looks for a file of that name instead.
+PLAYBOOK_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+PLAYBOOKS = sorted(p.stem for p in (ROOT / "playbooks").glob("*.y*ml"))
 
 
 def _tool(name):
@@ -83,6 +93,20 @@ def test_tarball_holds_no_lab_test_or_evidence_material(tarball):
 def test_tarball_holds_the_collection(tarball):
     names = set(_members(tarball))
     assert [n for n in REQUIRED if n not in names] == []
+
+
+def test_there_are_playbooks():
+    assert {"site", "preflight", "audit", "driver_upgrade"} <= set(PLAYBOOKS)
+
+
+@pytest.mark.parametrize("name", PLAYBOOKS)
+def test_every_playbook_is_callable_from_the_collection(name):
+    """playbooks/<name>.yml runs as `ansible-playbook gpufleet.nvidia.<name>`: letters, digits, underscores."""
+    from ansible.utils.collection_loader import AnsibleCollectionRef
+
+    assert PLAYBOOK_NAME.fullmatch(name) and not keyword.iskeyword(name), name
+    assert AnsibleCollectionRef.is_valid_fqcr(f"gpufleet.nvidia.{name}", "playbook"), name
+    assert (ROOT / "playbooks" / f"{name}.yml").is_file(), f"{name}: use the .yml suffix"
 
 
 def test_build_ignore_is_what_keeps_them_out():

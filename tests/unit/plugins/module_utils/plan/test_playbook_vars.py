@@ -115,12 +115,12 @@ SERIAL = "gpufleet_driver_upgrade_serial"
     ],
 )
 def test_serial_is_what_the_play_keyword_takes(value, shown, why):
-    assert why in refused("driver-upgrade", SERIAL, value, shown)
+    assert why in refused("driver_upgrade", SERIAL, value, shown)
 
 
 @pytest.mark.parametrize("value", [1, 10, "3", "10%", "100%", "1%", [1, "10%", "50%"], ["2", 5]])
 def test_good_serials_pass(value):
-    assert problems("driver-upgrade", SERIAL, value) == []
+    assert problems("driver_upgrade", SERIAL, value) == []
 
 
 HOOKS = ["gpufleet_driver_upgrade_drain_tasks", "gpufleet_driver_upgrade_undrain_tasks"]
@@ -128,31 +128,31 @@ HOOKS = ["gpufleet_driver_upgrade_drain_tasks", "gpufleet_driver_upgrade_undrain
 
 @pytest.mark.parametrize("name", HOOKS)
 def test_a_relative_hook_is_refused_saying_why(name):
-    text = refused("driver-upgrade", name, "hooks/drain.yml")
+    text = refused("driver_upgrade", name, "hooks/drain.yml")
     assert "not an absolute path (a relative path resolves against the playbook's directory" in text
 
 
 @pytest.mark.parametrize("name", HOOKS)
 def test_a_missing_hook_file_is_refused(name):
-    text = refused("driver-upgrade", name, HOOK, file_problem=missing)
+    text = refused("driver_upgrade", name, HOOK, file_problem=missing)
     assert text.endswith(": no such file on the controller"), text
 
 
 @pytest.mark.parametrize("name", HOOKS)
 @pytest.mark.parametrize(("value", "shown"), [(["/a.yml"], '["/a.yml"]'), ("/a\n.yml", '"/a\\n.yml"')])
 def test_a_hook_is_one_clean_string(name, value, shown):
-    refused("driver-upgrade", name, value, shown)
+    refused("driver_upgrade", name, value, shown)
 
 
 @pytest.mark.parametrize("name", HOOKS)
 @pytest.mark.parametrize("value", ["", HOOK, None])
 def test_good_hooks_pass(name, value):
-    assert problems("driver-upgrade", name, value) == []
+    assert problems("driver_upgrade", name, value) == []
 
 
 def test_every_wrong_variable_is_named_and_only_those():
     found = pv.check(
-        "driver-upgrade",
+        "driver_upgrade",
         {
             "gpufleet_driver_hosts": ["a"],
             SERIAL: "ten percent",
