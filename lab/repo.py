@@ -187,7 +187,7 @@ def cuda_components(xy, ver):
         (f"cuda-cccl-{d}", "cuda_cccl", "CUDA CCCL", (("include/", inc, "any"),), {}),
         (f"cuda-crt-{d}", "cuda_crt", "CUDA crt", (("include/crt/", f"{inc}/crt", "any"),), {}),
         (f"libnvvm-{d}", "libnvvm", "CUDA nvvm", (("nvvm/", f"{top}/nvvm", "any"),), {}),
-        # the mirror's cuda_nvcc archive also carries crt and nvvm (docs/lab.md); NVIDIA's package does not
+        # the mirror's cuda_nvcc archive also carries crt and nvvm (lab/README.md); NVIDIA's package does not
         (f"cuda-nvcc-{d}", "cuda_nvcc", "CUDA nvcc",
          (("bin/", f"{top}/bin", "any"), ("include/", inc, "not crt")),
          {"depends": f"cuda-crt-{d} (>= {ver['cuda_crt']}), libnvvm-{d} (>= {ver['libnvvm']})"}),

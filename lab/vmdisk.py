@@ -246,7 +246,7 @@ def hooks(recipe):
         # use MODULES=list: nouveau and what mounts the root (virtio PCI and block, ext4). Under TCG one
         # update-initramfs took over 16 minutes with MODULES=most, 273 s with MODULES=dep (43 modules) and
         # 162 s with this list (28 modules, nouveau's dependencies among them), and the package install runs
-        # two or three of them (docs/lab.md, "The base disk's initramfs").
+        # two or three of them (lab/README.md, "The base disk's initramfs").
         'printf "%s\\n" nouveau virtio_pci virtio_blk ext4 >> "$1/etc/initramfs-tools/modules"',
         'chroot "$1" update-initramfs -u -k all',
         'printf "MODULES=list\\n" > "$1/etc/initramfs-tools/conf.d/gpufleet-lab.conf"',

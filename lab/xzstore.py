@@ -23,7 +23,7 @@ from lab import LabError
 
 # "store": valid .xz with stored (uncompressed) LZMA2 chunks, written and unpacked at memory
 # speed (the cuDNN trees shrink only ~20 % under LZMA at a few MB/s per core; numbers in
-# docs/lab.md). GPUFLEET_XZ="-T0 -0" (any `xz` options) compresses instead.
+# lab/README.md). GPUFLEET_XZ="-T0 -0" (any `xz` options) compresses instead.
 XZ_OPTS = os.environ.get("GPUFLEET_XZ", "store").split()
 
 MAGIC = b"\xfd7zXZ\x00"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run a molecule scenario on lab VM guests (`python -m lab vm`, docs/lab.md "VM guests") where QEMU can run;
+# Run a molecule scenario on lab VM guests (`python -m lab vm`, lab/README.md "VM guests") where QEMU can run;
 # elsewhere print SKIPPED with the reason and exit 0, so `make test` counts it as skipped, never as passed.
 #   scripts/molecule_vm_or_skip.sh driver-vm [more scenarios...]
 # GPUFLEET_VM=0 skips on purpose (say why in GPUFLEET_VM_WHY). QEMU, OVMF and the disk tools are installed

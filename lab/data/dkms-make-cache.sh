@@ -2,7 +2,7 @@
 # gpufleet lab: a build cache for DKMS module builds, installed as /usr/bin/make (the real one diverted to
 # /usr/bin/make.distrib with dpkg-divert: dpkg runs maintainer scripts with PATH=/usr/sbin:/usr/bin:/sbin:/bin,
 # so /usr/local/bin is not searched) in lab guests and in the native chroot that records it (lab/vmdkms.py;
-# docs/lab.md "DKMS build cache"). Not part of the
+# lab/README.md "DKMS build cache"). Not part of the
 # collection: the role's path is unchanged (apt -> the package's postinst -> dkms build -> make -> dkms
 # install -> depmod -> initramfs); only the compiler's work is replayed.
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU tests and the molecule `gpu` scenario on a GPU machine that has no network and no container
-# runtime (the H200 of docs/gpu.md: Ubuntu 24.04, driver under /usr/local/nvidia, CUDA 13.0 and cuDNN 9.14
+# runtime (the H200 of tests/gpu/README.md: Ubuntu 24.04, driver under /usr/local/nvidia, CUDA 13.0 and cuDNN 9.14
 # from NVIDIA's packages), in three device calls. Every step is idempotent; run from the project root.
 #
 # Here (a Debian 12 machine with network and docker, once):

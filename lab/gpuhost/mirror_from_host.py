@@ -1,6 +1,6 @@
 """Build the NVIDIA redist mirror from what this host already has installed (no network).
 
-For GPU machines that cannot download anything (the H200 of docs/gpu.md): NVIDIA's own Debian/Ubuntu
+For GPU machines that cannot download anything (the H200 of tests/gpu/README.md): NVIDIA's own Debian/Ubuntu
 packages of a CUDA toolkit (cuda-*-13-0 under /usr/local/cuda-13.0) and of cuDNN (libcudnn9-cuda-13,
 -dev, -headers) are repackaged into NVIDIA's redist layout, the same one `python -m lab mirror build`
 makes from wheels (lab/mirror.py: component names, archive names, manifest schema, xz settings):

@@ -112,7 +112,7 @@ def test_cudnn_headers_where_nvidias_package_puts_them(host):
 
 @pytest.mark.parametrize("name", [*CUDA_SET, *CUDNN_SET])
 def test_dpkg_verify_is_clean(host, name):
-    # the lab images' dpkg filter keeps no /usr/share/doc but the copyright files (docs/lab.md): dpkg -V
+    # the lab images' dpkg filter keeps no /usr/share/doc but the copyright files (lab/README.md): dpkg -V
     # reports the filtered changelogs as missing
     out = host.run(f"dpkg -V {name}").stdout.splitlines()
     assert [line for line in out if not line.endswith(f"/usr/share/doc/{name}/changelog.Debian.gz")] == []

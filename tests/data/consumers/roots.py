@@ -21,7 +21,7 @@ from tests.data.facts import fakeroot
 from tests.data.facts.fakeroot import conda_env, cudnn_header, dpkg_db, ld_cache, link, write
 
 MULTIARCH = "/usr/lib/x86_64-linux-gnu"
-# the H200's torch venv (tests/data/h200-ubuntu2404; docs/evidence/h200-2026-12-01-consumers)
+# the H200's torch venv (tests/data/h200-ubuntu2404; tests/gpu/evidence/h200-2026-12-01-consumers)
 VENV = "/opt/torch/.venv"
 SP = VENV + "/lib/python3.12/site-packages"
 WHEEL_LIB = SP + "/nvidia/cudnn/lib"

@@ -156,7 +156,7 @@ def test_cudnn_files_are_where_nvidias_packages_put_them(built):
 
 def test_cudnn_headers_package_has_no_maintainer_scripts_as_nvidias(built):
     # the H200's /var/lib/dpkg/info has only libcudnn9-headers-cuda-13.{list,md5sums}: no postinst, no
-    # /usr/include/cudnn.h alternative (docs/evidence/h200-2026-12-01-repo)
+    # /usr/include/cudnn.h alternative (tests/gpu/evidence/h200-2026-12-01-repo)
     lab_dir, _, _ = built
     deb = lab_dir / "repo-build" / "pool" / "libcudnn9-headers-cuda-13_9.14.0.64-1_amd64.deb"
     out = subprocess.run(["dpkg-deb", "-I", str(deb)], capture_output=True, text=True, check=True).stdout

@@ -1,4 +1,4 @@
-"""What each program loads, in every report format: the real H200's facts (docs/evidence/
+"""What each program loads, in every report format: the real H200's facts (tests/gpu/evidence/
 h200-2026-12-01-consumers, a copy of /opt/torch/.venv with the system's 9.14 libcudnn_graph.so.9 put in)
 through build_report and every renderer."""
 
