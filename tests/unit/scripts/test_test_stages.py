@@ -175,7 +175,7 @@ def _makefile_var(makefile, name):
 
 def test_make_test_is_the_fast_gate_and_test_all_runs_everything():
     """Issue 34: make test is the fast gate, held to a budget; the VM guests, every platform and the version
-    matrix run in make test-all (and make test-vm), which the README says when to run."""
+    matrix run in make test-all (and make test-vm), which CONTRIBUTING.md says when to run."""
     makefile = (ROOT / "Makefile").read_text()
     stages = _makefile_var(makefile, "TEST_STAGES")
     assert {"lint", "sanity", "unit", "integration", "molecule"} <= set(stages), stages
