@@ -1,5 +1,5 @@
-"""The collection as a user installs and runs it (issue 37): the built tarball alone, installed offline into an
-empty collections path, then its playbooks and plugins used by their collection names.
+"""The collection as a user installs and runs it (issue 37): the built tarball alone, installed offline into
+an empty collections path, then its playbooks and plugins used by their collection names.
 
 Nothing here reads the checkout's collections: every command runs in an empty working directory with an empty
 ansible.cfg, HOME in the test's own directory and ANSIBLE_COLLECTIONS_PATH the fresh install only, so a
@@ -11,6 +11,7 @@ Run: .venv/bin/pytest tests/integration/test_collection_install.py
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -81,7 +82,9 @@ def installed(tarball, tmp_path_factory):
     base = tmp_path_factory.mktemp("user")
     collections = base / "collections"
     user = User(base, collections)
-    result = user.run("ansible-galaxy", "collection", "install", "--offline", "-p", str(collections), str(tarball))
+    result = user.run(
+        "ansible-galaxy", "collection", "install", "--offline", "-p", str(collections), str(tarball)
+    )
     return user, collections, result
 
 
@@ -100,7 +103,8 @@ def test_ansible_doc_reads_the_installed_collection(installed):
     user, collections, _ = installed
     result = user.run("ansible-doc", "gpufleet.nvidia.nvidia_facts")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert str(collections / "ansible_collections/gpufleet/nvidia/plugins/modules/nvidia_facts.py") in result.stdout
+    module = collections / "ansible_collections/gpufleet/nvidia/plugins/modules/nvidia_facts.py"
+    assert str(module) in result.stdout
     roles = user.run("ansible-doc", "-t", "role", "-l", "gpufleet.nvidia")
     assert roles.returncode == 0, roles.stdout + roles.stderr
     for role in ("gpufleet.nvidia.nvidia_driver", "gpufleet.nvidia.cuda_toolkit", "gpufleet.nvidia.cudnn"):
@@ -111,9 +115,8 @@ def test_every_playbook_runs_by_its_collection_name(installed, tarball):
     """`ansible-playbook gpufleet.nvidia.<name> --syntax-check` for every playbook the tarball holds."""
     user, collections, _ = installed
     with tarfile.open(tarball) as tar:
-        in_tarball = sorted(
-            Path(m.name).stem for m in tar.getmembers() if m.name.startswith("playbooks/") and m.name.endswith(".yml")
-        )
+        names = [m.name for m in tar.getmembers()]
+    in_tarball = sorted(Path(n).stem for n in names if n.startswith("playbooks/") and n.endswith(".yml"))
     assert in_tarball == SHIPPED_PLAYBOOKS
     names = [f"gpufleet.nvidia.{name}" for name in SHIPPED_PLAYBOOKS]
     result = user.run("ansible-playbook", *names, "--syntax-check")
@@ -166,3 +169,19 @@ def test_a_hook_given_by_its_absolute_path_in_the_installed_collection_is_accept
     assert "ok: [gpu01 -> localhost]" in text.split(check, 1)[1], text
     assert "allowed:" not in text, text
     assert "UNREACHABLE" in text, text
+
+
+def test_the_readmes_first_run_uses_the_installed_roles(installed):
+    """README.md's inventory and playbook, as written there, against the installed collection."""
+    user, _, _ = installed
+    section = (ROOT / "README.md").read_text().split("## A first run", 1)[1].split("\n## ", 1)[0]
+    inventory, playbook = re.findall(r"```yaml\n(.*?)```", section, re.S)[:2]
+    (user.cwd / "inventory.yml").write_text(inventory)
+    (user.cwd / "site.yml").write_text(playbook)
+    result = user.run("ansible-playbook", "-i", "inventory.yml", "site.yml", "--list-hosts", "--list-tasks")
+    assert result.returncode == 0, result.stdout + result.stderr
+    plays = result.stdout.split("play #")[1:]
+    assert len(plays) == 2, result.stdout
+    assert "gpu01.example.org" in plays[0] and "login01.example.org" not in plays[0], plays[0]
+    assert "login01.example.org" in plays[1] and "gpu02.example.org" in plays[1], plays[1]
+    assert "nvidia_driver : " in plays[0] and "cudnn : " in plays[1], result.stdout

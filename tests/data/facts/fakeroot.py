@@ -150,7 +150,8 @@ def _dpkg_lists():
 
 # The update-alternatives database as `update-alternatives --display cuda` of the H200 shows it (dpkg format).
 ALTERNATIVE = "auto\n/usr/local/{name}\n\n/usr/local/cuda-13.0\n130\n\n"
-# NVIDIA's packages' linker files as the H200 has them (tests/gpu/evidence/h200-2026-12-01-brownfield/owners.txt:
+# NVIDIA's packages' linker files as the H200 has them
+# (tests/gpu/evidence/h200-2026-12-01-brownfield/owners.txt:
 # `dpkg -S`, `head /etc/ld.so.conf.d/*.conf`): 000_cuda.conf (the default toolkit), 987_cuda-13.conf (per
 # major); gds-13-0.conf and nvidia.conf belong to no package there.
 CUDA_LD_CONFS = {

@@ -1,6 +1,7 @@
 """The project names no path of a developer's machine and cites no file outside itself.
 
-Raw device outputs under tests/gpu/evidence/ are scanned too: paths in them are written relative to the checkout.
+Raw device outputs under tests/gpu/evidence/ are scanned too: paths in them are written relative to the
+checkout.
 """
 
 import re

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import tomllib
 import yaml
+from ansible.utils.collection_loader import AnsibleCollectionRef
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
@@ -101,9 +102,8 @@ def test_there_are_playbooks():
 
 @pytest.mark.parametrize("name", PLAYBOOKS)
 def test_every_playbook_is_callable_from_the_collection(name):
-    """playbooks/<name>.yml runs as `ansible-playbook gpufleet.nvidia.<name>`: letters, digits, underscores."""
-    from ansible.utils.collection_loader import AnsibleCollectionRef
-
+    """playbooks/<name>.yml runs as `ansible-playbook gpufleet.nvidia.<name>`: letters, digits, underscores
+    only."""
     assert PLAYBOOK_NAME.fullmatch(name) and not keyword.iskeyword(name), name
     assert AnsibleCollectionRef.is_valid_fqcr(f"gpufleet.nvidia.{name}", "playbook"), name
     assert (ROOT / "playbooks" / f"{name}.yml").is_file(), f"{name}: use the .yml suffix"
