@@ -91,7 +91,7 @@ demo: venv  ## the main job: 4 lab hosts with different CUDA/cuDNN stacks, provi
 audit: venv  ## audit this machine (read-only)
 	$(BIN)/ansible-playbook playbooks/audit.yml
 
-bench: venv  ## benchmarks, each a ratio to a baseline measured in the same run (docs/scale.md); needs the lab
+bench: venv  ## benchmarks, each a ratio to a baseline measured in the same run (bench/README.md); needs the lab
 	$(PY) bench/bench_report.py
 	$(PY) bench/bench_facts.py
 	$(PY) -m lab up

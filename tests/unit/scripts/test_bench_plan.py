@@ -1,6 +1,6 @@
 """bench/bench_plan.py's pure helpers, offline and lab-free: arguments, payload inspection, the plays it
 writes, the tables, the order of the rounds, when part 3 is skipped; and that `make bench` and
-docs/scale.md name every bench script."""
+bench/README.md name every bench script."""
 
 import base64
 import importlib.util
@@ -243,7 +243,7 @@ def test_part_noop_skips_with_a_line_when_told(monkeypatch, capsys, tmp_path):
 def test_make_bench_and_the_docs_name_every_bench_script():
     makefile = (ROOT / "Makefile").read_text()
     recipe = re.search(r"^bench:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
-    docs = (ROOT / "docs" / "scale.md").read_text().split("## `make bench`", 1)[1].split("\n## ", 1)[0]
+    docs = (ROOT / "bench" / "README.md").read_text().split("## `make bench`", 1)[1].split("\n## ", 1)[0]
     for script in sorted((ROOT / "bench").glob("bench_*.py")):
         assert f"bench/{script.name}" in recipe, f"make bench does not run bench/{script.name}"
-        assert f"`bench/{script.name}" in docs, f"docs/scale.md's make bench table lacks bench/{script.name}"
+        assert f"`bench/{script.name}" in docs, f"bench/README.md's make bench table lacks bench/{script.name}"

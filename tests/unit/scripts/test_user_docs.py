@@ -14,7 +14,15 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 USER_DOCS = ["README.md", "docs/install.md", "docs/airgap.md"]
-LINKED_DOCS = [*USER_DOCS, "CONTRIBUTING.md", "docs/collection.md", "lab/README.md", "tests/gpu/README.md"]
+LINKED_DOCS = [
+    *USER_DOCS,
+    "CONTRIBUTING.md",
+    "docs/collection.md",
+    "docs/scale.md",
+    "lab/README.md",
+    "tests/gpu/README.md",
+    "bench/README.md",
+]
 ROLES = ("nvidia_driver", "cuda_toolkit", "cudnn")
 # Role variables the README describes that the roles' parallel work adds (issue 37: a role switched off per
 # host, the driver only where a GPU is); accepted whether or not this checkout's argument specs declare them
