@@ -44,6 +44,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.merge impor
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.options import ARGUMENT_SPEC as ARGS
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.settings import (
     SettingsError,
+    report_dir_of,
     validate_settings,
 )
 
@@ -56,14 +57,6 @@ def validated_variables(raw):
         return validate_settings(plain(raw) or {}, SUBSETS)
     except SettingsError as exc:
         raise AnsibleActionFail(str(exc)) from None
-
-
-def default_report_dir(task_vars):
-    """reports/ beside the playbook's directory (the collection's playbooks/ -> reports/)."""
-    playbook_dir = task_vars.get("playbook_dir")
-    if not playbook_dir:
-        raise AnsibleActionFail("report_dir: not given, and no playbook_dir to put reports/ beside")
-    return os.path.join(os.path.dirname(os.path.abspath(str(playbook_dir))), "reports")
 
 
 def pattern_hosts(pattern, task_vars, loader):
@@ -157,8 +150,9 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(
             argument_spec=ARGS, mutually_exclusive=[("hosts", "host_pattern")]
         )
-        # relative: to the directory ansible-playbook runs in; normalized, so every message names one path
-        report_dir = os.path.abspath(args["report_dir"] or default_report_dir(task_vars))
+        # relative to the directory ansible-playbook runs in (the controller's cwd), default <cwd>/reports;
+        # normalized, so every message names one path
+        report_dir = report_dir_of(args["report_dir"], os.getcwd())
         names = host_names(args, task_vars, self._loader)
         given = baselines(names, task_vars.get("hostvars", {}), args["baseline_var"])
         # last: it creates the directory, and a refused input changes nothing

@@ -25,9 +25,11 @@ author: gpufleet maintainers (!UNKNOWN)
 options:
   report_dir:
     description:
-      - Directory receiving the reports; created when missing.
-      - Default, C(reports/) beside the playbook's directory (for the collection's C(playbooks/audit.yml),
-        C(reports/) at the top of the collection).
+      - Directory receiving the reports; created when missing. A relative path is relative to the directory
+        C(ansible-playbook) runs in (the controller's current working directory).
+      - Default, C(reports/) in the directory C(ansible-playbook) runs in, never a directory of the playbook
+        or of the collection (an installed collection's C(playbooks/audit.yml) does not write into the
+        collection).
     type: path
   formats:
     description: Formats to write.
@@ -185,7 +187,7 @@ hosts:
   type: list
   elements: str
 report_dir:
-  description: The report directory checked (O(report_dir) or its default).
+  description: The report directory checked (O(report_dir) or its default), absolute.
   returned: preflight
   type: str
 settings:

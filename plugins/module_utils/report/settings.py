@@ -98,6 +98,17 @@ def _report_dir(value):
     return _directory(value, created=True)
 
 
+# the reports' directory when gpufleet_audit_report_dir is not set: relative to the directory ansible-playbook
+# runs in, never to the playbook's (an installed collection's playbooks/ must not receive reports)
+DEFAULT_REPORT_DIR = "reports"
+
+
+def report_dir_of(value, cwd):
+    """The absolute, normalized directory the reports go to: ``value`` (relative to ``cwd``, the directory
+    ansible-playbook runs in), else ``<cwd>/reports``."""
+    return _normpath(os.path.join(cwd, value or DEFAULT_REPORT_DIR))
+
+
 def _slice_dir(value):
     return _directory(value, created=False)
 

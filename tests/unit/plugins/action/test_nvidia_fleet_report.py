@@ -18,7 +18,6 @@ import pytest
 import yaml
 from ansible_collections.gpufleet.nvidia.plugins.action.nvidia_fleet_report import (
     ARGS,
-    default_report_dir,
     validated_variables,
 )
 
@@ -71,7 +70,7 @@ FLEET = {
 }
 
 
-def run(collections, tmp_path, hosts, *extra, check=False, playbook=PLAYBOOK):
+def run(collections, tmp_path, hosts, *extra, check=False, playbook=PLAYBOOK, cwd=None, report_dir=True):
     env = dict(
         os.environ,
         ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
@@ -85,12 +84,12 @@ def run(collections, tmp_path, hosts, *extra, check=False, playbook=PLAYBOOK):
         ANSIBLE_FORCE_COLOR="0",
     )
     cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(inventory(tmp_path, hosts)), str(playbook)]
-    if "gpufleet_audit_report_dir" not in " ".join(extra):
+    if report_dir and "gpufleet_audit_report_dir" not in " ".join(extra):
         cmd += ["-e", f"gpufleet_audit_report_dir={tmp_path / 'reports'}"]
     cmd += list(extra)
     if check:
         cmd.append("--check")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False, cwd=cwd)
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -226,8 +225,36 @@ def test_a_wrong_audit_variable_is_named_before_gathering(collections, tmp_path)
     assert "Gather ansible_facts.nvidia" not in out
 
 
-def test_report_dir_defaults_to_reports_beside_the_playbook_directory():
-    assert default_report_dir({"playbook_dir": "/srv/gpufleet/playbooks"}) == "/srv/gpufleet/reports"
+def test_the_default_report_dir_is_reports_in_the_directory_ansible_playbook_runs_in(collections, tmp_path):
+    """Not beside the playbook: for an installed collection's playbooks/, that was inside the collection."""
+    work = tmp_path / "work"
+    work.mkdir()
+    installed = collections / "ansible_collections" / "gpufleet" / "nvidia"
+    (installed / "playbooks").mkdir()
+    for name in ("audit.yml", "audit_merge.yml"):
+        (installed / "playbooks" / name).symlink_to(ROOT / "playbooks" / name)
+    rc, out = run(
+        collections, tmp_path, {"gpu01": FLEET["gpu01"]}, cwd=work, report_dir=False,
+        playbook=installed / "playbooks" / "audit.yml",
+    )  # fmt: skip
+    assert rc == 0, out
+    assert (work / "reports" / "gpufleet-audit.json").is_file()
+    assert f"HTML report: {work / 'reports' / 'gpufleet-audit.html'}" in out
+    assert not (installed / "reports").exists()
+    # the merge reads and writes the same default directory
+    rc, out = run(
+        collections, tmp_path, {"gpu01": FLEET["gpu01"]}, "-e", "gpufleet_audit_slice=1", "-e",
+        "gpufleet_audit_slices=2", cwd=work, report_dir=False, playbook=installed / "playbooks" / "audit.yml",
+    )  # fmt: skip
+    assert rc == 0, out
+    assert (work / "reports" / "gpufleet-audit.slice-1-of-2.json").is_file()
+    rc, out = run(
+        collections, tmp_path, {"gpu01": FLEET["gpu01"]}, cwd=work, report_dir=False,
+        playbook=installed / "playbooks" / "audit_merge.yml",
+    )  # fmt: skip
+    assert rc == 0, out
+    assert "slices missing: 2" in out
+    assert not (installed / "reports").exists()
 
 
 def test_validated_variables_keep_ansible_lists_and_booleans():

@@ -3,6 +3,7 @@
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.settings import (
     SettingsError,
+    report_dir_of,
     validate_settings,
 )
 
@@ -215,3 +216,18 @@ def test_control_characters_are_refused_naming_the_variable(values, message):
     with pytest.raises(SettingsError) as err:
         check(**values)
     assert str(err.value).startswith(message), err.value
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, "/home/admin/fleet/reports"),
+        ("", "/home/admin/fleet/reports"),
+        ("out/./audit/", "/home/admin/fleet/out/audit"),
+        ("../shared", "/home/admin/shared"),
+        ("/srv/audit", "/srv/audit"),
+    ],
+)
+def test_the_report_dir_is_relative_to_the_directory_ansible_playbook_runs_in(value, expected):
+    """Default reports/ there, never beside the playbook (inside an installed collection)."""
+    assert report_dir_of(value, "/home/admin/fleet") == expected
