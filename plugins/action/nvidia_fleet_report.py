@@ -32,6 +32,10 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.build impor
     write_atomic,
     write_reports,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.failure import (
+    not_audited_lines,
+    run_problems,
+)
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.merge import (
     MergeError,
     check_slice,
@@ -101,18 +105,6 @@ def _now_text(now, given):
     return given or datetime.datetime.fromtimestamp(now, tz=datetime.timezone.utc).strftime(
         "%Y-%m-%dT%H:%M:%SZ"
     )
-
-
-def failure_problems(args, report, drift):
-    """What fails the run after the reports are written (drift, hosts not audited), when asked."""
-    s = report["summary"]
-    problems = []
-    if args["fail_on_drift"] and drift:
-        problems.append(f"drift from the baseline on {s['hosts_with_drift']} host(s): " + "; ".join(drift))
-    down = [h["name"] for h in report["hosts"] if h["status"] != "ok"]
-    if args["fail_on_unreachable"] and down:
-        problems.append(f"{len(down)} host(s) not audited (unreachable or failed): " + ", ".join(down))
-    return problems
 
 
 def slice_of(args):
@@ -211,19 +203,23 @@ class ActionModule(ActionBase):
     def _outcome(self, args, report, paths, notes):
         """Print the summary (and ``notes``), then the task result; failed when asked (drift, down hosts)."""
         summary = summary_lines(report)
+        down = not_audited_lines(report)
         if args["print_summary"]:
-            display.display("\n".join(["", "gpufleet audit", *summary, *notes]))
+            display.display("\n".join(["", "gpufleet audit", *summary, *down, *notes]))
         drift = drift_lines(report)
         s = report["summary"]
         out = {
             "changed": bool(paths),
             "paths": paths,
             "summary": summary,
+            "not_audited": down,
             "drift": drift,
             "totals": plain({k: v for k, v in s.items() if k != "distributions"}),
             "notes": list(notes),
         }
-        problems = failure_problems(args, report, drift)
+        problems = run_problems(
+            report, drift, args["fail_on_drift"], args["fail_on_unreachable"], args["fail_on_failed"]
+        )
         if problems:
             out.update(failed=True, msg=" | ".join(problems))
         elif paths:

@@ -69,7 +69,8 @@ options:
     description:
       - The audit playbook's own variables as the user set them, by their names (C(gpufleet_audit_hosts),
         C(gpufleet_audit_report_dir), C(gpufleet_audit_report_formats), C(gpufleet_audit_fail_on_drift),
-        C(gpufleet_audit_fail_on_unreachable), C(gpufleet_audit_gather_facts), C(gpufleet_audit_strategy),
+        C(gpufleet_audit_fail_on_unreachable), C(gpufleet_audit_fail_on_failed),
+        C(gpufleet_audit_gather_facts), C(gpufleet_audit_strategy),
         C(gpufleet_audit_gather_subset), C(gpufleet_audit_cudnn_search_paths), C(gpufleet_audit_slice),
         C(gpufleet_audit_slices), C(gpufleet_audit_slice_dir)) and AWX job slicing's
         C(awx_job_slice_number) and C(awx_job_slice_count); a null value means not set. No string in them
@@ -86,7 +87,19 @@ options:
     type: bool
     default: false
   fail_on_unreachable:
-    description: Fail (after writing the reports) when any host was unreachable or failed.
+    description:
+      - Fail (after writing the reports) when any host was not audited, unreachable or failed; the message
+        names them with their messages.
+    type: bool
+    default: false
+  fail_on_failed:
+    description:
+      - Fail (after writing the reports) when the C(nvidia_facts) run failed on any host (it was reached, but
+        no facts came back - no Python, a crash), naming each with its cause; unreachable hosts do not fail
+        the run this way (O(fail_on_unreachable) covers both).
+      - A failed host is always in the reports and in the printed summary, with its cause - the module's
+        stderr, exception or stdout besides Ansible's message (trimmed, control characters written as
+        escapes such as C(\n)).
     type: bool
     default: false
   print_summary:
@@ -171,6 +184,13 @@ summary:
   returned: success
   type: list
   elements: str
+not_audited:
+  description: One line per host the audit could not read - host, status (unreachable or failed), its message.
+  returned: success
+  type: list
+  elements: str
+  sample: ["old01 failed: Module result deserialization failed: No start of json char found; module stderr:
+    /bin/sh: 1: /usr/bin/python3: not found"]
 drift:
   description: One line per drift item (host, colon, message).
   returned: success

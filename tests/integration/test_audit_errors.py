@@ -18,6 +18,7 @@ GOOD = {
     "gpufleet_audit_report_formats": "json,md",
     "gpufleet_audit_fail_on_drift": "no",
     "gpufleet_audit_fail_on_unreachable": False,
+    "gpufleet_audit_fail_on_failed": "yes",
     "gpufleet_audit_gather_facts": "false",
     "gpufleet_audit_strategy": "linear",
     "gpufleet_audit_gather_subset": ["all", "!cudnn"],
@@ -34,6 +35,11 @@ WRONG = [
         "gpufleet_audit_fail_on_unreachable",
         "sometimes",
         "gpufleet_audit_fail_on_unreachable: 'sometimes' is not a boolean; allowed: true or false",
+    ),
+    (
+        "gpufleet_audit_fail_on_failed",
+        "at times",
+        "gpufleet_audit_fail_on_failed: 'at times' is not a boolean; allowed: true or false",
     ),
     (
         "gpufleet_audit_gather_facts",

@@ -32,6 +32,10 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.drift import 
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import consumers as report_consumers
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import html as report_html
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.failure import (
+    failure_message,
+    unreachable_message,
+)
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.findings import (
     host_findings,
     kb_findings,
@@ -275,11 +279,12 @@ def normalize_host(name, status, facts=None, message=None):
 
 
 def _result_status(result):
-    """(status, message) of a registered task result that is not a success, else None."""
+    """(status, message) of a registered task result that is not a success, else None; a failed module's
+    message carries its own words (stderr, exception, stdout: report.failure), not only Ansible's."""
     if result.get("unreachable"):
-        return "unreachable", str(result.get("msg") or "unreachable")
+        return "unreachable", unreachable_message(result)
     if result.get("failed") or result.get("skipped"):
-        return "failed", str(result.get("msg") or "nvidia_facts failed")
+        return "failed", failure_message(result)
     return None
 
 

@@ -22,6 +22,7 @@ ARGUMENT_SPEC = {
     "variables": {"type": "dict"},
     "fail_on_drift": {"type": "bool", "default": False},
     "fail_on_unreachable": {"type": "bool", "default": False},
+    "fail_on_failed": {"type": "bool", "default": False},
     "print_summary": {"type": "bool", "default": True},
     "generated_at": {"type": "str"},
     "slice_number": {"type": "raw"},

@@ -193,6 +193,7 @@ def checkers(subsets):
         "gpufleet_audit_report_formats": _formats,
         "gpufleet_audit_fail_on_drift": _bool,
         "gpufleet_audit_fail_on_unreachable": _bool,
+        "gpufleet_audit_fail_on_failed": _bool,
         "gpufleet_audit_gather_facts": _bool,
         "gpufleet_audit_strategy": _strategy,
         "gpufleet_audit_gather_subset": lambda value: _gather_subset(value, subsets),

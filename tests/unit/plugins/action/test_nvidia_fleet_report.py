@@ -151,7 +151,27 @@ def test_no_drift_passes_with_fail_on_drift(collections, tmp_path):
 def test_fail_on_unreachable(collections, tmp_path):
     rc, out = run(collections, tmp_path, FLEET, "-e", "gpufleet_audit_fail_on_unreachable=true")
     assert rc == 2, out
-    assert "2 host(s) not audited (unreachable or failed): gpu99, old01" in out
+    assert "2 host(s) not audited (unreachable or failed): gpu99 (" in out
+    assert "old01 (nvidia_facts: Python 3.6 on the target is too old (>= 3.9 needed))" in out
+
+
+def test_a_host_whose_module_cannot_start_is_failed_with_its_own_words(collections, tmp_path):
+    """Not only "Module result deserialization failed": the module's stderr, on one line, everywhere."""
+    hosts = {"gpu01": FLEET["gpu01"], "crash01": local("crash.json")}
+    rc, out = run(collections, tmp_path, hosts)
+    assert rc == 0, out  # like an unreachable host: reported, the run goes on
+    cause = "module stderr: /bin/sh: 1: /usr/libexec/platform-python: not found\\n\\x1b[0m"
+    report = json.loads((tmp_path / "reports" / "gpufleet-audit.json").read_text())
+    (crash,) = [h for h in report["hosts"] if h["name"] == "crash01"]
+    assert crash["status"] == "failed"
+    assert crash["message"].startswith("Module result deserialization failed")
+    assert crash["message"].endswith(cause), crash["message"]
+    assert cause in (tmp_path / "reports" / "gpufleet-audit.csv").read_text()
+    assert f"crash01 failed: {crash['message']}" in out  # the summary at the end of the run
+    rc, out = run(collections, tmp_path, hosts, "-e", "gpufleet_audit_fail_on_failed=true")
+    assert rc == 2, out
+    assert "1 host(s) failed (nvidia_facts did not run through): crash01 (Module result deserial" in out
+    assert (tmp_path / "reports" / "gpufleet-audit.json").exists()
 
 
 def test_malformed_baseline_fails_before_gathering(collections, tmp_path):

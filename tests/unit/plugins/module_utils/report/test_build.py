@@ -598,6 +598,16 @@ def test_real_compat_rules_are_found():
     [
         ({"unreachable": True, "msg": "ssh: no route"}, "unreachable", "ssh: no route"),
         ({"failed": True, "msg": "Python too old"}, "failed", "Python too old"),
+        (
+            {
+                "failed": True,
+                "msg": "Module result deserialization failed: No start of json char found",
+                "module_stderr": "/bin/sh: 1: /usr/bin/python3: not found\n",
+            },
+            "failed",
+            "Module result deserialization failed: No start of json char found; module stderr: /bin/sh: 1: "
+            "/usr/bin/python3: not found",
+        ),
         ({"failed": True}, "failed", "nvidia_facts failed"),
         ({"changed": False}, "failed", "nvidia_facts returned no ansible_facts.nvidia"),
         (None, "failed", "no audit result (the host left the play before nvidia_facts)"),

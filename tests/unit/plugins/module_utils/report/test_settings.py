@@ -104,6 +104,7 @@ GOOD = {
     "gpufleet_audit_report_formats": "json,md",
     "gpufleet_audit_fail_on_drift": "yes",
     "gpufleet_audit_fail_on_unreachable": "no",
+    "gpufleet_audit_fail_on_failed": "on",
     "gpufleet_audit_gather_facts": "false",
     "gpufleet_audit_strategy": "linear",
     "gpufleet_audit_gather_subset": "all,!cudnn",
