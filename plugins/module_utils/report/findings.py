@@ -176,9 +176,8 @@ def _owner_findings(entry):
         finding(
             "warning",
             "owner_unknown",
-            f"{label} at {item.get('path')} has no known owner ({_unknown_why(item['owner']['words'])}): "
-            "no package, runfile installer, Python environment or gpufleet marker accounts for it; find out "
-            "where it came from before changing it",
+            f"{label} at {item.get('path')} has no known owner: {_unknown_why(item['owner']['words'])}; "
+            "find out where it came from before changing it",
         )
         for label, item in items
         if (item.get("owner") or {}).get("kind") == "unknown"
