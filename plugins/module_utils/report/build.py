@@ -51,9 +51,11 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import
     cudnn_text,
     drift_text,
     driver_text,
+    finding_groups,
     findings_count,
     gpu_text,
     host_cells,
+    hosts_text,
     owner_rows,
     status_text,
 )
@@ -517,11 +519,13 @@ def _md_lists(report):
     if drift:
         lines += ["", "## Drift", ""]
         lines += [f"- **{_md(h['name'])}**: {_md(d['message'])}" for h, d in drift]
-    noisy = [(h, f) for h in report["hosts"] for f in h["findings"] if f["severity"] in ("error", "warning")]
+    noisy = finding_groups(report, ("error", "warning"))
     if noisy:
-        lines += ["", "## Findings", ""]
+        lines += ["", "## Findings", "", "Errors, then warnings, each by number of hosts (info: JSON, HTML)."]
+        lines.append("")
         lines += [
-            f"- **{_md(h['name'])}** {f['severity']} `{f['code']}`: {_md(f['message'])}" for h, f in noisy
+            f"- {severity} `{code}` on {len(names)} host(s) ({_md(hosts_text(names))}): {_md(message)}"
+            for severity, code, message, names in noisy
         ]
     return lines
 

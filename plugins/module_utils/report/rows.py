@@ -6,12 +6,15 @@ Stdlib only, Python >= 3.9. Reads only the report dict of report.build.build_rep
 - ``host_cells``: one host's cells of the hosts table (Markdown, HTML, the summary printed at the end);
 - ``component_rows``: one row per host x component (CSV, the HTML components table); the toolkit and cuDNN
   rows carry their owner (``owner``: its words, ``owner_kind``), the one report.owner.owner_shown made;
-- ``owner_rows``: one row per toolkit and cuDNN copy with its owner (the Markdown owners list).
+- ``owner_rows``: one row per toolkit and cuDNN copy with its owner (the Markdown owners list);
+- ``finding_groups``: each distinct finding once with its hosts, errors first, then warnings, then info, and
+  within a severity the finding on most hosts first (the one order of every findings list: Markdown, HTML).
 """
 
 from __future__ import annotations
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import consumers as report_consumers
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.findings import SEVERITIES
 
 CSV_COLUMNS = (
     "host",
@@ -40,6 +43,7 @@ HOST_COLUMNS = (
     "findings",
 )
 DRIFT_LABELS = {"none": "none", "no_baseline": "no baseline", "unknown": "unknown"}
+GROUP_HOSTS = 20  # host names shown after a drift or findings group; the rest are counted
 
 
 def count_values(values):
@@ -278,3 +282,24 @@ def owner_rows(report):
         out += [(h["name"], f"CUDA {t['version']}", t["path"], t["owner"]) for t in h["cuda"]["toolkits"]]
         out += [(h["name"], f"cuDNN {c['version']}", c["path"], c["owner"]) for c in h["cudnn"]]
     return out
+
+
+# -- findings and drift grouped by message (Markdown, HTML) --------------------------------------------------
+def finding_groups(report, severities=SEVERITIES):
+    """[(severity, code, message, [host names])] of the findings of ``severities``, each distinct finding
+    once: errors first, then warnings, then info; within one severity, the finding on most hosts first (then
+    in the order first seen, hosts by name)."""
+    groups = {}
+    for h in report["hosts"]:
+        for f in h["findings"]:
+            if f["severity"] in severities:
+                groups.setdefault((f["severity"], f["code"], f["message"]), []).append(h["name"])
+    rank = {severity: i for i, severity in enumerate(SEVERITIES)}
+    ordered = sorted(groups.items(), key=lambda kv: (rank.get(kv[0][0], len(rank)), -len(kv[1])))
+    return [(severity, code, message, names) for (severity, code, message), names in ordered]
+
+
+def hosts_text(names, limit=GROUP_HOSTS):
+    """The first ``limit`` host names, then how many more."""
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more

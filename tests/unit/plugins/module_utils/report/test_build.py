@@ -625,3 +625,50 @@ def test_record_from_result_ok():
     assert rec["status"] == "ok"
     assert rec["facts"]["gpu_count"] == 1
     assert rp.build_report([rec], compat=NO_COMPAT)["hosts"][0]["status"] == "ok"
+
+
+# -- findings lists: errors, then warnings, then info; each by number of hosts ------------------------------
+def fleet_of_findings():
+    def fake(entry):
+        out = [("warning", "W on every host")]
+        if entry["name"] in ("a", "b"):
+            out.append(("error", "E on two hosts"))
+        if entry["name"] == "a":
+            out.append(("error", "E on one host"))
+        return out
+
+    return rp.build_report(
+        [{"name": n, "status": "ok", "facts": facts("h200")} for n in ("a", "b", "c")], compat=fake
+    )
+
+
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+def assert_ordered(listed):
+    """[(severity, hosts)] in the order shown: by severity, then most hosts first."""
+    assert listed == sorted(listed, key=lambda x: (SEVERITY_RANK[x[0]], -x[1])), listed
+    assert [SEVERITY_RANK[s] for s, _n in listed] == sorted(SEVERITY_RANK[s] for s, _n in listed)
+
+
+def test_markdown_findings_by_severity_then_host_count():
+    report = fleet_of_findings()
+    md = rp.render_markdown(report).split("## Findings", 1)[1].split("\n## ", 1)[0]
+    items = re.findall(r"^- (error|warning|info) `[^`]+` on (\d+) host\(s\) \(([^)]*)\): (.*)$", md, re.M)
+    assert_ordered([(sev, int(n)) for sev, n, _hosts, _msg in items])
+    messages = [msg for _sev, _n, _hosts, msg in items]
+    assert messages.index("E on two hosts") < messages.index("E on one host")
+    assert messages.index("E on one host") < messages.index("W on every host")
+    assert ("error", "2", "a, b", "E on two hosts") in items  # each finding once, with its hosts
+
+
+def test_html_findings_by_severity_then_host_count():
+    page = render_html(fleet_of_findings())
+    ul = page.split('<ul id="findings">', 1)[1].split("</ul>", 1)[0]
+    item = r'<li class="(\w+)"><b>(\d+) host\(s\)</b> \w+ <code>[^<]*</code>: ([^<]*) <small>'
+    items = re.findall(item, ul)
+    assert_ordered([(sev, int(n)) for sev, n, _msg in items])
+    messages = [msg for _sev, _n, msg in items]
+    assert messages.index("E on two hosts") < messages.index("E on one host")
+    assert messages.index("E on one host") < messages.index("W on every host")
+    assert {sev for sev, _n, _msg in items} == {"error", "warning", "info"}
