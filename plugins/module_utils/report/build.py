@@ -49,7 +49,9 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import
     count_values,
     cuda_text,
     cudnn_text,
+    drift_overview,
     drift_text,
+    drifted,
     driver_text,
     finding_groups,
     findings_count,
@@ -73,6 +75,8 @@ __all__ = [
     "cudnn_text",
     "distributions",
     "drift_lines",
+    "drift_overview",
+    "drifted",
     "driver_text",
     "gc_paused",
     "gpu_text",
@@ -385,6 +389,7 @@ def _summary(hosts):
         "no_gpu": sum(h["status"] == "ok" and h["gpu_count"] == 0 for h in hosts),
         "gpus": sum(h["gpu_count"] or 0 for h in hosts),
         "hosts_with_drift": sum(bool(h["drift"]) for h in hosts),
+        "no_baseline": sum(h["drift_status"] == "no_baseline" for h in hosts),
         "drift_items": sum(len(h["drift"]) for h in hosts),
         "findings": sev,
         "distributions": distributions(hosts),
@@ -495,7 +500,7 @@ def _md_header(report):
         f"- hosts: {s['hosts']} ({s['ok']} audited, {s['unreachable']} unreachable, {s['failed']} failed, "
         f"{s['no_gpu']} without GPU)",
         f"- GPUs: {s['gpus']}",
-        f"- drift: {s['drift_items']} item(s) on {s['hosts_with_drift']} host(s)",
+        f"- drift: {drift_overview(report)}",
         f"- findings: {s['findings']['error']} error(s), {s['findings']['warning']} warning(s), "
         f"{s['findings']['info']} info",
         "",
@@ -606,7 +611,11 @@ METRICS = (
         "gpufleet_cudnn_info",
         "One series per cuDNN copy; resolved=true for the one the loader picks; owner_kind: who owns it.",
     ),
-    ("gpufleet_drift", "Number of differences between the host and its gpufleet_baseline."),
+    (
+        "gpufleet_baseline",
+        "1 when the host has a gpufleet_baseline, 0: no baseline set (nothing compared, no gpufleet_drift).",
+    ),
+    ("gpufleet_drift", "Number of differences between the host and its gpufleet_baseline (only with one)."),
     ("gpufleet_drift_info", "One series per difference between the host and its gpufleet_baseline."),
     ("gpufleet_findings", "Audit findings per host and severity."),
     ("gpufleet_audit_timestamp_seconds", "When the report was generated (Unix time)."),
@@ -690,7 +699,9 @@ def _host_series(series, h):
     series["gpufleet_driver_info"].append(_driver_series(host, h["driver"]))
     series["gpufleet_cuda_toolkit_info"].extend(_toolkit_series(host, t) for t in h["cuda"]["toolkits"])
     series["gpufleet_cudnn_info"].extend(_cudnn_series(host, c) for c in h["cudnn"])
-    series["gpufleet_drift"].append(({"host": host}, len(h["drift"])))
+    series["gpufleet_baseline"].append(({"host": host}, 0 if h["drift_status"] == "no_baseline" else 1))
+    if h["drift_status"] != "no_baseline":
+        series["gpufleet_drift"].append(({"host": host}, len(h["drift"])))
     series["gpufleet_drift_info"].extend(_drift_series(host, h["drift"]))
     for sev in ("error", "warning", "info"):
         series["gpufleet_findings"].append(
@@ -732,7 +743,6 @@ SUMMARY_COLUMNS = (
     "drift",
     "findings",
 )
-SUMMARY_DRIFT_LABELS = {"none": "0", "no_baseline": "-", "unknown": "?"}
 
 
 def summary_lines(report):
@@ -741,7 +751,7 @@ def summary_lines(report):
     for h in report["hosts"]:
         errs = findings_count(h, ("error",))
         warns = findings_count(h, ("warning",))
-        table.append(host_cells(h, drift_text(h, SUMMARY_DRIFT_LABELS), f"{errs}E {warns}W"))
+        table.append(host_cells(h, drift_text(h), f"{errs}E {warns}W"))
     widths = [min(max([len(c)] + [len(str(r[i])) for r in table]), 60) for i, c in enumerate(SUMMARY_COLUMNS)]
 
     def fmt(r):
@@ -751,7 +761,7 @@ def summary_lines(report):
     out = [fmt(SUMMARY_COLUMNS), fmt(["-" * w for w in widths])] + [fmt(r) for r in table]
     out.append(
         f"{s['hosts']} host(s): {s['ok']} audited, {s['unreachable']} unreachable, {s['failed']} failed, "
-        f"{s['no_gpu']} without GPU; drift on {s['hosts_with_drift']} host(s); "
+        f"{s['no_gpu']} without GPU; drift: {drift_overview(report, names=False)}; "
         f"{s['findings']['error']} error(s), {s['findings']['warning']} warning(s)"
     )
     return out

@@ -25,7 +25,9 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import
     GROUP_HOSTS,
     HOST_COLUMNS,
     component_rows,
+    drift_overview,
     drift_text,
+    drifted,
     finding_groups,
     findings_count,
     host_cells,
@@ -140,6 +142,7 @@ def _summary_cards(s):
         _card("without GPU", s["no_gpu"]),
         _card("GPUs", s["gpus"]),
         _card("hosts with drift", s["hosts_with_drift"], True),
+        _card("no baseline set", s["no_baseline"]),
         _card("errors", s["findings"]["error"], True),
         _card("warnings", s["findings"]["warning"], True),
         "</div>",
@@ -170,7 +173,7 @@ def _host_table_rows(report):
 def _component_table_rows(report):
     out = []
     for r in component_rows(report):
-        cls = "drift" if r["drift"] else ("down" if r["component"] == "host" else "")
+        cls = "drift" if drifted(r) else ("down" if r["component"] == "host" else "")
         out.append((cls, [str(r[c]) for c in CSV_COLUMNS]))
     return out
 
@@ -256,11 +259,11 @@ def _hosts_note(names):
 def _lists(report):
     """Drift and findings grouped by message: the number of hosts, the message, the first host names."""
     drift = _groups((h["name"], d["message"]) for h in report["hosts"] for d in h["drift"])
-    p = ['<h2>Drift</h2><ul id="drift">']
+    p = ['<h2>Drift</h2><p id="drift-overview">' + escape(drift_overview(report)) + '</p><ul id="drift">']
     p += [
         f"<li><b>{len(names)} host(s)</b>: {escape(message)} {_hosts_note(names)}</li>"
         for message, names in drift
-    ] or ["<li>none</li>"]
+    ]
     p.append('</ul><h2>Findings</h2><ul id="findings">')
     p += [
         f'<li class="{sev}"><b>{len(names)} host(s)</b> {sev} <code>{escape(code)}</code>: '

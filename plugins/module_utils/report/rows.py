@@ -42,7 +42,8 @@ HOST_COLUMNS = (
     "drift",
     "findings",
 )
-DRIFT_LABELS = {"none": "none", "no_baseline": "no baseline", "unknown": "unknown"}
+NO_BASELINE = "no baseline set"  # a host without gpufleet_baseline: nothing was compared, in every format
+DRIFT_LABELS = {"none": "none", "no_baseline": NO_BASELINE, "unknown": "unknown"}
 GROUP_HOSTS = 20  # host names shown after a drift or findings group; the rest are counted
 
 
@@ -101,11 +102,24 @@ def status_text(h):
     return h["status"]
 
 
-def drift_text(h, labels=None, count=str):
-    """The drift cell: a label for none/no_baseline/unknown (``labels``, default DRIFT_LABELS), else
+def drift_text(h, count=str):
+    """The drift cell: ``none``, ``no baseline set`` (nothing compared), ``unknown`` (not audited), else
     ``count(number of drift items)``."""
-    labels = DRIFT_LABELS if labels is None else labels
-    return labels.get(h["drift_status"], count(len(h["drift"])))
+    return DRIFT_LABELS.get(h["drift_status"], count(len(h["drift"])))
+
+
+def drift_overview(report, names=True):
+    """One sentence on the fleet's drift that says when there was nothing to compare (no baseline set);
+    ``names``: the first hosts without a baseline too."""
+    audited = [h for h in report["hosts"] if h["status"] == "ok"]
+    unset = [h["name"] for h in audited if h["drift_status"] == "no_baseline"]
+    if audited and len(unset) == len(audited):
+        return f"{NO_BASELINE} on any audited host (gpufleet_baseline): nothing compared"
+    drifted = sum(bool(h["drift"]) for h in audited)
+    items = sum(len(h["drift"]) for h in audited)
+    text = f"{items} item(s) on {drifted} of the {len(audited) - len(unset)} host(s) with a baseline"
+    listed = f": {hosts_text(unset)}" if names else ""
+    return text + (f"; {NO_BASELINE} on {len(unset)} host(s){listed}" if unset else "")
 
 
 def findings_count(h, severities=("error", "warning")):
@@ -128,11 +142,19 @@ def host_cells(h, drift, findings):
 
 # -- rows: one per host x component (CSV, HTML table) ------------------------------------------------------
 def _drift_for(h, component, path=None):
+    """The drift cell of a component row: its drift messages; ``no baseline set``: nothing was compared."""
+    if h["drift_status"] == "no_baseline":
+        return NO_BASELINE
     return "; ".join(
         d["message"]
         for d in h["drift"]
         if d["component"] == component and (path is None or d.get("path") == path)
     )
+
+
+def drifted(row):
+    """Whether a component row (CSV, HTML) shows drift: a message, not ``no baseline set`` or ``unknown``."""
+    return bool(row["drift"]) and row["drift"] not in (NO_BASELINE, DRIFT_LABELS["unknown"])
 
 
 def _row(h, **cells):
@@ -263,7 +285,7 @@ def _expected_rows(h):
 
 def host_component_rows(h):
     if h["status"] != "ok":
-        return [_row(h, component="host", name=h["status"], detail=h["message"] or "")]
+        return [_row(h, component="host", name=h["status"], detail=h["message"] or "", drift=drift_text(h))]
     rows = _gpu_rows(h) + [_driver_row(h)] + _cuda_rows(h) + _cudnn_rows(h) + _expected_rows(h)
     return rows + report_consumers.csv_rows(h, CSV_COLUMNS)
 

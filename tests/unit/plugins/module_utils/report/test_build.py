@@ -337,8 +337,13 @@ def test_csv_one_row_per_host_and_component(report):
     assert [r for r in rows if r["host"] == "old01"][0]["status"] == "failed"
     assert ("gpu", "", "", "") in by_host["login01"]
     assert ("driver", "none", "none", "") in by_host["login01"]
-    drift_rows = [r for r in rows if r["drift"]]
+    drift_rows = [r for r in rows if rp.drifted(r)]
     assert {(r["host"], r["component"]) for r in drift_rows} == {("gpu10", "driver"), ("gpu10", "cudnn")}
+    # login01 has no baseline: nothing was compared, and its rows say so
+    assert {r["drift"] for r in rows if r["host"] == "login01" and r["component"] in ("driver", "cuda")} == {
+        "no baseline set"
+    }
+    assert {r["drift"] for r in rows if r["component"] == "host"} == {"unknown"}
 
 
 def test_csv_missing_component_gets_a_row():
@@ -431,7 +436,8 @@ def test_prometheus_metrics_parse(report):
     drivers = {s["host"]: s["version"] for s, _ in fam["gpufleet_driver_info"]}
     assert drivers == {"gpu01": "580.159.04", "gpu10": "575.57.08", "login01": "none"}
     drift = {s["host"]: v for s, v in fam["gpufleet_drift"]}
-    assert drift == {"gpu01": 0, "gpu10": 2, "login01": 0}
+    assert drift == {"gpu01": 0, "gpu10": 2}  # login01: no baseline set, no number of differences
+    assert {s["host"]: v for s, v in fam["gpufleet_baseline"]} == {"gpu01": 1, "gpu10": 1, "login01": 0}
     assert len(fam["gpufleet_drift_info"]) == 2
     assert {s["host"]: v for s, v in fam["gpufleet_gpus"]} == {"gpu01": 1, "gpu10": 2, "login01": 0}
     assert fam["gpufleet_audit_timestamp_seconds"] == [({}, 1764468000.0)]
@@ -672,3 +678,39 @@ def test_html_findings_by_severity_then_host_count():
     assert messages.index("E on two hosts") < messages.index("E on one host")
     assert messages.index("E on one host") < messages.index("W on every host")
     assert {sev for sev, _n, _msg in items} == {"error", "warning", "info"}
+
+
+# -- no baseline set: said as such, never "drift: none" ----------------------------------------------------
+def test_no_baseline_set_is_said_in_every_format():
+    recs = [{"name": "gpu01", "status": "ok", "facts": facts("h200")}, records()[3]]
+    report = rp.build_report(recs, compat=NO_COMPAT)
+    h = host(report, "gpu01")
+    assert (h["baseline"], h["drift"], h["drift_status"]) == (None, [], "no_baseline")  # the JSON's words
+    assert report["summary"]["no_baseline"] == 1
+    overview = "no baseline set on any audited host (gpufleet_baseline): nothing compared"
+    md = rp.render_markdown(report)
+    assert f"- drift: {overview}" in md
+    assert "| gpu01 | ok |" in md and "| no baseline set |" in md
+    page = render_html(report)
+    drift = page.split("<h2>Drift</h2>", 1)[1].split("</ul>", 1)[0]
+    assert overview in drift and "<li>none</li>" not in drift
+    p = _Collect()
+    p.feed(page)
+    assert [r[6] for _cls, r in p.tables["hosts"][1:]] == ["no baseline set", "unknown"]
+    assert not [r for cls, r in p.tables["components"][1:] if cls == "drift"]
+    rows = list(csv.DictReader(io.StringIO(rp.render_csv(report))))
+    assert {r["drift"] for r in rows if r["component"] in ("driver", "cuda", "cudnn")} == {"no baseline set"}
+    fam = parse_exposition(rp.render_prometheus(report))
+    assert "gpufleet_drift" not in fam  # no number of differences where nothing was compared
+    assert fam["gpufleet_baseline"] == [({"host": "gpu01"}, 0.0)]
+    lines = rp.summary_lines(report)
+    assert "no baseline set" in [line for line in lines if line.startswith("gpu01")][0]
+    assert "drift: no baseline set on any audited host" in lines[-1]
+
+
+def test_the_drift_overview_names_the_hosts_without_a_baseline():
+    report = rp.build_report(records(), compat=NO_COMPAT)
+    assert rp.drift_overview(report) == (
+        "2 item(s) on 1 of the 2 host(s) with a baseline; no baseline set on 1 host(s): login01"
+    )
+    assert rp.drift_overview(report, names=False).endswith("; no baseline set on 1 host(s)")
