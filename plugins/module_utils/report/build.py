@@ -7,7 +7,9 @@ in module_utils so it is plain, importable, unit-tested Python).
 
 Flow: ``build_report(records)`` -> report dict (the JSON schema documented in docs/audit.md, versioned by
 ``schema_version``) -> ``render_json`` / ``render_csv`` / ``render_markdown`` / ``render_prometheus`` /
-``report.html.render_html`` / ``summary_lines``. Every renderer reads only the report dict.
+``report.html.render_html`` / ``summary_lines``. Every renderer reads only the report dict, whose values are
+the report's words (report.words: ``none`` for what is not there, ``unknown`` for what is not known), so that
+every format says the same thing about a host.
 
 A record is ``{"name": host, "status": "ok"|"unreachable"|"failed", "facts": ansible_facts.nvidia|None,
 "message": str|None, "baseline": gpufleet_baseline|None}``.
@@ -37,6 +39,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.failure imp
     unreachable_message,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.findings import (
+    SEVERITIES,
     host_findings,
     kb_findings,
 )
@@ -54,13 +57,14 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import
     drifted,
     driver_text,
     finding_groups,
-    findings_count,
+    findings_text,
     gpu_text,
     host_cells,
     hosts_text,
     owner_rows,
     status_text,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.words import driver_words
 
 # the row texts live in report.rows (shared with report.html); re-exported for the callers of this module
 __all__ = [
@@ -143,19 +147,20 @@ def _gpu(g):
 
 
 def _driver(d):
+    """The driver of the host entry; its version, branch, kernel module, install method and CUDA version in
+    the report's words (report.words.driver_words: ``none`` without a driver), as every format shows them."""
     d = _d(d)
     pkg = d.get("package") if isinstance(d.get("package"), dict) else None
+    shown = driver_words(d)
     return {
         "installed": d.get("installed"),
-        "version": _s(d.get("version")),
-        "branch": _s(d.get("branch")),
-        "kernel_module": _s(d.get("kernel_module")),
+        "version": shown["version"],
+        "branch": shown["branch"],
+        "kernel_module": shown["kernel_module"],
         "loaded": d.get("loaded"),
-        "install_method": _s(d.get("install_method")),
+        "install_method": shown["install_method"],
         "package": pkg,
-        "cuda_driver_version": d.get("cuda_driver_version")
-        if d.get("cuda_driver_version") != UNKNOWN
-        else None,
+        "cuda_driver_version": shown["cuda_driver_version"],
         "secure_boot": _s(d.get("secure_boot")),
     }
 
@@ -513,7 +518,7 @@ def _md_hosts_table(report):
         "| " + " | ".join("---" for _column in HOST_COLUMNS) + " |",
     ]
     for h in report["hosts"]:
-        cells = host_cells(h, drift_text(h, count=lambda n: f"**{n}**"), findings_count(h))
+        cells = host_cells(h, drift_text(h, count=lambda n: f"**{n}**"), findings_text(h))
         lines.append("| " + " | ".join(_md(x) for x in cells) + " |")
     return lines
 
@@ -638,11 +643,11 @@ def _gpu_series(host, g):
 def _driver_series(host, d):
     labels = {
         "host": host,
-        "version": d["version"] if d.get("installed") is not False else "none",
+        "version": d["version"],
         "branch": d["branch"],
         "kernel_module": d["kernel_module"],
         "install_method": d["install_method"],
-        "cuda_version": d.get("cuda_driver_version") or "",
+        "cuda_version": d["cuda_driver_version"],
     }
     return labels, 1
 
@@ -703,9 +708,13 @@ def _host_series(series, h):
     if h["drift_status"] != "no_baseline":
         series["gpufleet_drift"].append(({"host": host}, len(h["drift"])))
     series["gpufleet_drift_info"].extend(_drift_series(host, h["drift"]))
-    for sev in ("error", "warning", "info"):
+
+
+def _findings_series(series, h):
+    """gpufleet_findings of every host, audited or not (a host not audited has its error finding)."""
+    for sev in SEVERITIES:
         series["gpufleet_findings"].append(
-            ({"host": host, "severity": sev}, sum(f["severity"] == sev for f in h["findings"]))
+            ({"host": h["name"], "severity": sev}, sum(f["severity"] == sev for f in h["findings"]))
         )
 
 
@@ -721,6 +730,7 @@ def render_prometheus(report, timestamp=None):
             _host_series(series, h)
             for name, labels, value in report_consumers.metric_series(h):
                 series[name].append((labels, value))
+        _findings_series(series, h)
     if timestamp is not None:
         series["gpufleet_audit_timestamp_seconds"].append(({}, int(timestamp)))
     lines, exposition = [], _Exposition()
@@ -733,25 +743,14 @@ def render_prometheus(report, timestamp=None):
     return "\n".join(lines) + "\n"
 
 
-SUMMARY_COLUMNS = (
-    "host",
-    "status",
-    "GPUs",
-    "driver",
-    "CUDA (*default)",
-    "cuDNN (*loader)",
-    "drift",
-    "findings",
-)
+SUMMARY_COLUMNS = HOST_COLUMNS  # the hosts table's columns and cells (report.rows.host_cells)
 
 
 def summary_lines(report):
     """A fixed-width table for the end of the run (one line per host) and a totals line."""
     table = []
     for h in report["hosts"]:
-        errs = findings_count(h, ("error",))
-        warns = findings_count(h, ("warning",))
-        table.append(host_cells(h, drift_text(h), f"{errs}E {warns}W"))
+        table.append(host_cells(h, drift_text(h), findings_text(h)))
     widths = [min(max([len(c)] + [len(str(r[i])) for r in table]), 60) for i, c in enumerate(SUMMARY_COLUMNS)]
 
     def fmt(r):

@@ -29,7 +29,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import
     drift_text,
     drifted,
     finding_groups,
-    findings_count,
+    findings_text,
     host_cells,
     hosts_text,
 )
@@ -166,7 +166,7 @@ def _host_table_rows(report):
     out = []
     for h in report["hosts"]:
         cls = "drift" if h["drift"] else ("down" if h["status"] != "ok" else "")
-        out.append((cls, [str(c) for c in host_cells(h, drift_text(h), findings_count(h))]))
+        out.append((cls, [str(c) for c in host_cells(h, drift_text(h), findings_text(h))]))
     return out
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import consumers as report_consumers
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.findings import SEVERITIES
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.words import NONE, UNKNOWN
 
 CSV_COLUMNS = (
     "host",
@@ -43,7 +44,7 @@ HOST_COLUMNS = (
     "findings",
 )
 NO_BASELINE = "no baseline set"  # a host without gpufleet_baseline: nothing was compared, in every format
-DRIFT_LABELS = {"none": "none", "no_baseline": NO_BASELINE, "unknown": "unknown"}
+DRIFT_LABELS = {"none": NONE, "no_baseline": NO_BASELINE, "unknown": UNKNOWN}
 GROUP_HOSTS = 20  # host names shown after a drift or findings group; the rest are counted
 
 
@@ -55,12 +56,12 @@ def count_values(values):
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-# -- short texts ------------------------------------------------------------------------------------------
+# -- short texts: the report's words (report.words) for every format ---------------------------------------
 def gpu_text(h):
     if h["status"] != "ok":
-        return "-"
+        return UNKNOWN
     if not h["gpu_count"]:
-        return "no GPU"
+        return NONE
     models = count_values(g["name"] for g in h["gpus"])
     return ", ".join(f"{n}x {m}" for m, n in models.items()) or f"{h['gpu_count']} GPU"
 
@@ -68,26 +69,26 @@ def gpu_text(h):
 def driver_text(h):
     d = h.get("driver")
     if h["status"] != "ok" or not d:
-        return "-"
-    if d.get("installed") is False:
-        return "none"
+        return UNKNOWN
+    if d["version"] == NONE:
+        return NONE
     return f"{d['version']} ({d['kernel_module']}, {d['install_method']})"
 
 
 def cuda_text(h):
     if h["status"] != "ok":
-        return "-"
+        return UNKNOWN
     toolkits = h["cuda"]["toolkits"]
     if not toolkits:
-        return "none"
+        return NONE
     return ", ".join(t["version"] + ("*" if t["default"] else "") for t in toolkits)
 
 
 def cudnn_text(h):
     if h["status"] != "ok":
-        return "-"
+        return UNKNOWN
     if not h["cudnn"]:
-        return "none"
+        return NONE
     return ", ".join(
         f"{c['version']} {c['source']}"
         + (f"/cu{c['cuda_major']}" if c["cuda_major"] else "")
@@ -97,8 +98,7 @@ def cudnn_text(h):
 
 
 def status_text(h):
-    if h["status"] == "ok" and not h["gpu_count"]:
-        return "ok (no GPU)"
+    """``ok``, ``unreachable`` or ``failed``, as the JSON and Prometheus say it (no GPU: the GPUs say so)."""
     return h["status"]
 
 
@@ -115,15 +115,20 @@ def drift_overview(report, names=True):
     unset = [h["name"] for h in audited if h["drift_status"] == "no_baseline"]
     if audited and len(unset) == len(audited):
         return f"{NO_BASELINE} on any audited host (gpufleet_baseline): nothing compared"
-    drifted = sum(bool(h["drift"]) for h in audited)
+    with_drift = sum(bool(h["drift"]) for h in audited)
     items = sum(len(h["drift"]) for h in audited)
-    text = f"{items} item(s) on {drifted} of the {len(audited) - len(unset)} host(s) with a baseline"
+    text = f"{items} item(s) on {with_drift} of the {len(audited) - len(unset)} host(s) with a baseline"
     listed = f": {hosts_text(unset)}" if names else ""
     return text + (f"; {NO_BASELINE} on {len(unset)} host(s){listed}" if unset else "")
 
 
 def findings_count(h, severities=("error", "warning")):
     return sum(f["severity"] in severities for f in h["findings"])
+
+
+def findings_text(h):
+    """``1 error, 2 warning, 3 info``: the host's findings per severity (every table, the printed summary)."""
+    return ", ".join(f"{findings_count(h, (severity,))} {severity}" for severity in SEVERITIES)
 
 
 def host_cells(h, drift, findings):
@@ -166,7 +171,7 @@ def _row(h, **cells):
 
 def _gpu_rows(h):
     if not h["gpus"]:
-        return [_row(h, component="gpu", name="none", detail="no NVIDIA GPU found")]
+        return [_row(h, component="gpu", name=NONE, detail="no NVIDIA GPU found")]
     rows = []
     for g in h["gpus"]:
         mem = f", {g['memory_mib']} MiB" if g.get("memory_mib") else ""
@@ -187,17 +192,15 @@ def _gpu_rows(h):
 def _driver_row(h):
     d = h["driver"]
     pkg = d.get("package") or {}
-    if d.get("installed") is False:
+    if d["version"] == NONE:
         detail = "no NVIDIA driver"
     else:
-        detail = (
-            f"branch {d['branch']}, {d['kernel_module']} module, CUDA {d.get('cuda_driver_version') or '?'}"
-        )
+        detail = f"branch {d['branch']}, {d['kernel_module']} module, CUDA {d['cuda_driver_version']}"
     return _row(
         h,
         component="driver",
         name=pkg.get("name") or "nvidia",
-        version=d["version"] if d.get("installed") is not False else "none",
+        version=d["version"],
         source=d["install_method"],
         active="loaded" if d.get("loaded") else "",
         detail=detail,

@@ -152,7 +152,7 @@ def test_no_gpu_host(report):
     # its CUDA 12.8 has a version.json but no package, runfile uninstaller or gpufleet marker
     assert [f["code"] for f in h["findings"]] == ["owner_unknown", "no_gpu"]
     assert h["drift_status"] == "no_baseline"
-    assert rp.status_text(h) == "ok (no GPU)"
+    assert (rp.status_text(h), rp.gpu_text(h)) == ("ok", "none")  # the GPUs say no GPU, not the status
 
 
 def test_unreachable_and_failed_hosts_are_kept(report):
@@ -365,7 +365,7 @@ def test_markdown(report):
     table = [line for line in md.splitlines() if line.startswith("| ")]
     assert len(table) == 2 + 5  # header, separator, one per host
     assert "| gpu99 | unreachable |" in md
-    assert "| login01 | ok (no GPU) | no GPU | none |" in md
+    assert "| login01 | ok | none | none |" in md
     assert "9.14.0 deb/cu13*, 9.19.0 pip/cu13" in md
     assert "## Drift" in md
     assert "- **gpu10**: driver branch 580 expected, found 575.57.08" in md
@@ -543,7 +543,8 @@ def test_summary_lines(report):
     assert lines[0].split()[:2] == ["host", "status"]
     assert len(lines) == 2 + 5 + 1
     assert any(line.startswith("gpu99") and "unreachable" in line for line in lines)
-    assert any(line.startswith("login01") and "no GPU" in line for line in lines)
+    (login,) = [re.split(r"\s{2,}", line) for line in lines if line.startswith("login01")]
+    assert login[1:4] == ["ok", "none", "none"]
     assert lines[-1].startswith("5 host(s): 3 audited, 1 unreachable, 1 failed, 1 without GPU")
     assert rp.drift_lines(report)[0].startswith("gpu10: ")
 
