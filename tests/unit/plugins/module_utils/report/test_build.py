@@ -140,9 +140,11 @@ def test_h200_lists_both_cudnn_copies_and_the_resolved_one(report):
 
 def test_mismatch_finding_names_both_copies(report):
     (f,) = [f for f in host(report, "gpu01")["findings"] if f["code"] == "cudnn_env_differs_from_system"]
-    assert f["severity"] == "warning"
+    # the H200's torch venv with its own cuDNN: nothing says a program loads the other copy, so info
+    assert f["severity"] == "info"
     assert "cuDNN 9.19.0 (pip at /opt/torch/.venv)" in f["message"]
     assert "cuDNN 9.14.0 (deb at /usr)" in f["message"]
+    assert "the facts do not say what its programs load" in f["message"]
 
 
 def test_no_gpu_host(report):
