@@ -26,6 +26,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.build impor
     build_report,
     check_report_dir,
     drift_lines,
+    host_textfiles,
     record_from_result,
     render_json,
     summary_lines,
@@ -49,10 +50,12 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.options imp
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.settings import (
     SettingsError,
     report_dir_of,
+    validate_host_values,
     validate_settings,
 )
 
 display = Display()
+HOST_TEXTFILE = "gpufleet_audit_prometheus_textfile_dir"
 
 
 def validated_variables(raw):
@@ -101,6 +104,15 @@ def baselines(names, hostvars, baseline_var):
     return out
 
 
+def textfile_dirs(names, hostvars, var):
+    """{host: node_exporter's textfile directory there} of the hosts that set ``var`` (an absolute path;
+    AnsibleActionFail naming the variable, its host and value)."""
+    try:
+        return validate_host_values(HOST_TEXTFILE, {n: plain(hostvars[n].get(var)) for n in names}, shown=var)
+    except SettingsError as exc:
+        raise AnsibleActionFail(str(exc)) from None
+
+
 def _now_text(now, given):
     return given or datetime.datetime.fromtimestamp(now, tz=datetime.timezone.utc).strftime(
         "%Y-%m-%dT%H:%M:%SZ"
@@ -147,6 +159,7 @@ class ActionModule(ActionBase):
         report_dir = report_dir_of(args["report_dir"], os.getcwd())
         names = host_names(args, task_vars, self._loader)
         given = baselines(names, task_vars.get("hostvars", {}), args["baseline_var"])
+        textfiles_in = textfile_dirs(names, task_vars.get("hostvars", {}), args["textfile_dir_var"])
         # last: it creates the directory, and a refused input changes nothing
         problem = check_report_dir(report_dir, create=not self._task.check_mode)
         if problem:
@@ -157,6 +170,7 @@ class ActionModule(ActionBase):
                 report_dir=report_dir,
                 hosts=sorted(names),
                 settings=settings,
+                textfile_dirs=textfiles_in,
                 msg=f"report directory {report_dir} is writable; baselines of {len(names)} host(s) valid",
             )
             return result
@@ -181,6 +195,8 @@ class ActionModule(ActionBase):
             result.update(self._finish_slice(args, slice_report(report, *part), report_dir))
         else:
             result.update(self._finish(args, report, report_dir, now))
+        # each audited host's own series, for its node_exporter (playbooks/audit.yml writes them there)
+        result["textfiles"] = host_textfiles(report, textfiles_in, timestamp=now)
         return result
 
     def _finish_slice(self, args, report, report_dir):
@@ -220,7 +236,8 @@ class ActionModule(ActionBase):
         problems = run_problems(
             report, drift, args["fail_on_drift"], args["fail_on_unreachable"], args["fail_on_failed"]
         )
-        if problems:
+        out["problems"] = problems
+        if problems and not args["defer_failure"]:
             out.update(failed=True, msg=" | ".join(problems))
         elif paths:
             what = f"slice {report['slice']['number']} report" if "slice" in report else "fleet report"

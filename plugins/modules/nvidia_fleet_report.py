@@ -61,6 +61,23 @@ options:
     description: Host variable holding a host's baseline (see docs/audit.md).
     type: str
     default: gpufleet_baseline
+  textfile_dir_var:
+    description:
+      - Host variable holding node_exporter's textfile directory on that host
+        (C(--collector.textfile.directory), an absolute path); checked for every host in preflight mode,
+        naming the host.
+      - For each audited host that sets it, the result's RV(textfiles) holds the directory and the host's own
+        series - the same metric names and labels as that host's lines of the fleet's C(gpufleet.prom) - which
+        C(playbooks/audit.yml) writes there with C(gpufleet.nvidia.nvidia_textfile).
+    type: str
+    default: gpufleet_audit_prometheus_textfile_dir
+  defer_failure:
+    description:
+      - Do not fail for drift or hosts not audited (O(fail_on_drift), O(fail_on_unreachable),
+        O(fail_on_failed)); return the reasons in RV(problems) for a later task to fail with.
+      - C(playbooks/audit.yml) fails its last play with them, after the per-host text files are written.
+    type: bool
+    default: false
   preflight:
     description: Only check O(variables), the report directory and the baselines.
     type: bool
@@ -72,7 +89,8 @@ options:
         C(gpufleet_audit_fail_on_unreachable), C(gpufleet_audit_fail_on_failed),
         C(gpufleet_audit_gather_facts), C(gpufleet_audit_strategy),
         C(gpufleet_audit_gather_subset), C(gpufleet_audit_cudnn_search_paths), C(gpufleet_audit_slice),
-        C(gpufleet_audit_slices), C(gpufleet_audit_slice_dir)) and AWX job slicing's
+        C(gpufleet_audit_slices), C(gpufleet_audit_slice_dir), C(gpufleet_audit_prometheus_textfile_dir)) and
+        AWX job slicing's
         C(awx_job_slice_number) and C(awx_job_slice_count); a null value means not set. No string in them
         may hold a control character (newline, tab, ...).
       - >-
@@ -200,6 +218,22 @@ drift:
 totals:
   description: Counts (hosts, ok, unreachable, failed, no_gpu, gpus, hosts_with_drift, drift_items, findings).
   returned: success
+  type: dict
+problems:
+  description: Why the run fails (drift, hosts not audited), as the fail_on options ask; empty when not.
+  returned: success
+  type: list
+  elements: str
+textfiles:
+  description:
+    - Per audited host that sets O(textfile_dir_var), C(directory) (that variable) and C(content) (the host's
+      own series in Prometheus' text format, with the report's timestamp).
+  returned: success, not for O(merge=true)
+  type: dict
+  sample: {"gpu01": {"directory": "/var/lib/prometheus/node-exporter", "content": "# HELP gpufleet_gpus ..."}}
+textfile_dirs:
+  description: The hosts that set O(textfile_dir_var), with its value (normalized).
+  returned: preflight
   type: dict
 hosts:
   description: The hosts whose baselines were validated.

@@ -23,6 +23,7 @@ GOOD = {
     "gpufleet_audit_strategy": "linear",
     "gpufleet_audit_gather_subset": ["all", "!cudnn"],
     "gpufleet_audit_cudnn_search_paths": ["/opt"],
+    "gpufleet_audit_prometheus_textfile_dir": "/tmp/./",
 }
 
 WRONG = [
@@ -68,6 +69,12 @@ WRONG = [
         "gpufleet_audit_cudnn_search_paths",
         ["/opt", "workspace"],
         "gpufleet_audit_cudnn_search_paths: ['/opt', 'workspace']: 'workspace' is not an absolute path",
+    ),
+    (
+        "gpufleet_audit_prometheus_textfile_dir",
+        "var/lib/node_exporter",
+        "gpufleet_audit_prometheus_textfile_dir: 'var/lib/node_exporter' is not an absolute path; allowed: "
+        "the absolute path of node_exporter's textfile directory",
     ),
     (
         "gpufleet_audit_report_dir",

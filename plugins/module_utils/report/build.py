@@ -85,6 +85,7 @@ __all__ = [
     "gc_paused",
     "gpu_text",
     "host_entry",
+    "host_textfiles",
     "normalize_host",
     "record_from_result",
     "remembered_check",
@@ -718,11 +719,12 @@ def _findings_series(series, h):
         )
 
 
-def render_prometheus(report, timestamp=None):
-    """Prometheus text exposition format (node_exporter textfile collector)."""
+def render_prometheus(report, timestamp=None, hosts=None):
+    """Prometheus text exposition format (node_exporter textfile collector); ``hosts``: only the series of
+    these hosts (a node's own file: the same lines as its rows of the fleet's file)."""
     metrics = METRICS + report_consumers.METRICS
     series = {name: [] for name, _help in metrics}
-    for h in report["hosts"]:
+    for h in report["hosts"] if hosts is None else [h for h in report["hosts"] if h["name"] in hosts]:
         series["gpufleet_audit_host_up"].append(
             ({"host": h["name"], "status": h["status"]}, 1 if h["status"] == "ok" else 0)
         )
@@ -764,6 +766,19 @@ def summary_lines(report):
         f"{s['findings']['error']} error(s), {s['findings']['warning']} warning(s)"
     )
     return out
+
+
+def host_textfiles(report, directories, timestamp=None):
+    """{host: {directory, content}}: each audited host's own Prometheus series, for the hosts that have a
+    textfile directory (``directories``: {host: node_exporter's textfile directory on that host})."""
+    return {
+        h["name"]: {
+            "directory": directories[h["name"]],
+            "content": render_prometheus(report, timestamp=timestamp, hosts={h["name"]}),
+        }
+        for h in report["hosts"]
+        if h["status"] == "ok" and directories.get(h["name"])
+    }
 
 
 def drift_lines(report):

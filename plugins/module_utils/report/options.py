@@ -18,6 +18,8 @@ ARGUMENT_SPEC = {
     "host_pattern": {"type": "str"},
     "result_var": {"type": "str", "default": "__gpufleet_audit_facts"},
     "baseline_var": {"type": "str", "default": "gpufleet_baseline"},
+    "textfile_dir_var": {"type": "str", "default": "gpufleet_audit_prometheus_textfile_dir"},
+    "defer_failure": {"type": "bool", "default": False},
     "preflight": {"type": "bool", "default": False},
     "variables": {"type": "dict"},
     "fail_on_drift": {"type": "bool", "default": False},

@@ -21,6 +21,8 @@ from ansible_collections.gpufleet.nvidia.plugins.action.nvidia_fleet_report impo
     validated_variables,
 )
 
+from tests.unit.plugins.module_utils.report.test_build import parse_exposition
+
 ROOT = Path(__file__).resolve().parents[4]
 DATA = ROOT / "tests" / "data" / "audit"
 PLAYBOOK = ROOT / "playbooks" / "audit.yml"
@@ -32,7 +34,13 @@ def collections(tmp_path_factory):
     base = tmp_path_factory.mktemp("collections")
     coll = base / "ansible_collections" / "gpufleet" / "nvidia"
     (coll / "plugins" / "modules").mkdir(parents=True)
-    for rel in ("plugins/action", "plugins/module_utils", "meta", "plugins/modules/nvidia_fleet_report.py"):
+    for rel in (
+        "plugins/action",
+        "plugins/module_utils",
+        "meta",
+        "plugins/modules/nvidia_fleet_report.py",
+        "plugins/modules/nvidia_textfile.py",
+    ):
         (coll / rel).symlink_to(ROOT / rel)
     (coll / "plugins" / "modules" / "nvidia_facts.py").write_text(
         (DATA / "stub" / "nvidia_facts.py").read_text()
@@ -358,3 +366,49 @@ def test_a_wrong_slice_variable_is_named_before_gathering(collections, tmp_path)
     assert rc == 2, out
     assert "gpufleet_audit_slice: 3 is above gpufleet_audit_slices (2)" in out
     assert "Gather ansible_facts.nvidia" not in out
+
+
+# -- each audited host's own series in node_exporter's textfile directory ----------------------------------
+TEXTFILE_VAR = "gpufleet_audit_prometheus_textfile_dir"
+
+
+def with_textfile_dirs(tmp_path, names):
+    dirs = {name: tmp_path / "textfile" / name for name in names}
+    for directory in dirs.values():
+        directory.mkdir(parents=True)
+    hosts = {
+        name: dict(hv, **{TEXTFILE_VAR: str(dirs[name])}) if name in dirs else hv
+        for name, hv in FLEET.items()
+    }
+    return hosts, dirs
+
+
+def test_each_audited_host_gets_its_own_series_in_its_textfile_directory(collections, tmp_path):
+    hosts, dirs = with_textfile_dirs(tmp_path, ("gpu01", "login01", "gpu10", "gpu99"))
+    rc, out = run(collections, tmp_path, hosts, "-e", "gpufleet_audit_fail_on_drift=true")
+    # gpu10 drifts: the run fails for it, after the reports and every node's file were written
+    assert rc == 2, out
+    assert "drift from the baseline on 1 host(s): gpu10: driver branch 580 expected" in out
+    fleet = parse_exposition((tmp_path / "reports" / "gpufleet.prom").read_text())
+    for name in ("gpu01", "login01", "gpu10"):
+        assert os.listdir(dirs[name]) == ["gpufleet.prom"], name  # and no temporary file left
+        node = parse_exposition((dirs[name] / "gpufleet.prom").read_text())
+        for family, samples in fleet.items():
+            assert node.get(family, []) == [(lb, v) for lb, v in samples if lb.get("host", name) == name]
+    assert os.listdir(dirs["gpu99"]) == []  # unreachable: nothing written, and no second unreachable error
+    assert "Audit verdict" in out
+
+
+def test_a_wrong_textfile_directory_is_named_with_its_host(collections, tmp_path):
+    hosts, dirs = with_textfile_dirs(tmp_path, ("gpu01",))
+    hosts["gpu01"][TEXTFILE_VAR] = "node-exporter/textfile"
+    rc, out = run(collections, tmp_path, hosts)
+    assert rc == 2, out
+    assert f"{TEXTFILE_VAR} (host gpu01): 'node-exporter/textfile' is not an absolute path" in out
+    assert "Gather ansible_facts.nvidia" not in out
+    # a directory that is not on the host fails the write there, once the reports are written
+    hosts["gpu01"][TEXTFILE_VAR] = str(dirs["gpu01"] / "missing")
+    rc, out = run(collections, tmp_path, hosts)
+    assert rc == 2, out
+    assert f"{TEXTFILE_VAR}: {dirs['gpu01'] / 'missing'} is not a directory on this host" in out
+    assert (tmp_path / "reports" / "gpufleet-audit.json").exists()

@@ -717,3 +717,26 @@ def test_the_drift_overview_names_the_hosts_without_a_baseline():
         "2 item(s) on 1 of the 2 host(s) with a baseline; no baseline set on 1 host(s): login01"
     )
     assert rp.drift_overview(report, names=False).endswith("; no baseline set on 1 host(s)")
+
+
+# -- a node's own file for node_exporter's textfile collector (gpufleet_audit_prometheus_textfile_dir) -----
+def test_a_nodes_textfile_holds_exactly_its_lines_of_the_fleet_file(report):
+    fleet_text = rp.render_prometheus(report, timestamp=1764468000)
+    fleet = parse_exposition(fleet_text)
+    dirs = {
+        "gpu01": "/var/lib/prometheus/node-exporter",
+        "gpu10": "/srv/textfile",
+        "gpu99": "/x",
+        "old01": "/x",
+    }
+    files = rp.host_textfiles(report, dirs, timestamp=1764468000)
+    assert sorted(files) == ["gpu01", "gpu10"]  # audited hosts that set it; not login01, gpu99, old01
+    for name, file in files.items():
+        assert file["directory"] == dirs[name]
+        node = parse_exposition(file["content"])
+        for family, samples in fleet.items():
+            mine = [(labels, v) for labels, v in samples if labels.get("host", name) == name]
+            assert node.get(family, []) == mine, (name, family)
+        helps = [line for line in file["content"].splitlines() if line.startswith("#")]
+        assert set(helps) <= set(fleet_text.splitlines())  # the same HELP and TYPE lines
+    assert fleet["gpufleet_audit_timestamp_seconds"] == [({}, 1764468000.0)]
