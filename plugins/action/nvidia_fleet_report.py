@@ -104,11 +104,16 @@ def baselines(names, hostvars, baseline_var):
     return out
 
 
-def textfile_dirs(names, hostvars, var):
-    """{host: node_exporter's textfile directory there} of the hosts that set ``var`` (an absolute path;
-    AnsibleActionFail naming the variable, its host and value)."""
+def textfile_dirs(names, hostvars, var, default=None):
+    """{host: node_exporter's textfile directory there} of the hosts that set ``var``, else get ``default``
+    (the run's value: -e, play variables); an absolute path, else AnsibleActionFail naming the variable,
+    the host and the value."""
+    values = {}
+    for name in names:
+        own = plain(hostvars[name].get(var))
+        values[name] = plain(default) if own is None else own
     try:
-        return validate_host_values(HOST_TEXTFILE, {n: plain(hostvars[n].get(var)) for n in names}, shown=var)
+        return validate_host_values(HOST_TEXTFILE, values, shown=var)
     except SettingsError as exc:
         raise AnsibleActionFail(str(exc)) from None
 
@@ -159,7 +164,9 @@ class ActionModule(ActionBase):
         report_dir = report_dir_of(args["report_dir"], os.getcwd())
         names = host_names(args, task_vars, self._loader)
         given = baselines(names, task_vars.get("hostvars", {}), args["baseline_var"])
-        textfiles_in = textfile_dirs(names, task_vars.get("hostvars", {}), args["textfile_dir_var"])
+        textfiles_in = textfile_dirs(
+            names, task_vars.get("hostvars", {}), args["textfile_dir_var"], args["textfile_dir"]
+        )
         # last: it creates the directory, and a refused input changes nothing
         problem = check_report_dir(report_dir, create=not self._task.check_mode)
         if problem:

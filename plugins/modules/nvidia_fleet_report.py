@@ -71,6 +71,11 @@ options:
         C(playbooks/audit.yml) writes there with C(gpufleet.nvidia.nvidia_textfile).
     type: str
     default: gpufleet_audit_prometheus_textfile_dir
+  textfile_dir:
+    description:
+      - The textfile directory of the hosts that do not set O(textfile_dir_var) themselves (the run's value,
+        for example from C(-e) or the play's variables); an absolute path.
+    type: raw
   defer_failure:
     description:
       - Do not fail for drift or hosts not audited (O(fail_on_drift), O(fail_on_unreachable),

@@ -19,6 +19,7 @@ ARGUMENT_SPEC = {
     "result_var": {"type": "str", "default": "__gpufleet_audit_facts"},
     "baseline_var": {"type": "str", "default": "gpufleet_baseline"},
     "textfile_dir_var": {"type": "str", "default": "gpufleet_audit_prometheus_textfile_dir"},
+    "textfile_dir": {"type": "raw"},
     "defer_failure": {"type": "bool", "default": False},
     "preflight": {"type": "bool", "default": False},
     "variables": {"type": "dict"},

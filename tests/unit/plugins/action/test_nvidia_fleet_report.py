@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible.errors import AnsibleActionFail
 from ansible_collections.gpufleet.nvidia.plugins.action.nvidia_fleet_report import (
     ARGS,
+    textfile_dirs,
     validated_variables,
 )
 
@@ -412,3 +414,17 @@ def test_a_wrong_textfile_directory_is_named_with_its_host(collections, tmp_path
     assert rc == 2, out
     assert f"{TEXTFILE_VAR}: {dirs['gpu01'] / 'missing'} is not a directory on this host" in out
     assert (tmp_path / "reports" / "gpufleet-audit.json").exists()
+
+
+def test_a_hosts_own_textfile_directory_wins_over_the_runs():
+    """The run's value (-e, or play variables, which host variables do not hold) for the hosts without one."""
+    hostvars = {"a": {TEXTFILE_VAR: "/srv/a/"}, "b": {}, "c": {TEXTFILE_VAR: None}}
+    assert textfile_dirs(["a", "b", "c"], hostvars, TEXTFILE_VAR, "/var/lib/node") == {
+        "a": "/srv/a",
+        "b": "/var/lib/node",
+        "c": "/var/lib/node",
+    }
+    assert textfile_dirs(["a", "b"], hostvars, TEXTFILE_VAR) == {"a": "/srv/a"}
+    refused = rf"^{TEXTFILE_VAR} \(host b\): 'node' is not an absolute path"
+    with pytest.raises(AnsibleActionFail, match=refused):
+        textfile_dirs(["a", "b"], hostvars, TEXTFILE_VAR, "node")
