@@ -26,11 +26,16 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.build impor
     build_report,
     check_report_dir,
     drift_lines,
+    host_textfiles,
     record_from_result,
     render_json,
     summary_lines,
     write_atomic,
     write_reports,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.failure import (
+    not_audited_lines,
+    run_problems,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.merge import (
     MergeError,
@@ -44,10 +49,13 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.merge impor
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.options import ARGUMENT_SPEC as ARGS
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.settings import (
     SettingsError,
+    report_dir_of,
+    validate_host_values,
     validate_settings,
 )
 
 display = Display()
+HOST_TEXTFILE = "gpufleet_audit_prometheus_textfile_dir"
 
 
 def validated_variables(raw):
@@ -56,14 +64,6 @@ def validated_variables(raw):
         return validate_settings(plain(raw) or {}, SUBSETS)
     except SettingsError as exc:
         raise AnsibleActionFail(str(exc)) from None
-
-
-def default_report_dir(task_vars):
-    """reports/ beside the playbook's directory (the collection's playbooks/ -> reports/)."""
-    playbook_dir = task_vars.get("playbook_dir")
-    if not playbook_dir:
-        raise AnsibleActionFail("report_dir: not given, and no playbook_dir to put reports/ beside")
-    return os.path.join(os.path.dirname(os.path.abspath(str(playbook_dir))), "reports")
 
 
 def pattern_hosts(pattern, task_vars, loader):
@@ -104,22 +104,24 @@ def baselines(names, hostvars, baseline_var):
     return out
 
 
+def textfile_dirs(names, hostvars, var, default=None):
+    """{host: node_exporter's textfile directory there} of the hosts that set ``var``, else get ``default``
+    (the run's value: -e, play variables); an absolute path, else AnsibleActionFail naming the variable,
+    the host and the value."""
+    values = {}
+    for name in names:
+        own = plain(hostvars[name].get(var))
+        values[name] = plain(default) if own is None else own
+    try:
+        return validate_host_values(HOST_TEXTFILE, values, shown=var)
+    except SettingsError as exc:
+        raise AnsibleActionFail(str(exc)) from None
+
+
 def _now_text(now, given):
     return given or datetime.datetime.fromtimestamp(now, tz=datetime.timezone.utc).strftime(
         "%Y-%m-%dT%H:%M:%SZ"
     )
-
-
-def failure_problems(args, report, drift):
-    """What fails the run after the reports are written (drift, hosts not audited), when asked."""
-    s = report["summary"]
-    problems = []
-    if args["fail_on_drift"] and drift:
-        problems.append(f"drift from the baseline on {s['hosts_with_drift']} host(s): " + "; ".join(drift))
-    down = [h["name"] for h in report["hosts"] if h["status"] != "ok"]
-    if args["fail_on_unreachable"] and down:
-        problems.append(f"{len(down)} host(s) not audited (unreachable or failed): " + ", ".join(down))
-    return problems
 
 
 def slice_of(args):
@@ -157,10 +159,14 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(
             argument_spec=ARGS, mutually_exclusive=[("hosts", "host_pattern")]
         )
-        # relative: to the directory ansible-playbook runs in; normalized, so every message names one path
-        report_dir = os.path.abspath(args["report_dir"] or default_report_dir(task_vars))
+        # relative to the directory ansible-playbook runs in (the controller's cwd), default <cwd>/reports;
+        # normalized, so every message names one path
+        report_dir = report_dir_of(args["report_dir"], os.getcwd())
         names = host_names(args, task_vars, self._loader)
         given = baselines(names, task_vars.get("hostvars", {}), args["baseline_var"])
+        textfiles_in = textfile_dirs(
+            names, task_vars.get("hostvars", {}), args["textfile_dir_var"], args["textfile_dir"]
+        )
         # last: it creates the directory, and a refused input changes nothing
         problem = check_report_dir(report_dir, create=not self._task.check_mode)
         if problem:
@@ -171,6 +177,7 @@ class ActionModule(ActionBase):
                 report_dir=report_dir,
                 hosts=sorted(names),
                 settings=settings,
+                textfile_dirs=textfiles_in,
                 msg=f"report directory {report_dir} is writable; baselines of {len(names)} host(s) valid",
             )
             return result
@@ -195,6 +202,8 @@ class ActionModule(ActionBase):
             result.update(self._finish_slice(args, slice_report(report, *part), report_dir))
         else:
             result.update(self._finish(args, report, report_dir, now))
+        # each audited host's own series, for its node_exporter (playbooks/audit.yml writes them there)
+        result["textfiles"] = host_textfiles(report, textfiles_in, timestamp=now)
         return result
 
     def _finish_slice(self, args, report, report_dir):
@@ -217,20 +226,25 @@ class ActionModule(ActionBase):
     def _outcome(self, args, report, paths, notes):
         """Print the summary (and ``notes``), then the task result; failed when asked (drift, down hosts)."""
         summary = summary_lines(report)
+        down = not_audited_lines(report)
         if args["print_summary"]:
-            display.display("\n".join(["", "gpufleet audit", *summary, *notes]))
+            display.display("\n".join(["", "gpufleet audit", *summary, *down, *notes]))
         drift = drift_lines(report)
         s = report["summary"]
         out = {
             "changed": bool(paths),
             "paths": paths,
             "summary": summary,
+            "not_audited": down,
             "drift": drift,
             "totals": plain({k: v for k, v in s.items() if k != "distributions"}),
             "notes": list(notes),
         }
-        problems = failure_problems(args, report, drift)
-        if problems:
+        problems = run_problems(
+            report, drift, args["fail_on_drift"], args["fail_on_unreachable"], args["fail_on_failed"]
+        )
+        out["problems"] = problems
+        if problems and not args["defer_failure"]:
             out.update(failed=True, msg=" | ".join(problems))
         elif paths:
             what = f"slice {report['slice']['number']} report" if "slice" in report else "fleet report"

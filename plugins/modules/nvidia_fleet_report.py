@@ -25,9 +25,11 @@ author: gpufleet maintainers (!UNKNOWN)
 options:
   report_dir:
     description:
-      - Directory receiving the reports; created when missing.
-      - Default, C(reports/) beside the playbook's directory (for the collection's C(playbooks/audit.yml),
-        C(reports/) at the top of the collection).
+      - Directory receiving the reports; created when missing. A relative path is relative to the directory
+        C(ansible-playbook) runs in (the controller's current working directory).
+      - Default, C(reports/) in the directory C(ansible-playbook) runs in, never a directory of the playbook
+        or of the collection (an installed collection's C(playbooks/audit.yml) does not write into the
+        collection).
     type: path
   formats:
     description: Formats to write.
@@ -59,6 +61,28 @@ options:
     description: Host variable holding a host's baseline (see docs/audit.md).
     type: str
     default: gpufleet_baseline
+  textfile_dir_var:
+    description:
+      - Host variable holding node_exporter's textfile directory on that host
+        (C(--collector.textfile.directory), an absolute path); checked for every host in preflight mode,
+        naming the host.
+      - For each audited host that sets it, the result's RV(textfiles) holds the directory and the host's own
+        series - the same metric names and labels as that host's lines of the fleet's C(gpufleet.prom) - which
+        C(playbooks/audit.yml) writes there with C(gpufleet.nvidia.nvidia_textfile).
+    type: str
+    default: gpufleet_audit_prometheus_textfile_dir
+  textfile_dir:
+    description:
+      - The textfile directory of the hosts that do not set O(textfile_dir_var) themselves (the run's value,
+        for example from C(-e) or the play's variables); an absolute path.
+    type: raw
+  defer_failure:
+    description:
+      - Do not fail for drift or hosts not audited (O(fail_on_drift), O(fail_on_unreachable),
+        O(fail_on_failed)); return the reasons in RV(problems) for a later task to fail with.
+      - C(playbooks/audit.yml) fails its last play with them, after the per-host text files are written.
+    type: bool
+    default: false
   preflight:
     description: Only check O(variables), the report directory and the baselines.
     type: bool
@@ -67,9 +91,11 @@ options:
     description:
       - The audit playbook's own variables as the user set them, by their names (C(gpufleet_audit_hosts),
         C(gpufleet_audit_report_dir), C(gpufleet_audit_report_formats), C(gpufleet_audit_fail_on_drift),
-        C(gpufleet_audit_fail_on_unreachable), C(gpufleet_audit_gather_facts), C(gpufleet_audit_strategy),
+        C(gpufleet_audit_fail_on_unreachable), C(gpufleet_audit_fail_on_failed),
+        C(gpufleet_audit_gather_facts), C(gpufleet_audit_strategy),
         C(gpufleet_audit_gather_subset), C(gpufleet_audit_cudnn_search_paths), C(gpufleet_audit_slice),
-        C(gpufleet_audit_slices), C(gpufleet_audit_slice_dir)) and AWX job slicing's
+        C(gpufleet_audit_slices), C(gpufleet_audit_slice_dir), C(gpufleet_audit_prometheus_textfile_dir)) and
+        AWX job slicing's
         C(awx_job_slice_number) and C(awx_job_slice_count); a null value means not set. No string in them
         may hold a control character (newline, tab, ...).
       - >-
@@ -84,7 +110,19 @@ options:
     type: bool
     default: false
   fail_on_unreachable:
-    description: Fail (after writing the reports) when any host was unreachable or failed.
+    description:
+      - Fail (after writing the reports) when any host was not audited, unreachable or failed; the message
+        names them with their messages.
+    type: bool
+    default: false
+  fail_on_failed:
+    description:
+      - Fail (after writing the reports) when the C(nvidia_facts) run failed on any host (it was reached, but
+        no facts came back - no Python, a crash), naming each with its cause; unreachable hosts do not fail
+        the run this way (O(fail_on_unreachable) covers both).
+      - A failed host is always in the reports and in the printed summary, with its cause - the module's
+        stderr, exception or stdout besides Ansible's message (trimmed, control characters written as
+        escapes such as C(\n)).
     type: bool
     default: false
   print_summary:
@@ -169,6 +207,13 @@ summary:
   returned: success
   type: list
   elements: str
+not_audited:
+  description: One line per host the audit could not read - host, status (unreachable or failed), its message.
+  returned: success
+  type: list
+  elements: str
+  sample: ["old01 failed: Module result deserialization failed: No start of json char found; module stderr:
+    /bin/sh: 1: /usr/bin/python3: not found"]
 drift:
   description: One line per drift item (host, colon, message).
   returned: success
@@ -179,13 +224,29 @@ totals:
   description: Counts (hosts, ok, unreachable, failed, no_gpu, gpus, hosts_with_drift, drift_items, findings).
   returned: success
   type: dict
+problems:
+  description: Why the run fails (drift, hosts not audited), as the fail_on options ask; empty when not.
+  returned: success
+  type: list
+  elements: str
+textfiles:
+  description:
+    - Per audited host that sets O(textfile_dir_var), C(directory) (that variable) and C(content) (the host's
+      own series in Prometheus' text format, with the report's timestamp).
+  returned: success, not for O(merge=true)
+  type: dict
+  sample: {"gpu01": {"directory": "/var/lib/prometheus/node-exporter", "content": "# HELP gpufleet_gpus ..."}}
+textfile_dirs:
+  description: The hosts that set O(textfile_dir_var), with its value (normalized).
+  returned: preflight
+  type: dict
 hosts:
   description: The hosts whose baselines were validated.
   returned: preflight
   type: list
   elements: str
 report_dir:
-  description: The report directory checked (O(report_dir) or its default).
+  description: The report directory checked (O(report_dir) or its default), absolute.
   returned: preflight
   type: str
 settings:

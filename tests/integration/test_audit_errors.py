@@ -18,10 +18,12 @@ GOOD = {
     "gpufleet_audit_report_formats": "json,md",
     "gpufleet_audit_fail_on_drift": "no",
     "gpufleet_audit_fail_on_unreachable": False,
+    "gpufleet_audit_fail_on_failed": "yes",
     "gpufleet_audit_gather_facts": "false",
     "gpufleet_audit_strategy": "linear",
     "gpufleet_audit_gather_subset": ["all", "!cudnn"],
     "gpufleet_audit_cudnn_search_paths": ["/opt"],
+    "gpufleet_audit_prometheus_textfile_dir": "/tmp/./",
 }
 
 WRONG = [
@@ -34,6 +36,11 @@ WRONG = [
         "gpufleet_audit_fail_on_unreachable",
         "sometimes",
         "gpufleet_audit_fail_on_unreachable: 'sometimes' is not a boolean; allowed: true or false",
+    ),
+    (
+        "gpufleet_audit_fail_on_failed",
+        "at times",
+        "gpufleet_audit_fail_on_failed: 'at times' is not a boolean; allowed: true or false",
     ),
     (
         "gpufleet_audit_gather_facts",
@@ -62,6 +69,12 @@ WRONG = [
         "gpufleet_audit_cudnn_search_paths",
         ["/opt", "workspace"],
         "gpufleet_audit_cudnn_search_paths: ['/opt', 'workspace']: 'workspace' is not an absolute path",
+    ),
+    (
+        "gpufleet_audit_prometheus_textfile_dir",
+        "var/lib/node_exporter",
+        "gpufleet_audit_prometheus_textfile_dir: 'var/lib/node_exporter' is not an absolute path; allowed: "
+        "the absolute path of node_exporter's textfile directory",
     ),
     (
         "gpufleet_audit_report_dir",

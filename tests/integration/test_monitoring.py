@@ -48,6 +48,7 @@ TOOLS = {
     "prometheus": ("prometheus",),
     "node exporter": ("prometheus-node-exporter", "node_exporter"),
     "chromium": ("chromium", "chromium-browser"),
+    "promtool": ("promtool",),
 }
 BASELINE = {"consumers_cudnn": {"/opt/torch/.venv": "9.19"}}
 SECOND_VENV = "/srv/jobs/.venv"
@@ -437,6 +438,81 @@ def test_the_script_draws_the_table_from_the_page_json(reports, fleet, tmp_path)
     page = tmp_path / "bare.html"
     page.write_text(bare)
     assert_environments(dump_dom(page, tmp_path), fleet)
+
+
+# ---------------------------------------------------------------- a node's own file (textfile directory)
+# promtool's lint on the DCGM-joinable series: their label names are dcgm-exporter's, on purpose
+DCGM_LABELS_LINT = "gpufleet_gpu_stack_info label names should be written in 'snake_case' not 'camelCase'"
+
+
+def install_textfile():
+    report_build()  # the collection on sys.path
+    return importlib.import_module(
+        "ansible_collections.gpufleet.nvidia.plugins.module_utils.install.textfile"
+    )
+
+
+@pytest.fixture(scope="module")
+def node_file(fleet, tmp_path_factory):
+    """The H200's own file, written as playbooks/audit.yml writes it on the host (nvidia_textfile's code)."""
+    rp = report_build()
+    records = [{"name": n, "status": "ok", "facts": f, "baseline": BASELINE} for n, f in fleet.items()]
+    report = rp.build_report(records, generated_at="2026-12-01T15:00:00Z", use_compat=False)
+    directory = tmp_path_factory.mktemp("node-textfile")
+    (entry,) = rp.host_textfiles(report, {"h200": str(directory)}, timestamp=1764601200).values()
+    install_textfile().put(entry["directory"], "gpufleet.prom", entry["content"])
+    fleet_text = rp.render_prometheus(report, timestamp=1764601200)
+    return {"dir": directory, "path": directory / "gpufleet.prom", "fleet": fleet_text}
+
+
+def test_the_node_file_parses_with_promtool(node_file):
+    proc = subprocess.run(
+        [need("promtool"), "check", "metrics"],
+        input=node_file["path"].read_text(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    lint = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    assert proc.returncode in (0, 3), lint  # 1: a parse error; 3: lint findings only
+    assert [line for line in lint if line != DCGM_LABELS_LINT] == []
+
+
+def test_node_exporter_serves_the_node_file_with_the_fleet_files_lines(servers, node_file, tmp_path):
+    port, log = free_port(), tmp_path / "log"
+    args = [
+        servers["node exporter"],
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--collector.disable-defaults",
+        "--collector.textfile",
+        f"--collector.textfile.directory={node_file['dir']}",
+    ]
+    p = Process(args, log)
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        poll(lambda: http_ok(url), "node exporter", p.proc, log)
+        with urllib.request.urlopen(url, timeout=5) as r:
+            served = r.read().decode()
+    finally:
+        p.stop()
+    assert "node_textfile_scrape_error 0" in served
+    samples = {line for line in served.splitlines() if line.startswith("gpufleet_")}
+    mine = {
+        line
+        for line in node_file["fleet"].splitlines()
+        if line.startswith("gpufleet_") and ('host="h200"' in line or "{" not in line)
+    }
+    # node_exporter writes labels in name order: compare each sample's name, label set and value
+    assert {canonical(line) for line in samples} == {canonical(line) for line in mine}
+
+
+def canonical(line):
+    """(name, sorted label pairs, value) of a sample line."""
+    head, _, value = line.rpartition(" ")
+    name, _, labels = head.partition("{")
+    pairs = re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', labels)
+    return name, tuple(sorted(pairs)), float(value)
 
 
 # ---------------------------------------------------------------- a missing tool

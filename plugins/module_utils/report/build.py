@@ -7,7 +7,9 @@ in module_utils so it is plain, importable, unit-tested Python).
 
 Flow: ``build_report(records)`` -> report dict (the JSON schema documented in docs/audit.md, versioned by
 ``schema_version``) -> ``render_json`` / ``render_csv`` / ``render_markdown`` / ``render_prometheus`` /
-``report.html.render_html`` / ``summary_lines``. Every renderer reads only the report dict.
+``report.html.render_html`` / ``summary_lines``. Every renderer reads only the report dict, whose values are
+the report's words (report.words: ``none`` for what is not there, ``unknown`` for what is not known), so that
+every format says the same thing about a host.
 
 A record is ``{"name": host, "status": "ok"|"unreachable"|"failed", "facts": ansible_facts.nvidia|None,
 "message": str|None, "baseline": gpufleet_baseline|None}``.
@@ -32,7 +34,12 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.drift import 
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import consumers as report_consumers
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import html as report_html
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.failure import (
+    failure_message,
+    unreachable_message,
+)
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.findings import (
+    SEVERITIES,
     host_findings,
     kb_findings,
 )
@@ -45,14 +52,19 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import
     count_values,
     cuda_text,
     cudnn_text,
+    drift_overview,
     drift_text,
+    drifted,
     driver_text,
-    findings_count,
+    finding_groups,
+    findings_text,
     gpu_text,
     host_cells,
+    hosts_text,
     owner_rows,
     status_text,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.words import driver_words
 
 # the row texts live in report.rows (shared with report.html); re-exported for the callers of this module
 __all__ = [
@@ -67,10 +79,13 @@ __all__ = [
     "cudnn_text",
     "distributions",
     "drift_lines",
+    "drift_overview",
+    "drifted",
     "driver_text",
     "gc_paused",
     "gpu_text",
     "host_entry",
+    "host_textfiles",
     "normalize_host",
     "record_from_result",
     "remembered_check",
@@ -133,19 +148,20 @@ def _gpu(g):
 
 
 def _driver(d):
+    """The driver of the host entry; its version, branch, kernel module, install method and CUDA version in
+    the report's words (report.words.driver_words: ``none`` without a driver), as every format shows them."""
     d = _d(d)
     pkg = d.get("package") if isinstance(d.get("package"), dict) else None
+    shown = driver_words(d)
     return {
         "installed": d.get("installed"),
-        "version": _s(d.get("version")),
-        "branch": _s(d.get("branch")),
-        "kernel_module": _s(d.get("kernel_module")),
+        "version": shown["version"],
+        "branch": shown["branch"],
+        "kernel_module": shown["kernel_module"],
         "loaded": d.get("loaded"),
-        "install_method": _s(d.get("install_method")),
+        "install_method": shown["install_method"],
         "package": pkg,
-        "cuda_driver_version": d.get("cuda_driver_version")
-        if d.get("cuda_driver_version") != UNKNOWN
-        else None,
+        "cuda_driver_version": shown["cuda_driver_version"],
         "secure_boot": _s(d.get("secure_boot")),
     }
 
@@ -275,11 +291,12 @@ def normalize_host(name, status, facts=None, message=None):
 
 
 def _result_status(result):
-    """(status, message) of a registered task result that is not a success, else None."""
+    """(status, message) of a registered task result that is not a success, else None; a failed module's
+    message carries its own words (stderr, exception, stdout: report.failure), not only Ansible's."""
     if result.get("unreachable"):
-        return "unreachable", str(result.get("msg") or "unreachable")
+        return "unreachable", unreachable_message(result)
     if result.get("failed") or result.get("skipped"):
-        return "failed", str(result.get("msg") or "nvidia_facts failed")
+        return "failed", failure_message(result)
     return None
 
 
@@ -378,6 +395,7 @@ def _summary(hosts):
         "no_gpu": sum(h["status"] == "ok" and h["gpu_count"] == 0 for h in hosts),
         "gpus": sum(h["gpu_count"] or 0 for h in hosts),
         "hosts_with_drift": sum(bool(h["drift"]) for h in hosts),
+        "no_baseline": sum(h["drift_status"] == "no_baseline" for h in hosts),
         "drift_items": sum(len(h["drift"]) for h in hosts),
         "findings": sev,
         "distributions": distributions(hosts),
@@ -488,7 +506,7 @@ def _md_header(report):
         f"- hosts: {s['hosts']} ({s['ok']} audited, {s['unreachable']} unreachable, {s['failed']} failed, "
         f"{s['no_gpu']} without GPU)",
         f"- GPUs: {s['gpus']}",
-        f"- drift: {s['drift_items']} item(s) on {s['hosts_with_drift']} host(s)",
+        f"- drift: {drift_overview(report)}",
         f"- findings: {s['findings']['error']} error(s), {s['findings']['warning']} warning(s), "
         f"{s['findings']['info']} info",
         "",
@@ -501,7 +519,7 @@ def _md_hosts_table(report):
         "| " + " | ".join("---" for _column in HOST_COLUMNS) + " |",
     ]
     for h in report["hosts"]:
-        cells = host_cells(h, drift_text(h, count=lambda n: f"**{n}**"), findings_count(h))
+        cells = host_cells(h, drift_text(h, count=lambda n: f"**{n}**"), findings_text(h))
         lines.append("| " + " | ".join(_md(x) for x in cells) + " |")
     return lines
 
@@ -512,11 +530,13 @@ def _md_lists(report):
     if drift:
         lines += ["", "## Drift", ""]
         lines += [f"- **{_md(h['name'])}**: {_md(d['message'])}" for h, d in drift]
-    noisy = [(h, f) for h in report["hosts"] for f in h["findings"] if f["severity"] in ("error", "warning")]
+    noisy = finding_groups(report, ("error", "warning"))
     if noisy:
-        lines += ["", "## Findings", ""]
+        lines += ["", "## Findings", "", "Errors, then warnings, each by number of hosts (info: JSON, HTML)."]
+        lines.append("")
         lines += [
-            f"- **{_md(h['name'])}** {f['severity']} `{f['code']}`: {_md(f['message'])}" for h, f in noisy
+            f"- {severity} `{code}` on {len(names)} host(s) ({_md(hosts_text(names))}): {_md(message)}"
+            for severity, code, message, names in noisy
         ]
     return lines
 
@@ -597,7 +617,11 @@ METRICS = (
         "gpufleet_cudnn_info",
         "One series per cuDNN copy; resolved=true for the one the loader picks; owner_kind: who owns it.",
     ),
-    ("gpufleet_drift", "Number of differences between the host and its gpufleet_baseline."),
+    (
+        "gpufleet_baseline",
+        "1 when the host has a gpufleet_baseline, 0: no baseline set (nothing compared, no gpufleet_drift).",
+    ),
+    ("gpufleet_drift", "Number of differences between the host and its gpufleet_baseline (only with one)."),
     ("gpufleet_drift_info", "One series per difference between the host and its gpufleet_baseline."),
     ("gpufleet_findings", "Audit findings per host and severity."),
     ("gpufleet_audit_timestamp_seconds", "When the report was generated (Unix time)."),
@@ -620,11 +644,11 @@ def _gpu_series(host, g):
 def _driver_series(host, d):
     labels = {
         "host": host,
-        "version": d["version"] if d.get("installed") is not False else "none",
+        "version": d["version"],
         "branch": d["branch"],
         "kernel_module": d["kernel_module"],
         "install_method": d["install_method"],
-        "cuda_version": d.get("cuda_driver_version") or "",
+        "cuda_version": d["cuda_driver_version"],
     }
     return labels, 1
 
@@ -681,19 +705,26 @@ def _host_series(series, h):
     series["gpufleet_driver_info"].append(_driver_series(host, h["driver"]))
     series["gpufleet_cuda_toolkit_info"].extend(_toolkit_series(host, t) for t in h["cuda"]["toolkits"])
     series["gpufleet_cudnn_info"].extend(_cudnn_series(host, c) for c in h["cudnn"])
-    series["gpufleet_drift"].append(({"host": host}, len(h["drift"])))
+    series["gpufleet_baseline"].append(({"host": host}, 0 if h["drift_status"] == "no_baseline" else 1))
+    if h["drift_status"] != "no_baseline":
+        series["gpufleet_drift"].append(({"host": host}, len(h["drift"])))
     series["gpufleet_drift_info"].extend(_drift_series(host, h["drift"]))
-    for sev in ("error", "warning", "info"):
+
+
+def _findings_series(series, h):
+    """gpufleet_findings of every host, audited or not (a host not audited has its error finding)."""
+    for sev in SEVERITIES:
         series["gpufleet_findings"].append(
-            ({"host": host, "severity": sev}, sum(f["severity"] == sev for f in h["findings"]))
+            ({"host": h["name"], "severity": sev}, sum(f["severity"] == sev for f in h["findings"]))
         )
 
 
-def render_prometheus(report, timestamp=None):
-    """Prometheus text exposition format (node_exporter textfile collector)."""
+def render_prometheus(report, timestamp=None, hosts=None):
+    """Prometheus text exposition format (node_exporter textfile collector); ``hosts``: only the series of
+    these hosts (a node's own file: the same lines as its rows of the fleet's file)."""
     metrics = METRICS + report_consumers.METRICS
     series = {name: [] for name, _help in metrics}
-    for h in report["hosts"]:
+    for h in report["hosts"] if hosts is None else [h for h in report["hosts"] if h["name"] in hosts]:
         series["gpufleet_audit_host_up"].append(
             ({"host": h["name"], "status": h["status"]}, 1 if h["status"] == "ok" else 0)
         )
@@ -701,6 +732,7 @@ def render_prometheus(report, timestamp=None):
             _host_series(series, h)
             for name, labels, value in report_consumers.metric_series(h):
                 series[name].append((labels, value))
+        _findings_series(series, h)
     if timestamp is not None:
         series["gpufleet_audit_timestamp_seconds"].append(({}, int(timestamp)))
     lines, exposition = [], _Exposition()
@@ -713,26 +745,14 @@ def render_prometheus(report, timestamp=None):
     return "\n".join(lines) + "\n"
 
 
-SUMMARY_COLUMNS = (
-    "host",
-    "status",
-    "GPUs",
-    "driver",
-    "CUDA (*default)",
-    "cuDNN (*loader)",
-    "drift",
-    "findings",
-)
-SUMMARY_DRIFT_LABELS = {"none": "0", "no_baseline": "-", "unknown": "?"}
+SUMMARY_COLUMNS = HOST_COLUMNS  # the hosts table's columns and cells (report.rows.host_cells)
 
 
 def summary_lines(report):
     """A fixed-width table for the end of the run (one line per host) and a totals line."""
     table = []
     for h in report["hosts"]:
-        errs = findings_count(h, ("error",))
-        warns = findings_count(h, ("warning",))
-        table.append(host_cells(h, drift_text(h, SUMMARY_DRIFT_LABELS), f"{errs}E {warns}W"))
+        table.append(host_cells(h, drift_text(h), findings_text(h)))
     widths = [min(max([len(c)] + [len(str(r[i])) for r in table]), 60) for i, c in enumerate(SUMMARY_COLUMNS)]
 
     def fmt(r):
@@ -742,10 +762,23 @@ def summary_lines(report):
     out = [fmt(SUMMARY_COLUMNS), fmt(["-" * w for w in widths])] + [fmt(r) for r in table]
     out.append(
         f"{s['hosts']} host(s): {s['ok']} audited, {s['unreachable']} unreachable, {s['failed']} failed, "
-        f"{s['no_gpu']} without GPU; drift on {s['hosts_with_drift']} host(s); "
+        f"{s['no_gpu']} without GPU; drift: {drift_overview(report, names=False)}; "
         f"{s['findings']['error']} error(s), {s['findings']['warning']} warning(s)"
     )
     return out
+
+
+def host_textfiles(report, directories, timestamp=None):
+    """{host: {directory, content}}: each audited host's own Prometheus series, for the hosts that have a
+    textfile directory (``directories``: {host: node_exporter's textfile directory on that host})."""
+    return {
+        h["name"]: {
+            "directory": directories[h["name"]],
+            "content": render_prometheus(report, timestamp=timestamp, hosts={h["name"]}),
+        }
+        for h in report["hosts"]
+        if h["status"] == "ok" and directories.get(h["name"])
+    }
 
 
 def drift_lines(report):

@@ -17,7 +17,12 @@ from __future__ import annotations
 
 import re
 
-UNKNOWN = "unknown"
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.words import (
+    UNKNOWN,
+    version_parts,
+    word,
+)
+
 ENV_COLUMNS = (
     "host",
     "environment",
@@ -314,7 +319,7 @@ def nvml_bus_id(bus_id):
 
 
 def _driver_parts(version):
-    parts = (str(version or "").split(".") + ["", "", ""])[:3]
+    parts = version_parts(version, 3)
     return {"cuda_driver_major": parts[0], "cuda_driver_minor": parts[1], "cuda_driver_rev": parts[2]}
 
 
@@ -328,7 +333,7 @@ def gpu_stack_series(h):
     Feature Discovery's nvidia.com/cuda.driver.{major,minor,rev}, cuda.runtime.{major,minor},
     gpu.compute.{major,minor} (with ``_`` for ``.``); the loader's cuDNN."""
     driver = _d(h.get("driver"))
-    runtime = (str(driver.get("cuda_driver_version") or "").split(".") + [""])[:2]
+    runtime = version_parts(driver.get("cuda_driver_version"), 2)
     out = []
     for g in _l(h.get("gpus")):
         cc = (str(g.get("compute_capability") or "").split(".") + [""])[:2]
@@ -339,7 +344,7 @@ def gpu_stack_series(h):
             "gpu": "" if g.get("index") is None else str(g["index"]),
             "modelName": g.get("name") or "",
             "pci_bus_id": nvml_bus_id(g.get("pci_bus_id")),
-            "driver_version": driver.get("version") or "",
+            "driver_version": word(driver.get("version")),
             **_driver_parts(driver.get("version")),
             "cuda_runtime_major": runtime[0],
             "cuda_runtime_minor": runtime[1],

@@ -13,7 +13,10 @@ Rules decided here from the host's own observations (no knowledge base needed):
   probe; this module never re-derives it);
 - ``cudnn_header_library_mismatch``: a copy whose header and library disagree (error);
 - ``cudnn_env_differs_from_system``: a pip/conda cuDNN whose version differs from the system cuDNN for the
-  same CUDA major (warning: the classic "Loaded runtime CuDNN library: X but source was compiled with: Y");
+  same CUDA major: info when its environment's frameworks load their own copy (the normal layout: the wheel's
+  RPATH/RUNPATH) or the facts do not say what they load; a warning, naming the framework and its library's
+  path, when one of them loads another copy (the system's: it does not run against the cuDNN installed for it,
+  and a process that also imports one that loads its own gets one libcudnn.so.N for both);
 - ``cudnn_several_system_copies``: several system copies provide the same libcudnn.so.N (warning: programs get
   whichever the loader finds first);
 - ``cudnn_loader_resolves``: which copy the dynamic loader picks for each libcudnn soname (info);
@@ -112,18 +115,67 @@ def _same_cuda_major(env, sys_copy):
     return env.get("cuda_major") is None or sys_copy.get("cuda_major") in (None, env.get("cuda_major"))
 
 
-def _env_differs_findings(copies, system):
+def _environment(entry, path):
+    """The consumer environment (entry["consumers"]) at ``path``, else None."""
+    environments = (entry.get("consumers") or {}).get("environments") or []
+    return next((e for e in environments if path and e.get("path") == path), None)
+
+
+def _loaders(env, copy):
+    """(framework, loads) of the frameworks of ``env`` that load the copy's ``libcudnn.so.<major>``."""
+    soname = f"libcudnn.so.{copy.get('major')}"
     out = []
-    for env in (c for c in copies if c.get("source") in ENV_SOURCES):
+    for fw in env.get("frameworks") or []:
+        loads = fw.get("loads") or {}
+        if loads.get("soname") == soname and loads.get("via") not in (None, "none"):
+            out.append((fw, loads))
+    return out
+
+
+def _wrong_copy(fw, loads, copy):
+    return (
+        f"{fw['name']} there ({fw.get('anchor') or 'its library'}) loads {loads.get('real_path')} "
+        f"(cuDNN {loads.get('version')}, {loads.get('why')}), not the {copy.get('version')} of its env"
+    )
+
+
+def _env_copy_verdict(entry, copy):
+    """(severity, words) of a pip/conda copy that differs from the system's: a warning only when a program of
+    its environment loads another copy (named: the framework and its library's path), else info."""
+    env = _environment(entry, copy.get("python_env"))
+    if env is None:
+        return "info", (
+            "the facts do not say what its programs load (no consumers: facts of schema 1); a framework "
+            "there normally loads its own copy through its library's RPATH/RUNPATH"
+        )
+    loaders = _loaders(env, copy)
+    own = [fw["name"] for fw, loads in loaders if loads.get("copy_path") == copy.get("path")]
+    wrong = [(fw, loads) for fw, loads in loaders if loads.get("copy_path") != copy.get("path")]
+    if wrong:
+        words = "; ".join(_wrong_copy(fw, loads, copy) for fw, loads in wrong)
+        if own:
+            words += (
+                f"; a process that imports {', '.join(own)} and {', '.join(fw['name'] for fw, _l in wrong)} "
+                f"loads libcudnn.so.{copy.get('major')} once, the first one asked for, for all of them"
+            )
+        return "warning", words
+    if own:
+        why = next(loads.get("why") for fw, loads in loaders if loads.get("copy_path") == copy.get("path"))
+        return "info", f"{', '.join(own)} there load(s) this copy ({why}), as designed: nothing to do"
+    return "info", f"no framework in {env['path']} loads libcudnn.so.{copy.get('major')}"
+
+
+def _env_differs_findings(entry, copies, system):
+    out = []
+    for env_copy in (c for c in copies if c.get("source") in ENV_SOURCES):
         for sys_copy in system:
-            if _same_cuda_major(env, sys_copy) and env.get("version") != sys_copy.get("version"):
+            if _same_cuda_major(env_copy, sys_copy) and env_copy.get("version") != sys_copy.get("version"):
+                severity, words = _env_copy_verdict(entry, env_copy)
                 out.append(
                     finding(
-                        "warning",
+                        severity,
                         "cudnn_env_differs_from_system",
-                        f"{_copy_label(env)} differs from the system {_copy_label(sys_copy)}: "
-                        "programs that mix both fail with 'Loaded runtime CuDNN library ... "
-                        "but source was compiled with ...'",
+                        f"{_copy_label(env_copy)} differs from the system {_copy_label(sys_copy)}: {words}",
                     )
                 )
     return out
@@ -176,9 +228,8 @@ def _owner_findings(entry):
         finding(
             "warning",
             "owner_unknown",
-            f"{label} at {item.get('path')} has no known owner ({_unknown_why(item['owner']['words'])}): "
-            "no package, runfile installer, Python environment or gpufleet marker accounts for it; find out "
-            "where it came from before changing it",
+            f"{label} at {item.get('path')} has no known owner: {_unknown_why(item['owner']['words'])}; "
+            "find out where it came from before changing it",
         )
         for label, item in items
         if (item.get("owner") or {}).get("kind") == "unknown"
@@ -668,7 +719,7 @@ def local_findings(entry):
     return (
         _gpu_and_driver_findings(entry)
         + _header_library_findings(copies)
-        + _env_differs_findings(copies, system)
+        + _env_differs_findings(entry, copies, system)
         + _several_copies_findings(system)
         + _resolved_findings(entry)
         + _owner_findings(entry)

@@ -5,7 +5,8 @@
 Stdlib only, Python >= 3.9. Reads only the report dict of report.build.build_report; rows and texts
 come from report.rows. Built to stay usable at 10,000 hosts (a few MB, aggregate views first):
 - a summary; version-distribution charts (GPU models, drivers, CUDA toolkits, cuDNN copies) as inline SVG;
-- drift and findings grouped by message, each with its number of hosts and the first host names;
+- drift and findings grouped by message, each with its number of hosts and the first host names (findings
+  errors first, then warnings, then info, each by number of hosts: report.rows.finding_groups);
 - the hosts table (id ``hosts``) and the host x component table (id ``components``), paged
   (``PAGE_ROWS`` rows a page): the first page is plain HTML, every row is in one JSON block
   (``gpufleet-data``: each distinct text once, rows as indexes into it) that the script pages, sorts
@@ -21,15 +22,20 @@ from html import escape
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import consumers as report_consumers
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import (
     CSV_COLUMNS,
+    GROUP_HOSTS,
     HOST_COLUMNS,
     component_rows,
+    drift_overview,
     drift_text,
-    findings_count,
+    drifted,
+    finding_groups,
+    findings_text,
     host_cells,
+    hosts_text,
 )
 
 PAGE_ROWS = 100  # rows a page of each table (static first page and script)
-GROUP_HOSTS = 20  # host names shown after a drift or findings group; the rest are counted
+__all__ = ["GROUP_HOSTS", "PAGE_ROWS", "render_html", "svg_bar_chart", "table_data", "decode_table"]
 ROW_CLASSES = ("", "drift", "down")
 
 _CSS = """
@@ -136,6 +142,7 @@ def _summary_cards(s):
         _card("without GPU", s["no_gpu"]),
         _card("GPUs", s["gpus"]),
         _card("hosts with drift", s["hosts_with_drift"], True),
+        _card("no baseline set", s["no_baseline"]),
         _card("errors", s["findings"]["error"], True),
         _card("warnings", s["findings"]["warning"], True),
         "</div>",
@@ -159,14 +166,14 @@ def _host_table_rows(report):
     out = []
     for h in report["hosts"]:
         cls = "drift" if h["drift"] else ("down" if h["status"] != "ok" else "")
-        out.append((cls, [str(c) for c in host_cells(h, drift_text(h), findings_count(h))]))
+        out.append((cls, [str(c) for c in host_cells(h, drift_text(h), findings_text(h))]))
     return out
 
 
 def _component_table_rows(report):
     out = []
     for r in component_rows(report):
-        cls = "drift" if r["drift"] else ("down" if r["component"] == "host" else "")
+        cls = "drift" if drifted(r) else ("down" if r["component"] == "host" else "")
         out.append((cls, [str(r[c]) for c in CSV_COLUMNS]))
     return out
 
@@ -246,27 +253,22 @@ def _groups(items):
 
 
 def _hosts_note(names):
-    shown = ", ".join(names[:GROUP_HOSTS])
-    more = f" and {len(names) - GROUP_HOSTS} more" if len(names) > GROUP_HOSTS else ""
-    return f"<small>{escape(shown)}{more}</small>"
+    return f"<small>{escape(hosts_text(names))}</small>"
 
 
 def _lists(report):
     """Drift and findings grouped by message: the number of hosts, the message, the first host names."""
     drift = _groups((h["name"], d["message"]) for h in report["hosts"] for d in h["drift"])
-    p = ['<h2>Drift</h2><ul id="drift">']
+    p = ['<h2>Drift</h2><p id="drift-overview">' + escape(drift_overview(report)) + '</p><ul id="drift">']
     p += [
         f"<li><b>{len(names)} host(s)</b>: {escape(message)} {_hosts_note(names)}</li>"
         for message, names in drift
-    ] or ["<li>none</li>"]
+    ]
     p.append('</ul><h2>Findings</h2><ul id="findings">')
-    findings = _groups(
-        (h["name"], (f["severity"], f["code"], f["message"])) for h in report["hosts"] for f in h["findings"]
-    )
     p += [
         f'<li class="{sev}"><b>{len(names)} host(s)</b> {sev} <code>{escape(code)}</code>: '
         f"{escape(message)} {_hosts_note(names)}</li>"
-        for (sev, code, message), names in findings
+        for sev, code, message, names in finding_groups(report)
     ] or ["<li>none</li>"]
     p.append("</ul>")
     return p

@@ -6,12 +6,16 @@ Stdlib only, Python >= 3.9. Reads only the report dict of report.build.build_rep
 - ``host_cells``: one host's cells of the hosts table (Markdown, HTML, the summary printed at the end);
 - ``component_rows``: one row per host x component (CSV, the HTML components table); the toolkit and cuDNN
   rows carry their owner (``owner``: its words, ``owner_kind``), the one report.owner.owner_shown made;
-- ``owner_rows``: one row per toolkit and cuDNN copy with its owner (the Markdown owners list).
+- ``owner_rows``: one row per toolkit and cuDNN copy with its owner (the Markdown owners list);
+- ``finding_groups``: each distinct finding once with its hosts, errors first, then warnings, then info, and
+  within a severity the finding on most hosts first (the one order of every findings list: Markdown, HTML).
 """
 
 from __future__ import annotations
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import consumers as report_consumers
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.findings import SEVERITIES
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.words import NONE, UNKNOWN
 
 CSV_COLUMNS = (
     "host",
@@ -39,7 +43,9 @@ HOST_COLUMNS = (
     "drift",
     "findings",
 )
-DRIFT_LABELS = {"none": "none", "no_baseline": "no baseline", "unknown": "unknown"}
+NO_BASELINE = "no baseline set"  # a host without gpufleet_baseline: nothing was compared, in every format
+DRIFT_LABELS = {"none": NONE, "no_baseline": NO_BASELINE, "unknown": UNKNOWN}
+GROUP_HOSTS = 20  # host names shown after a drift or findings group; the rest are counted
 
 
 def count_values(values):
@@ -50,12 +56,12 @@ def count_values(values):
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-# -- short texts ------------------------------------------------------------------------------------------
+# -- short texts: the report's words (report.words) for every format ---------------------------------------
 def gpu_text(h):
     if h["status"] != "ok":
-        return "-"
+        return UNKNOWN
     if not h["gpu_count"]:
-        return "no GPU"
+        return NONE
     models = count_values(g["name"] for g in h["gpus"])
     return ", ".join(f"{n}x {m}" for m, n in models.items()) or f"{h['gpu_count']} GPU"
 
@@ -63,26 +69,26 @@ def gpu_text(h):
 def driver_text(h):
     d = h.get("driver")
     if h["status"] != "ok" or not d:
-        return "-"
-    if d.get("installed") is False:
-        return "none"
+        return UNKNOWN
+    if d["version"] == NONE:
+        return NONE
     return f"{d['version']} ({d['kernel_module']}, {d['install_method']})"
 
 
 def cuda_text(h):
     if h["status"] != "ok":
-        return "-"
+        return UNKNOWN
     toolkits = h["cuda"]["toolkits"]
     if not toolkits:
-        return "none"
+        return NONE
     return ", ".join(t["version"] + ("*" if t["default"] else "") for t in toolkits)
 
 
 def cudnn_text(h):
     if h["status"] != "ok":
-        return "-"
+        return UNKNOWN
     if not h["cudnn"]:
-        return "none"
+        return NONE
     return ", ".join(
         f"{c['version']} {c['source']}"
         + (f"/cu{c['cuda_major']}" if c["cuda_major"] else "")
@@ -92,20 +98,37 @@ def cudnn_text(h):
 
 
 def status_text(h):
-    if h["status"] == "ok" and not h["gpu_count"]:
-        return "ok (no GPU)"
+    """``ok``, ``unreachable`` or ``failed``, as the JSON and Prometheus say it (no GPU: the GPUs say so)."""
     return h["status"]
 
 
-def drift_text(h, labels=None, count=str):
-    """The drift cell: a label for none/no_baseline/unknown (``labels``, default DRIFT_LABELS), else
+def drift_text(h, count=str):
+    """The drift cell: ``none``, ``no baseline set`` (nothing compared), ``unknown`` (not audited), else
     ``count(number of drift items)``."""
-    labels = DRIFT_LABELS if labels is None else labels
-    return labels.get(h["drift_status"], count(len(h["drift"])))
+    return DRIFT_LABELS.get(h["drift_status"], count(len(h["drift"])))
+
+
+def drift_overview(report, names=True):
+    """One sentence on the fleet's drift that says when there was nothing to compare (no baseline set);
+    ``names``: the first hosts without a baseline too."""
+    audited = [h for h in report["hosts"] if h["status"] == "ok"]
+    unset = [h["name"] for h in audited if h["drift_status"] == "no_baseline"]
+    if audited and len(unset) == len(audited):
+        return f"{NO_BASELINE} on any audited host (gpufleet_baseline): nothing compared"
+    with_drift = sum(bool(h["drift"]) for h in audited)
+    items = sum(len(h["drift"]) for h in audited)
+    text = f"{items} item(s) on {with_drift} of the {len(audited) - len(unset)} host(s) with a baseline"
+    listed = f": {hosts_text(unset)}" if names else ""
+    return text + (f"; {NO_BASELINE} on {len(unset)} host(s){listed}" if unset else "")
 
 
 def findings_count(h, severities=("error", "warning")):
     return sum(f["severity"] in severities for f in h["findings"])
+
+
+def findings_text(h):
+    """``1 error, 2 warning, 3 info``: the host's findings per severity (every table, the printed summary)."""
+    return ", ".join(f"{findings_count(h, (severity,))} {severity}" for severity in SEVERITIES)
 
 
 def host_cells(h, drift, findings):
@@ -124,11 +147,19 @@ def host_cells(h, drift, findings):
 
 # -- rows: one per host x component (CSV, HTML table) ------------------------------------------------------
 def _drift_for(h, component, path=None):
+    """The drift cell of a component row: its drift messages; ``no baseline set``: nothing was compared."""
+    if h["drift_status"] == "no_baseline":
+        return NO_BASELINE
     return "; ".join(
         d["message"]
         for d in h["drift"]
         if d["component"] == component and (path is None or d.get("path") == path)
     )
+
+
+def drifted(row):
+    """Whether a component row (CSV, HTML) shows drift: a message, not ``no baseline set`` or ``unknown``."""
+    return bool(row["drift"]) and row["drift"] not in (NO_BASELINE, DRIFT_LABELS["unknown"])
 
 
 def _row(h, **cells):
@@ -140,7 +171,7 @@ def _row(h, **cells):
 
 def _gpu_rows(h):
     if not h["gpus"]:
-        return [_row(h, component="gpu", name="none", detail="no NVIDIA GPU found")]
+        return [_row(h, component="gpu", name=NONE, detail="no NVIDIA GPU found")]
     rows = []
     for g in h["gpus"]:
         mem = f", {g['memory_mib']} MiB" if g.get("memory_mib") else ""
@@ -161,17 +192,15 @@ def _gpu_rows(h):
 def _driver_row(h):
     d = h["driver"]
     pkg = d.get("package") or {}
-    if d.get("installed") is False:
+    if d["version"] == NONE:
         detail = "no NVIDIA driver"
     else:
-        detail = (
-            f"branch {d['branch']}, {d['kernel_module']} module, CUDA {d.get('cuda_driver_version') or '?'}"
-        )
+        detail = f"branch {d['branch']}, {d['kernel_module']} module, CUDA {d['cuda_driver_version']}"
     return _row(
         h,
         component="driver",
         name=pkg.get("name") or "nvidia",
-        version=d["version"] if d.get("installed") is not False else "none",
+        version=d["version"],
         source=d["install_method"],
         active="loaded" if d.get("loaded") else "",
         detail=detail,
@@ -259,7 +288,7 @@ def _expected_rows(h):
 
 def host_component_rows(h):
     if h["status"] != "ok":
-        return [_row(h, component="host", name=h["status"], detail=h["message"] or "")]
+        return [_row(h, component="host", name=h["status"], detail=h["message"] or "", drift=drift_text(h))]
     rows = _gpu_rows(h) + [_driver_row(h)] + _cuda_rows(h) + _cudnn_rows(h) + _expected_rows(h)
     return rows + report_consumers.csv_rows(h, CSV_COLUMNS)
 
@@ -278,3 +307,24 @@ def owner_rows(report):
         out += [(h["name"], f"CUDA {t['version']}", t["path"], t["owner"]) for t in h["cuda"]["toolkits"]]
         out += [(h["name"], f"cuDNN {c['version']}", c["path"], c["owner"]) for c in h["cudnn"]]
     return out
+
+
+# -- findings and drift grouped by message (Markdown, HTML) --------------------------------------------------
+def finding_groups(report, severities=SEVERITIES):
+    """[(severity, code, message, [host names])] of the findings of ``severities``, each distinct finding
+    once: errors first, then warnings, then info; within one severity, the finding on most hosts first (then
+    in the order first seen, hosts by name)."""
+    groups = {}
+    for h in report["hosts"]:
+        for f in h["findings"]:
+            if f["severity"] in severities:
+                groups.setdefault((f["severity"], f["code"], f["message"]), []).append(h["name"])
+    rank = {severity: i for i, severity in enumerate(SEVERITIES)}
+    ordered = sorted(groups.items(), key=lambda kv: (rank.get(kv[0][0], len(rank)), -len(kv[1])))
+    return [(severity, code, message, names) for (severity, code, message), names in ordered]
+
+
+def hosts_text(names, limit=GROUP_HOSTS):
+    """The first ``limit`` host names, then how many more."""
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more

@@ -98,6 +98,17 @@ def _report_dir(value):
     return _directory(value, created=True)
 
 
+# the reports' directory when gpufleet_audit_report_dir is not set: relative to the directory ansible-playbook
+# runs in, never to the playbook's (an installed collection's playbooks/ must not receive reports)
+DEFAULT_REPORT_DIR = "reports"
+
+
+def report_dir_of(value, cwd):
+    """The absolute, normalized directory the reports go to: ``value`` (relative to ``cwd``, the directory
+    ansible-playbook runs in), else ``<cwd>/reports``."""
+    return _normpath(os.path.join(cwd, value or DEFAULT_REPORT_DIR))
+
+
 def _slice_dir(value):
     return _directory(value, created=False)
 
@@ -130,6 +141,16 @@ def _search_paths(value):
             f"{value!r}: {bad[0]!r} is not an absolute path; allowed: absolute paths of trees to scan"
         )
     return [_normpath(item) for item in items]
+
+
+def _textfile_dir(value):
+    """node_exporter's textfile directory on the audited hosts: an absolute path, normalized."""
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise _Wrong(
+            f"{value!r} is not an absolute path; allowed: the absolute path of node_exporter's textfile "
+            "directory on the hosts (--collector.textfile.directory)"
+        )
+    return _normpath(value)
 
 
 def _gather_subset(value, subsets):
@@ -182,6 +203,7 @@ def checkers(subsets):
         "gpufleet_audit_report_formats": _formats,
         "gpufleet_audit_fail_on_drift": _bool,
         "gpufleet_audit_fail_on_unreachable": _bool,
+        "gpufleet_audit_fail_on_failed": _bool,
         "gpufleet_audit_gather_facts": _bool,
         "gpufleet_audit_strategy": _strategy,
         "gpufleet_audit_gather_subset": lambda value: _gather_subset(value, subsets),
@@ -189,10 +211,29 @@ def checkers(subsets):
         "gpufleet_audit_slice": _count,
         "gpufleet_audit_slices": _count,
         "gpufleet_audit_slice_dir": _slice_dir,
+        "gpufleet_audit_prometheus_textfile_dir": _textfile_dir,
         # AWX job slicing sets these on a sliced job; the report play falls back to them
         "awx_job_slice_number": _count,
         "awx_job_slice_count": _count,
     }
+
+
+_REFUSED = object()  # what _checked returns for a refused value
+
+
+def _checked(check, shown, value, problems):
+    """``check(value)``, or _REFUSED with the reason added to ``problems`` (``shown``: the name shown)."""
+    char = control_character(value)
+    if char is not None:
+        problems.append(
+            f"{shown}: {value!r} contains a control character ({char!r}); allowed: {CONTROL_ALLOWED}"
+        )
+        return _REFUSED
+    try:
+        return check(value)
+    except _Wrong as exc:
+        problems.append(f"{shown}: {exc}")
+        return _REFUSED
 
 
 def validate_settings(values, subsets):
@@ -209,18 +250,31 @@ def validate_settings(values, subsets):
             continue
         if value is None:
             continue
-        char = control_character(value)
-        if char is not None:
-            problems.append(
-                f"{name}: {value!r} contains a control character ({char!r}); allowed: {CONTROL_ALLOWED}"
-            )
-            continue
-        try:
-            out[name] = table[name](value)
-        except _Wrong as exc:
-            problems.append(f"{name}: {exc}")
+        checked = _checked(table[name], name, value, problems)
+        if checked is not _REFUSED:
+            out[name] = checked
     if not problems:
         _slices(out, problems)
+    if problems:
+        raise SettingsError("; ".join(problems))
+    return out
+
+
+# the audit's variables that each audited host may set for itself (host_vars), read by the plays on the hosts
+HOST_VARIABLES = {"gpufleet_audit_prometheus_textfile_dir": _textfile_dir}
+
+
+def validate_host_values(name, by_host, shown=None):
+    """{host: normalized value} of the hosts that set the host variable ``name`` (of HOST_VARIABLES;
+    ``by_host``: {host: value or None}); SettingsError naming each wrong one as ``shown`` with its host."""
+    check, shown = HOST_VARIABLES[name], shown or name
+    out, problems = {}, []
+    for host, value in by_host.items():
+        if value is None:
+            continue
+        checked = _checked(check, f"{shown} (host {host})", value, problems)
+        if checked is not _REFUSED:
+            out[host] = checked
     if problems:
         raise SettingsError("; ".join(problems))
     return out

@@ -16,11 +16,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible.errors import AnsibleActionFail
 from ansible_collections.gpufleet.nvidia.plugins.action.nvidia_fleet_report import (
     ARGS,
-    default_report_dir,
+    textfile_dirs,
     validated_variables,
 )
+
+from tests.unit.plugins.module_utils.report.test_build import parse_exposition
 
 ROOT = Path(__file__).resolve().parents[4]
 DATA = ROOT / "tests" / "data" / "audit"
@@ -33,7 +36,13 @@ def collections(tmp_path_factory):
     base = tmp_path_factory.mktemp("collections")
     coll = base / "ansible_collections" / "gpufleet" / "nvidia"
     (coll / "plugins" / "modules").mkdir(parents=True)
-    for rel in ("plugins/action", "plugins/module_utils", "meta", "plugins/modules/nvidia_fleet_report.py"):
+    for rel in (
+        "plugins/action",
+        "plugins/module_utils",
+        "meta",
+        "plugins/modules/nvidia_fleet_report.py",
+        "plugins/modules/nvidia_textfile.py",
+    ):
         (coll / rel).symlink_to(ROOT / rel)
     (coll / "plugins" / "modules" / "nvidia_facts.py").write_text(
         (DATA / "stub" / "nvidia_facts.py").read_text()
@@ -71,7 +80,7 @@ FLEET = {
 }
 
 
-def run(collections, tmp_path, hosts, *extra, check=False, playbook=PLAYBOOK):
+def run(collections, tmp_path, hosts, *extra, check=False, playbook=PLAYBOOK, cwd=None, report_dir=True):
     env = dict(
         os.environ,
         ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
@@ -85,12 +94,12 @@ def run(collections, tmp_path, hosts, *extra, check=False, playbook=PLAYBOOK):
         ANSIBLE_FORCE_COLOR="0",
     )
     cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(inventory(tmp_path, hosts)), str(playbook)]
-    if "gpufleet_audit_report_dir" not in " ".join(extra):
+    if report_dir and "gpufleet_audit_report_dir" not in " ".join(extra):
         cmd += ["-e", f"gpufleet_audit_report_dir={tmp_path / 'reports'}"]
     cmd += list(extra)
     if check:
         cmd.append("--check")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False, cwd=cwd)
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -152,7 +161,27 @@ def test_no_drift_passes_with_fail_on_drift(collections, tmp_path):
 def test_fail_on_unreachable(collections, tmp_path):
     rc, out = run(collections, tmp_path, FLEET, "-e", "gpufleet_audit_fail_on_unreachable=true")
     assert rc == 2, out
-    assert "2 host(s) not audited (unreachable or failed): gpu99, old01" in out
+    assert "2 host(s) not audited (unreachable or failed): gpu99 (" in out
+    assert "old01 (nvidia_facts: Python 3.6 on the target is too old (>= 3.9 needed))" in out
+
+
+def test_a_host_whose_module_cannot_start_is_failed_with_its_own_words(collections, tmp_path):
+    """Not only "Module result deserialization failed": the module's stderr, on one line, everywhere."""
+    hosts = {"gpu01": FLEET["gpu01"], "crash01": local("crash.json")}
+    rc, out = run(collections, tmp_path, hosts)
+    assert rc == 0, out  # like an unreachable host: reported, the run goes on
+    cause = "module stderr: /bin/sh: 1: /usr/libexec/platform-python: not found\\n\\x1b[0m"
+    report = json.loads((tmp_path / "reports" / "gpufleet-audit.json").read_text())
+    (crash,) = [h for h in report["hosts"] if h["name"] == "crash01"]
+    assert crash["status"] == "failed"
+    assert crash["message"].startswith("Module result deserialization failed")
+    assert crash["message"].endswith(cause), crash["message"]
+    assert cause in (tmp_path / "reports" / "gpufleet-audit.csv").read_text()
+    assert f"crash01 failed: {crash['message']}" in out  # the summary at the end of the run
+    rc, out = run(collections, tmp_path, hosts, "-e", "gpufleet_audit_fail_on_failed=true")
+    assert rc == 2, out
+    assert "1 host(s) failed (nvidia_facts did not run through): crash01 (Module result deserial" in out
+    assert (tmp_path / "reports" / "gpufleet-audit.json").exists()
 
 
 def test_malformed_baseline_fails_before_gathering(collections, tmp_path):
@@ -226,8 +255,36 @@ def test_a_wrong_audit_variable_is_named_before_gathering(collections, tmp_path)
     assert "Gather ansible_facts.nvidia" not in out
 
 
-def test_report_dir_defaults_to_reports_beside_the_playbook_directory():
-    assert default_report_dir({"playbook_dir": "/srv/gpufleet/playbooks"}) == "/srv/gpufleet/reports"
+def test_the_default_report_dir_is_reports_in_the_directory_ansible_playbook_runs_in(collections, tmp_path):
+    """Not beside the playbook: for an installed collection's playbooks/, that was inside the collection."""
+    work = tmp_path / "work"
+    work.mkdir()
+    installed = collections / "ansible_collections" / "gpufleet" / "nvidia"
+    (installed / "playbooks").mkdir()
+    for name in ("audit.yml", "audit_merge.yml"):
+        (installed / "playbooks" / name).symlink_to(ROOT / "playbooks" / name)
+    rc, out = run(
+        collections, tmp_path, {"gpu01": FLEET["gpu01"]}, cwd=work, report_dir=False,
+        playbook=installed / "playbooks" / "audit.yml",
+    )  # fmt: skip
+    assert rc == 0, out
+    assert (work / "reports" / "gpufleet-audit.json").is_file()
+    assert f"HTML report: {work / 'reports' / 'gpufleet-audit.html'}" in out
+    assert not (installed / "reports").exists()
+    # the merge reads and writes the same default directory
+    rc, out = run(
+        collections, tmp_path, {"gpu01": FLEET["gpu01"]}, "-e", "gpufleet_audit_slice=1", "-e",
+        "gpufleet_audit_slices=2", cwd=work, report_dir=False, playbook=installed / "playbooks" / "audit.yml",
+    )  # fmt: skip
+    assert rc == 0, out
+    assert (work / "reports" / "gpufleet-audit.slice-1-of-2.json").is_file()
+    rc, out = run(
+        collections, tmp_path, {"gpu01": FLEET["gpu01"]}, cwd=work, report_dir=False,
+        playbook=installed / "playbooks" / "audit_merge.yml",
+    )  # fmt: skip
+    assert rc == 0, out
+    assert "slices missing: 2" in out
+    assert not (installed / "reports").exists()
 
 
 def test_validated_variables_keep_ansible_lists_and_booleans():
@@ -311,3 +368,63 @@ def test_a_wrong_slice_variable_is_named_before_gathering(collections, tmp_path)
     assert rc == 2, out
     assert "gpufleet_audit_slice: 3 is above gpufleet_audit_slices (2)" in out
     assert "Gather ansible_facts.nvidia" not in out
+
+
+# -- each audited host's own series in node_exporter's textfile directory ----------------------------------
+TEXTFILE_VAR = "gpufleet_audit_prometheus_textfile_dir"
+
+
+def with_textfile_dirs(tmp_path, names):
+    dirs = {name: tmp_path / "textfile" / name for name in names}
+    for directory in dirs.values():
+        directory.mkdir(parents=True)
+    hosts = {
+        name: dict(hv, **{TEXTFILE_VAR: str(dirs[name])}) if name in dirs else hv
+        for name, hv in FLEET.items()
+    }
+    return hosts, dirs
+
+
+def test_each_audited_host_gets_its_own_series_in_its_textfile_directory(collections, tmp_path):
+    hosts, dirs = with_textfile_dirs(tmp_path, ("gpu01", "login01", "gpu10", "gpu99"))
+    rc, out = run(collections, tmp_path, hosts, "-e", "gpufleet_audit_fail_on_drift=true")
+    # gpu10 drifts: the run fails for it, after the reports and every node's file were written
+    assert rc == 2, out
+    assert "drift from the baseline on 1 host(s): gpu10: driver branch 580 expected" in out
+    fleet = parse_exposition((tmp_path / "reports" / "gpufleet.prom").read_text())
+    for name in ("gpu01", "login01", "gpu10"):
+        assert os.listdir(dirs[name]) == ["gpufleet.prom"], name  # and no temporary file left
+        node = parse_exposition((dirs[name] / "gpufleet.prom").read_text())
+        for family, samples in fleet.items():
+            assert node.get(family, []) == [(lb, v) for lb, v in samples if lb.get("host", name) == name]
+    assert os.listdir(dirs["gpu99"]) == []  # unreachable: nothing written, and no second unreachable error
+    assert "Audit verdict" in out
+
+
+def test_a_wrong_textfile_directory_is_named_with_its_host(collections, tmp_path):
+    hosts, dirs = with_textfile_dirs(tmp_path, ("gpu01",))
+    hosts["gpu01"][TEXTFILE_VAR] = "node-exporter/textfile"
+    rc, out = run(collections, tmp_path, hosts)
+    assert rc == 2, out
+    assert f"{TEXTFILE_VAR} (host gpu01): 'node-exporter/textfile' is not an absolute path" in out
+    assert "Gather ansible_facts.nvidia" not in out
+    # a directory that is not on the host fails the write there, once the reports are written
+    hosts["gpu01"][TEXTFILE_VAR] = str(dirs["gpu01"] / "missing")
+    rc, out = run(collections, tmp_path, hosts)
+    assert rc == 2, out
+    assert f"{TEXTFILE_VAR}: {dirs['gpu01'] / 'missing'} is not a directory on this host" in out
+    assert (tmp_path / "reports" / "gpufleet-audit.json").exists()
+
+
+def test_a_hosts_own_textfile_directory_wins_over_the_runs():
+    """The run's value (-e, or play variables, which host variables do not hold) for the hosts without one."""
+    hostvars = {"a": {TEXTFILE_VAR: "/srv/a/"}, "b": {}, "c": {TEXTFILE_VAR: None}}
+    assert textfile_dirs(["a", "b", "c"], hostvars, TEXTFILE_VAR, "/var/lib/node") == {
+        "a": "/srv/a",
+        "b": "/var/lib/node",
+        "c": "/var/lib/node",
+    }
+    assert textfile_dirs(["a", "b"], hostvars, TEXTFILE_VAR) == {"a": "/srv/a"}
+    refused = rf"^{TEXTFILE_VAR} \(host b\): 'node' is not an absolute path"
+    with pytest.raises(AnsibleActionFail, match=refused):
+        textfile_dirs(["a", "b"], hostvars, TEXTFILE_VAR, "node")

@@ -140,9 +140,11 @@ def test_h200_lists_both_cudnn_copies_and_the_resolved_one(report):
 
 def test_mismatch_finding_names_both_copies(report):
     (f,) = [f for f in host(report, "gpu01")["findings"] if f["code"] == "cudnn_env_differs_from_system"]
-    assert f["severity"] == "warning"
+    # the H200's torch venv with its own cuDNN: nothing says a program loads the other copy, so info
+    assert f["severity"] == "info"
     assert "cuDNN 9.19.0 (pip at /opt/torch/.venv)" in f["message"]
     assert "cuDNN 9.14.0 (deb at /usr)" in f["message"]
+    assert "the facts do not say what its programs load" in f["message"]
 
 
 def test_no_gpu_host(report):
@@ -152,7 +154,7 @@ def test_no_gpu_host(report):
     # its CUDA 12.8 has a version.json but no package, runfile uninstaller or gpufleet marker
     assert [f["code"] for f in h["findings"]] == ["owner_unknown", "no_gpu"]
     assert h["drift_status"] == "no_baseline"
-    assert rp.status_text(h) == "ok (no GPU)"
+    assert (rp.status_text(h), rp.gpu_text(h)) == ("ok", "none")  # the GPUs say no GPU, not the status
 
 
 def test_unreachable_and_failed_hosts_are_kept(report):
@@ -337,8 +339,13 @@ def test_csv_one_row_per_host_and_component(report):
     assert [r for r in rows if r["host"] == "old01"][0]["status"] == "failed"
     assert ("gpu", "", "", "") in by_host["login01"]
     assert ("driver", "none", "none", "") in by_host["login01"]
-    drift_rows = [r for r in rows if r["drift"]]
+    drift_rows = [r for r in rows if rp.drifted(r)]
     assert {(r["host"], r["component"]) for r in drift_rows} == {("gpu10", "driver"), ("gpu10", "cudnn")}
+    # login01 has no baseline: nothing was compared, and its rows say so
+    assert {r["drift"] for r in rows if r["host"] == "login01" and r["component"] in ("driver", "cuda")} == {
+        "no baseline set"
+    }
+    assert {r["drift"] for r in rows if r["component"] == "host"} == {"unknown"}
 
 
 def test_csv_missing_component_gets_a_row():
@@ -360,7 +367,7 @@ def test_markdown(report):
     table = [line for line in md.splitlines() if line.startswith("| ")]
     assert len(table) == 2 + 5  # header, separator, one per host
     assert "| gpu99 | unreachable |" in md
-    assert "| login01 | ok (no GPU) | no GPU | none |" in md
+    assert "| login01 | ok | none | none |" in md
     assert "9.14.0 deb/cu13*, 9.19.0 pip/cu13" in md
     assert "## Drift" in md
     assert "- **gpu10**: driver branch 580 expected, found 575.57.08" in md
@@ -431,7 +438,8 @@ def test_prometheus_metrics_parse(report):
     drivers = {s["host"]: s["version"] for s, _ in fam["gpufleet_driver_info"]}
     assert drivers == {"gpu01": "580.159.04", "gpu10": "575.57.08", "login01": "none"}
     drift = {s["host"]: v for s, v in fam["gpufleet_drift"]}
-    assert drift == {"gpu01": 0, "gpu10": 2, "login01": 0}
+    assert drift == {"gpu01": 0, "gpu10": 2}  # login01: no baseline set, no number of differences
+    assert {s["host"]: v for s, v in fam["gpufleet_baseline"]} == {"gpu01": 1, "gpu10": 1, "login01": 0}
     assert len(fam["gpufleet_drift_info"]) == 2
     assert {s["host"]: v for s, v in fam["gpufleet_gpus"]} == {"gpu01": 1, "gpu10": 2, "login01": 0}
     assert fam["gpufleet_audit_timestamp_seconds"] == [({}, 1764468000.0)]
@@ -537,7 +545,8 @@ def test_summary_lines(report):
     assert lines[0].split()[:2] == ["host", "status"]
     assert len(lines) == 2 + 5 + 1
     assert any(line.startswith("gpu99") and "unreachable" in line for line in lines)
-    assert any(line.startswith("login01") and "no GPU" in line for line in lines)
+    (login,) = [re.split(r"\s{2,}", line) for line in lines if line.startswith("login01")]
+    assert login[1:4] == ["ok", "none", "none"]
     assert lines[-1].startswith("5 host(s): 3 audited, 1 unreachable, 1 failed, 1 without GPU")
     assert rp.drift_lines(report)[0].startswith("gpu10: ")
 
@@ -598,6 +607,16 @@ def test_real_compat_rules_are_found():
     [
         ({"unreachable": True, "msg": "ssh: no route"}, "unreachable", "ssh: no route"),
         ({"failed": True, "msg": "Python too old"}, "failed", "Python too old"),
+        (
+            {
+                "failed": True,
+                "msg": "Module result deserialization failed: No start of json char found",
+                "module_stderr": "/bin/sh: 1: /usr/bin/python3: not found\n",
+            },
+            "failed",
+            "Module result deserialization failed: No start of json char found; module stderr: /bin/sh: 1: "
+            "/usr/bin/python3: not found",
+        ),
         ({"failed": True}, "failed", "nvidia_facts failed"),
         ({"changed": False}, "failed", "nvidia_facts returned no ansible_facts.nvidia"),
         (None, "failed", "no audit result (the host left the play before nvidia_facts)"),
@@ -615,3 +634,109 @@ def test_record_from_result_ok():
     assert rec["status"] == "ok"
     assert rec["facts"]["gpu_count"] == 1
     assert rp.build_report([rec], compat=NO_COMPAT)["hosts"][0]["status"] == "ok"
+
+
+# -- findings lists: errors, then warnings, then info; each by number of hosts ------------------------------
+def fleet_of_findings():
+    def fake(entry):
+        out = [("warning", "W on every host")]
+        if entry["name"] in ("a", "b"):
+            out.append(("error", "E on two hosts"))
+        if entry["name"] == "a":
+            out.append(("error", "E on one host"))
+        return out
+
+    return rp.build_report(
+        [{"name": n, "status": "ok", "facts": facts("h200")} for n in ("a", "b", "c")], compat=fake
+    )
+
+
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+def assert_ordered(listed):
+    """[(severity, hosts)] in the order shown: by severity, then most hosts first."""
+    assert listed == sorted(listed, key=lambda x: (SEVERITY_RANK[x[0]], -x[1])), listed
+    assert [SEVERITY_RANK[s] for s, _n in listed] == sorted(SEVERITY_RANK[s] for s, _n in listed)
+
+
+def test_markdown_findings_by_severity_then_host_count():
+    report = fleet_of_findings()
+    md = rp.render_markdown(report).split("## Findings", 1)[1].split("\n## ", 1)[0]
+    items = re.findall(r"^- (error|warning|info) `[^`]+` on (\d+) host\(s\) \(([^)]*)\): (.*)$", md, re.M)
+    assert_ordered([(sev, int(n)) for sev, n, _hosts, _msg in items])
+    messages = [msg for _sev, _n, _hosts, msg in items]
+    assert messages.index("E on two hosts") < messages.index("E on one host")
+    assert messages.index("E on one host") < messages.index("W on every host")
+    assert ("error", "2", "a, b", "E on two hosts") in items  # each finding once, with its hosts
+
+
+def test_html_findings_by_severity_then_host_count():
+    page = render_html(fleet_of_findings())
+    ul = page.split('<ul id="findings">', 1)[1].split("</ul>", 1)[0]
+    item = r'<li class="(\w+)"><b>(\d+) host\(s\)</b> \w+ <code>[^<]*</code>: ([^<]*) <small>'
+    items = re.findall(item, ul)
+    assert_ordered([(sev, int(n)) for sev, n, _msg in items])
+    messages = [msg for _sev, _n, msg in items]
+    assert messages.index("E on two hosts") < messages.index("E on one host")
+    assert messages.index("E on one host") < messages.index("W on every host")
+    assert {sev for sev, _n, _msg in items} == {"error", "warning", "info"}
+
+
+# -- no baseline set: said as such, never "drift: none" ----------------------------------------------------
+def test_no_baseline_set_is_said_in_every_format():
+    recs = [{"name": "gpu01", "status": "ok", "facts": facts("h200")}, records()[3]]
+    report = rp.build_report(recs, compat=NO_COMPAT)
+    h = host(report, "gpu01")
+    assert (h["baseline"], h["drift"], h["drift_status"]) == (None, [], "no_baseline")  # the JSON's words
+    assert report["summary"]["no_baseline"] == 1
+    overview = "no baseline set on any audited host (gpufleet_baseline): nothing compared"
+    md = rp.render_markdown(report)
+    assert f"- drift: {overview}" in md
+    assert "| gpu01 | ok |" in md and "| no baseline set |" in md
+    page = render_html(report)
+    drift = page.split("<h2>Drift</h2>", 1)[1].split("</ul>", 1)[0]
+    assert overview in drift and "<li>none</li>" not in drift
+    p = _Collect()
+    p.feed(page)
+    assert [r[6] for _cls, r in p.tables["hosts"][1:]] == ["no baseline set", "unknown"]
+    assert not [r for cls, r in p.tables["components"][1:] if cls == "drift"]
+    rows = list(csv.DictReader(io.StringIO(rp.render_csv(report))))
+    assert {r["drift"] for r in rows if r["component"] in ("driver", "cuda", "cudnn")} == {"no baseline set"}
+    fam = parse_exposition(rp.render_prometheus(report))
+    assert "gpufleet_drift" not in fam  # no number of differences where nothing was compared
+    assert fam["gpufleet_baseline"] == [({"host": "gpu01"}, 0.0)]
+    lines = rp.summary_lines(report)
+    assert "no baseline set" in [line for line in lines if line.startswith("gpu01")][0]
+    assert "drift: no baseline set on any audited host" in lines[-1]
+
+
+def test_the_drift_overview_names_the_hosts_without_a_baseline():
+    report = rp.build_report(records(), compat=NO_COMPAT)
+    assert rp.drift_overview(report) == (
+        "2 item(s) on 1 of the 2 host(s) with a baseline; no baseline set on 1 host(s): login01"
+    )
+    assert rp.drift_overview(report, names=False).endswith("; no baseline set on 1 host(s)")
+
+
+# -- a node's own file for node_exporter's textfile collector (gpufleet_audit_prometheus_textfile_dir) -----
+def test_a_nodes_textfile_holds_exactly_its_lines_of_the_fleet_file(report):
+    fleet_text = rp.render_prometheus(report, timestamp=1764468000)
+    fleet = parse_exposition(fleet_text)
+    dirs = {
+        "gpu01": "/var/lib/prometheus/node-exporter",
+        "gpu10": "/srv/textfile",
+        "gpu99": "/x",
+        "old01": "/x",
+    }
+    files = rp.host_textfiles(report, dirs, timestamp=1764468000)
+    assert sorted(files) == ["gpu01", "gpu10"]  # audited hosts that set it; not login01, gpu99, old01
+    for name, file in files.items():
+        assert file["directory"] == dirs[name]
+        node = parse_exposition(file["content"])
+        for family, samples in fleet.items():
+            mine = [(labels, v) for labels, v in samples if labels.get("host", name) == name]
+            assert node.get(family, []) == mine, (name, family)
+        helps = [line for line in file["content"].splitlines() if line.startswith("#")]
+        assert set(helps) <= set(fleet_text.splitlines())  # the same HELP and TYPE lines
+    assert fleet["gpufleet_audit_timestamp_seconds"] == [({}, 1764468000.0)]

@@ -1,7 +1,9 @@
 """Findings of issue 13 from fixture roots: what each consumer loads, the driver now and at the next boot,
 CUDA forward compatibility; and the per-environment rows and metrics of report/consumers.py."""
 
+import json
 import shutil
+from pathlib import Path
 
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import drift
@@ -11,7 +13,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import cons
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import CSV_COLUMNS
 
 from tests.data.consumers import roots
-from tests.data.consumers.roots import SP, VENV, WHEEL_LIB, h200_torch
+from tests.data.consumers.roots import MULTIARCH, SP, VENV, WHEEL_LIB, h200_torch
 from tests.data.facts import fakeroot
 
 
@@ -439,3 +441,79 @@ def test_cuda_compat_on_the_h200_is_allowed(tmp_path):
     assert findings.gpu_data_center(entry["gpus"][0]) is True
     (item,) = by_code(entry)["cuda_compat_in_use"]
     assert item["severity"] == "info"
+
+
+# -- a venv's own cuDNN beside the system's: info when its programs load their own, a warning naming the one
+# -- that loads another copy ---------------------------------------------------------------------------------
+ENV_DIFFERS = "cudnn_env_differs_from_system"
+H200_FACTS = Path(__file__).resolve().parents[4] / "data" / "audit"
+
+
+def h200_entry(name):
+    facts = json.loads((H200_FACTS / name).read_text())
+    return build.build_report([{"name": "gpu01", "status": "ok", "facts": facts}], use_compat=False)["hosts"][
+        0
+    ]
+
+
+def env_differs(entry, env):
+    return [f for f in entry["findings"] if f["code"] == ENV_DIFFERS and f"(pip at {env})" in f["message"]]
+
+
+@pytest.mark.parametrize("fixture", ["h200.json", "h200-broken-venv.json"])
+def test_the_h200_torch_venv_loading_its_own_cudnn_is_info(fixture):
+    """The real H200 (shared fixture h200-ubuntu2404): pip torch in /opt/torch/.venv loads its wheel's 9.19
+    through its library's DT_RPATH while the system has 9.14 - the normal layout, nothing to act on."""
+    (f,) = env_differs(h200_entry(fixture), VENV)
+    assert f["severity"] == "info", f["message"]
+    assert f["message"].startswith(
+        f"cuDNN 9.19.0 (pip at {VENV}) differs from the system cuDNN 9.14.0 (deb at /usr)"
+    )
+    if "consumers" in json.loads((H200_FACTS / fixture).read_text()):
+        assert f"jax, torch there load(s) this copy (DT_RPATH of {SP}/jax_plugins" in f["message"]
+        assert "as designed: nothing to do" in f["message"]
+
+
+def test_the_h200_torch_venv_from_the_probe_is_info(tmp_path):
+    (f,) = by_code(entry_of(h200_torch(tmp_path)))[ENV_DIFFERS]
+    assert f["severity"] == "info"
+    assert f"torch there load(s) this copy (DT_RUNPATH of {SP}/torch/lib/libtorch_cuda.so" in f["message"]
+
+
+def test_torch_without_its_runpath_loads_the_system_copy_a_warning_naming_it(tmp_path):
+    """libtorch_cuda.so without RUNPATH: the loader's cache gives it the system's 9.14, not its wheel's."""
+    (f,) = by_code(entry_of(h200_torch(tmp_path, runpath=None)))[ENV_DIFFERS]
+    assert f["severity"] == "warning"
+    assert (
+        f"torch there ({SP}/torch/lib/libtorch_cuda.so) loads {MULTIARCH}/libcudnn.so.9.14.0 (cuDNN 9.14.0, "
+        in f["message"]
+    )
+    assert "not the 9.19.0 of its env" in f["message"]
+
+
+def test_two_frameworks_of_one_venv_loading_two_copies_a_warning_naming_the_odd_one():
+    """The real venv, with jax's plugin built without RPATH: jax gets the system's copy, torch its own; a
+    process importing both gets one libcudnn.so.9 for both."""
+    facts = json.loads((H200_FACTS / "h200-broken-venv.json").read_text())
+    (env,) = [e for e in facts["consumers"]["environments"] if e["path"] == VENV]
+    (jax,) = [fw for fw in env["frameworks"] if fw["name"] == "jax"]
+    jax["loads"].update(
+        path=f"{MULTIARCH}/libcudnn.so.9",
+        real_path=f"{MULTIARCH}/libcudnn.so.9.14.0",
+        dir=MULTIARCH,
+        version="9.14.0",
+        copy_path="/usr",
+        via="ld_cache",
+        why="the loader cache (ldconfig)",
+    )
+    entry = build.build_report([{"name": "gpu01", "status": "ok", "facts": facts}], use_compat=False)[
+        "hosts"
+    ][0]
+    (f,) = env_differs(entry, VENV)
+    assert f["severity"] == "warning"
+    assert (
+        f"jax there ({SP}/jax_plugins/xla_cuda13/xla_cuda_plugin.so) loads {MULTIARCH}/libcudnn.so.9.14.0"
+        in (f["message"])
+    )
+    assert "a process that imports torch and jax loads libcudnn.so.9 once" in f["message"]
+    assert "torch there (" not in f["message"]  # torch loads its own: not named as the odd one

@@ -468,5 +468,9 @@ def test_owner_unknown_finding_names_the_path(case, with_owner):
     (f,) = found
     assert f["severity"] == "warning"
     why = words[len("unknown (") : -1]
-    assert f" at {path} has no known owner ({why}): " in f["message"]
+    assert f" at {path} has no known owner: {why}; find out where it came from" in f["message"]
     assert f["message"].startswith(("CUDA ", "cuDNN "))
+    # it says why once: no run of three words comes twice ("no package, runfile ... gpufleet marker")
+    words = f["message"].replace(",", "").split()
+    runs = [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
+    assert [r for r in set(runs) if runs.count(r) > 1] == [], f["message"]

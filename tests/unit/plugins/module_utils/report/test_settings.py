@@ -3,6 +3,8 @@
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.settings import (
     SettingsError,
+    report_dir_of,
+    validate_host_values,
     validate_settings,
 )
 
@@ -103,6 +105,7 @@ GOOD = {
     "gpufleet_audit_report_formats": "json,md",
     "gpufleet_audit_fail_on_drift": "yes",
     "gpufleet_audit_fail_on_unreachable": "no",
+    "gpufleet_audit_fail_on_failed": "on",
     "gpufleet_audit_gather_facts": "false",
     "gpufleet_audit_strategy": "linear",
     "gpufleet_audit_gather_subset": "all,!cudnn",
@@ -110,6 +113,7 @@ GOOD = {
     "gpufleet_audit_slice": "2",
     "gpufleet_audit_slices": "3",
     "gpufleet_audit_slice_dir": "/srv/audit/slices",
+    "gpufleet_audit_prometheus_textfile_dir": "/var/lib/prometheus/node-exporter",
     "awx_job_slice_number": 2,
     "awx_job_slice_count": 3,
 }
@@ -215,3 +219,37 @@ def test_control_characters_are_refused_naming_the_variable(values, message):
     with pytest.raises(SettingsError) as err:
         check(**values)
     assert str(err.value).startswith(message), err.value
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, "/home/admin/fleet/reports"),
+        ("", "/home/admin/fleet/reports"),
+        ("out/./audit/", "/home/admin/fleet/out/audit"),
+        ("../shared", "/home/admin/shared"),
+        ("/srv/audit", "/srv/audit"),
+    ],
+)
+def test_the_report_dir_is_relative_to_the_directory_ansible_playbook_runs_in(value, expected):
+    """Default reports/ there, never beside the playbook (inside an installed collection)."""
+    assert report_dir_of(value, "/home/admin/fleet") == expected
+
+
+def test_the_textfile_directory_is_an_absolute_path_for_the_run_and_per_host():
+    assert check(gpufleet_audit_prometheus_textfile_dir="/var/lib/node_exporter/./") == {
+        "gpufleet_audit_prometheus_textfile_dir": "/var/lib/node_exporter"
+    }
+    with pytest.raises(SettingsError, match=r"^gpufleet_audit_prometheus_textfile_dir: 'textfile' is not an"):
+        check(gpufleet_audit_prometheus_textfile_dir="textfile")
+    var = "gpufleet_audit_prometheus_textfile_dir"
+    assert validate_host_values(var, {"a": "/srv/tf/", "b": None}) == {"a": "/srv/tf"}
+    with pytest.raises(SettingsError) as err:
+        validate_host_values(var, {"a": "/srv/tf", "b": "tf", "c": "/srv/\ntf", "d": ["/srv"]})
+    assert str(err.value) == (
+        f"{var} (host b): 'tf' is not an absolute path; allowed: the absolute path of node_exporter's "
+        f"textfile directory on the hosts (--collector.textfile.directory); {var} (host c): '/srv/\\ntf' "
+        "contains a control character ('\\n'); allowed: printable text (no newline, tab or other control "
+        f"character); {var} (host d): ['/srv'] is not an absolute path; allowed: the absolute path of "
+        "node_exporter's textfile directory on the hosts (--collector.textfile.directory)"
+    )
