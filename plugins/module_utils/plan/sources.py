@@ -48,16 +48,16 @@ def normalize_url(url):
 
 
 def entry_urls(entry):
-    """The normalized repository URLs an entry serves: apt's flat suites (``URI /``, or a suite that is a
-    path ending in ``/``: URI + suite), dnf's baseurls. A suite of a ``dists/`` repository (``bookworm``) is
-    another repository than a flat one at the same URI."""
+    """{normalized repository URL: the URI as the entry writes it} of what an entry serves: apt's flat suites
+    (``URI /``, or a suite that is a path ending in ``/``: URI + suite), dnf's baseurls. A suite of a
+    ``dists/`` repository (``bookworm``) is another repository than a flat one at the same URI."""
     if entry.get("format") == "repo":
-        return [normalize_url(uri) for uri in entry.get("uris") or []]
-    urls = []
+        return {normalize_url(uri): uri for uri in entry.get("uris") or []}
+    urls = {}
     for uri in entry.get("uris") or []:
         for suite in entry.get("suites") or []:
             if suite.endswith("/"):
-                urls.append(normalize_url(uri.rstrip("/") + "/" + suite.strip("/")))
+                urls.setdefault(normalize_url(uri.rstrip("/") + "/" + suite.strip("/")), uri)
     return urls
 
 
@@ -209,8 +209,9 @@ def adoption(repo, sources, prefix="<role>"):
     """What the host's sources decide for the plan's repository: {adopt, remove_own, words}.
 
     ``adopt``: None (no foreign source serves the URL: gpufleet writes its own, as before), or {path, keyring,
-    owner, line, id} of the foreign source the host keeps (keyring: the file its Signed-By or gpgkey names,
-    "" for an inline key or apt's global keyrings). ``remove_own``: gpufleet's own source file and keyring of
+    uri, owner, line, id} of the foreign source the host keeps (keyring: the file its Signed-By or gpgkey
+    names, "" for an inline key or apt's global keyrings; uri: the URI as it writes it, which apt's index
+    names). ``remove_own``: gpufleet's own source file and keyring of
     an earlier run, when adopting (it owns them). ``words``: the plan's line. RepoPlanError naming the files,
     the URL, the keys found and what to do when the sources cannot be adopted. ``sources`` None or {} (the
     facts' subset not gathered): nothing decided."""
@@ -224,8 +225,9 @@ def adoption(repo, sources, prefix="<role>"):
     entry = pick(foreign, repo["url"], repo, sources, prefix)
     keyring = (entry.get("keyrings") or [""])[0]
     owner = entry.get("owner")
-    out["adopt"] = {"path": entry["file"], "keyring": keyring, "owner": owner, "line": entry.get("line"),
-                    "id": entry.get("id")}  # fmt: skip
+    uri = entry_urls(entry)[normalize_url(repo["url"])]
+    out["adopt"] = {"path": entry["file"], "keyring": keyring, "uri": uri, "owner": owner,
+                    "line": entry.get("line"), "id": entry.get("id")}  # fmt: skip
     out["words"] = f"adopting {entry['file']} ({owner or 'no package owns it'})"
     if own:
         out["remove_own"] = [repo["path"], repo["keyring"]]

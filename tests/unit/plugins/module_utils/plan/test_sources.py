@@ -63,7 +63,8 @@ def test_no_foreign_source_is_todays_plan():
 def test_the_nvidia_guides_source_is_adopted():
     decided = plan_sources.adoption(ubuntu(), guide(), "cudnn")
     assert decided["adopt"] == {
-        "path": CUDA_LIST, "keyring": CUDA_KEYRING, "owner": "cuda-keyring", "line": 1, "id": None
+        "path": CUDA_LIST, "keyring": CUDA_KEYRING, "uri": NVIDIA, "owner": "cuda-keyring", "line": 1,
+        "id": None,
     }  # fmt: skip
     assert decided["remove_own"] == []
     assert decided["words"] == f"adopting {CUDA_LIST} (cuda-keyring)"
@@ -94,7 +95,8 @@ def test_the_url_is_compared_normalized(uri):
 
 def test_a_flat_suite_that_is_a_path_and_deb822_suites_slash_are_the_same_repository():
     base = "https://developer.download.nvidia.com/compute/cuda/repos/"
-    assert plan_sources.adoption(ubuntu(), guide(base, suite="ubuntu2404/x86_64/"), "cudnn")["adopt"]
+    adopted = plan_sources.adoption(ubuntu(), guide(base, suite="ubuntu2404/x86_64/"), "cudnn")["adopt"]
+    assert adopted["uri"] == base  # what apt's index names (REPO_URI)
     deb822 = guide(fmt="deb822")
     assert plan_sources.adoption(ubuntu(), deb822, "cudnn")["adopt"]["path"] == CUDA_LIST
 
@@ -165,8 +167,8 @@ def test_a_source_without_signed_by_is_judged_by_apts_global_keyrings():
     trusted = "/etc/apt/trusted.gpg.d/cuda.gpg"
     old_style = [entry("/etc/apt/sources.list.d/cuda.list", NVIDIA)]
     adopted = plan_sources.adoption(ubuntu(), facts(old_style, {trusted: ring(PINNED)}, [trusted]), "cudnn")
-    assert adopted["adopt"] == {"path": "/etc/apt/sources.list.d/cuda.list", "keyring": "", "owner": None,
-                                "line": 1, "id": None}  # fmt: skip
+    assert adopted["adopt"] == {"path": "/etc/apt/sources.list.d/cuda.list", "keyring": "", "uri": NVIDIA,
+                                "owner": None, "line": 1, "id": None}  # fmt: skip
     with pytest.raises(
         repo_plan.RepoPlanError, match=r"its keys \(none \(apt's global keyrings\)\) are AE09"
     ):
@@ -196,8 +198,8 @@ def rocky():
 
 def test_nvidias_rhel_repo_file_is_adopted():
     decided = plan_sources.adoption(rocky(), facts([rhel_repo()]), "cuda_toolkit")
-    assert decided["adopt"] == {"path": "/etc/yum.repos.d/cuda-rhel9.repo", "keyring": "", "owner": None,
-                                "line": 1, "id": "cuda-rhel9-x86_64"}  # fmt: skip
+    assert decided["adopt"] == {"path": "/etc/yum.repos.d/cuda-rhel9.repo", "keyring": "", "uri": RHEL,
+                                "owner": None, "line": 1, "id": "cuda-rhel9-x86_64"}  # fmt: skip
 
 
 @pytest.mark.parametrize(
