@@ -424,9 +424,9 @@ def own_removals(repo):
         data = _read(path)
         if data is None:
             continue
-        if path == repo["path"] and not data.startswith(install_repo.MANAGED.encode()):
+        if path == repo["path"] and not data.startswith(install_repo.GPUFLEET_HEADER.encode()):
             raise install_repo.RepoError(
-                f"{path} does not start with gpufleet's header ({install_repo.MANAGED.strip()}): it is not "
+                f"{path} does not start with gpufleet's header ({install_repo.GPUFLEET_HEADER}): it is not "
                 "gpufleet's and is not removed; remove it yourself if the adopted source replaces it"
             )
         removals.append((path, data))

@@ -21,7 +21,8 @@ from ansible.module_utils.urls import ConnectionError as UrlConnectionError
 from ansible.module_utils.urls import open_url
 from ansible_collections.gpufleet.nvidia.plugins.module_utils import openpgp
 
-MANAGED = "# Managed by gpufleet (nvidia_repo): NVIDIA CUDA repository\n"
+GPUFLEET_HEADER = "# Managed by gpufleet"  # the first line of every file gpufleet writes under /etc
+MANAGED = GPUFLEET_HEADER + " (nvidia_repo): NVIDIA CUDA repository\n"
 
 
 class RepoError(ValueError):
