@@ -57,8 +57,8 @@ author: gpufleet maintainers (!UNKNOWN)
 options:
   gather_subset:
     description:
-      - What to gather. V(all), or any of V(gpu), V(driver), V(cuda), V(cudnn), V(owners), V(packages).
-        V(all) is every subset but V(packages).
+      - What to gather. V(all), or any of V(gpu), V(driver), V(cuda), V(cudnn), V(owners), V(packages),
+        V(sources). V(all) is every subset but V(packages) and V(sources).
       - V(owners) is who owns what the roles may touch (C(/usr/local/cuda*), gpufleet's files under
         C(/etc), O(owner_paths)), the C(cuda*) alternatives, and the dynamic linker's directories in
         ldconfig's order with what C(libcudnn.so.N) and C(libcudart.so.N) resolve to now.
@@ -66,6 +66,11 @@ options:
         cuDNN, driver, NCCL names) with their version and hold, and on an apt host with O(root) C(/) whether
         C(ansible.builtin.apt) could run (C(apt_pkg) importable by this interpreter, apt's candidate for
         python3-apt), which the package plans need from the host.
+      - V(sources) is every apt source entry (C(/etc/apt/sources.list), C(sources.list.d/*.list) and
+        C(*.sources)) and dnf C(.repo) section (C(/etc/yum.repos.d)), enabled or not, with the keyrings they
+        name and apt's global ones (the OpenPGP fingerprints of their keys) and the NVIDIA-related package
+        that owns each file (cuda-keyring), which the repository plans need to adopt NVIDIA's source a host
+        already has.
       - A name prefixed with C(!) is excluded, for example V([all, "!cudnn"]).
       - Host context (container, VM) is always gathered.
     type: list
@@ -190,8 +195,8 @@ ansible_facts:
           elements: str
           sample: [cuda, cudnn, driver, gpu]
         probes:
-          description: Per subset (host, gpu, driver, cuda, cudnn, owners; packages only when gathered)
-            C(state) (ok, partial, unknown, skipped), C(reason) and C(elapsed_ms).
+          description: Per subset (host, gpu, driver, cuda, cudnn, owners; packages and sources only when
+            gathered) C(state) (ok, partial, unknown, skipped), C(reason) and C(elapsed_ms).
           type: dict
           sample: {"cudnn": {"state": "ok", "reason": null, "elapsed_ms": 120}}
         warnings:
@@ -372,6 +377,47 @@ ansible_facts:
               libcudnn9-cuda-13: {version: 9.14.0.64-1, held: true}
               cuda-nvcc-13-0: {version: 13.0.88-1, held: false}
             python_apt: {importable: true, candidate: 2.7.14build2, interpreter: /usr/bin/python3}
+            reasons: []
+        sources:
+          description:
+            - Subset V(sources) (empty otherwise). C(entries) - every apt entry and dnf section (C(file),
+              C(format) one-line, deb822 or repo, C(line), C(id) (dnf), C(enabled), C(types), C(uris)
+              (dnf baseurl), C(suites), C(components), C(options) (lower-case names, e.g. C(signed-by),
+              C(arch), C(trusted)), C(gpgcheck), C(repo_gpgcheck), C(gpgkey) (dnf; null and [] for apt),
+              C(keyrings) (the keyring files it names - apt Signed-By paths, dnf C(gpgkey=file://)),
+              C(fingerprints) (Signed-By fingerprints, or those of an inline key), C(inline_key), C(owner)
+              (the NVIDIA-related package that owns the file, or null)).
+            - C(keyrings) - by path, every keyring an entry names and apt's global ones - C(exists),
+              C(fingerprints) (primary keys), C(subkeys), C(owner), C(reason). C(trusted) - apt's global
+              keyrings (what a source without Signed-By trusts). C(reasons) - what was not read.
+          type: dict
+          sample:
+            entries:
+              - file: /etc/apt/sources.list.d/cuda-ubuntu2404-x86_64.list
+                format: one-line
+                line: 1
+                id: null
+                enabled: true
+                types: [deb]
+                uris: [https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/]
+                suites: [/]
+                components: []
+                options: {signed-by: /usr/share/keyrings/cuda-archive-keyring.gpg}
+                gpgcheck: null
+                repo_gpgcheck: null
+                gpgkey: []
+                keyrings: [/usr/share/keyrings/cuda-archive-keyring.gpg]
+                fingerprints: []
+                inline_key: false
+                owner: cuda-keyring
+            keyrings:
+              /usr/share/keyrings/cuda-archive-keyring.gpg:
+                exists: true
+                fingerprints: [EB693B3035CD5710E231E123A4B469963BF863CC]
+                subkeys: []
+                owner: cuda-keyring
+                reason: null
+            trusted: []
             reasons: []
 """
 

@@ -30,6 +30,13 @@ description:
     to pin; RV(packages) then holds only O(specs) and C(index=false).
   - The key goes into a keyring file that only this source's Signed-By (or gpgkey) names (no global trust, no
     cuda-keyring package).
+  - A host that already has its own source of the repository (NVIDIA's installation guide - cuda-keyring's
+    C(/etc/apt/sources.list.d/cuda-<distro>-<arch>.list), or C(/etc/yum.repos.d/cuda-rhel9.repo)) is adopted
+    when the plan says so (O(repo.adopt)); O(state=present) then fetches no key and writes no source or
+    keyring (a second source of the same URL with another Signed-By would break every C(apt-get update)),
+    refreshes apt's index from the adopted file only, and removes gpufleet's own source file and keyring of an
+    earlier run that the plan lists in O(repo.remove_own) (check mode reports it, diff mode shows it).
+    O(state=pinned) reads the index of the adopted source.
   - Used by the internal role C(gpufleet.nvidia.internal) (entry point repository.yml) and the install phases
     of the roles C(gpufleet.nvidia.cuda_toolkit) and C(gpufleet.nvidia.cudnn).
 options:
@@ -80,6 +87,47 @@ options:
       arch:
         description: The repository's arch directory (C(x86_64) or C(sbsa)); informational.
         type: str
+      adopt:
+        description:
+          - The host's own source of this repository the plan adopts
+            (C(plugins/module_utils/plan/sources.py)), or null - gpufleet writes its own. With it,
+            O(state=present) writes no key and no source.
+        type: dict
+        suboptions:
+          path:
+            description: The adopted source file (its apt index is refreshed from it alone).
+            type: str
+            required: true
+          keyring:
+            description:
+              - The keyring its Signed-By or gpgkey names (empty - an inline key or apt's global keyrings).
+            type: str
+            default: ""
+          uri:
+            description: The URI as the adopted source writes it (what apt's index of it is listed under).
+            type: str
+            default: ""
+          owner:
+            description: The package that owns the file (C(cuda-keyring)), if any; informational.
+            type: str
+          line:
+            description: The line its entry starts on; informational.
+            type: int
+          id:
+            description: The dnf section's id; informational.
+            type: str
+      remove_own:
+        description:
+          - gpufleet's own source file and keyring (O(repo.path), O(repo.keyring)) of an earlier run that the
+            adopted source supersedes; removed by O(state=present) when there. No other path is accepted, and
+            the source file only with gpufleet's header.
+        type: list
+        elements: str
+        default: []
+      words:
+        description: The plan's words for the adoption; informational.
+        type: str
+        default: ""
   packages_for:
     description: With O(state=pinned), the role whose packages O(specs) are (its pin file, its checks).
     type: str
@@ -146,7 +194,10 @@ attributes:
     support: full
     details: O(state=present) fetches and checks the key (network); nothing is written in either state.
   diff_mode:
-    support: none
+    support: partial
+    details:
+      - O(state=present) shows the removal of gpufleet's own superseded source and keyring
+        (O(repo.remove_own)).
   platform:
     platforms: posix
 """
@@ -179,12 +230,21 @@ repo:
   type: dict
 content:
   description: The source file rendered from O(repo) (what is, or would be, at O(repo.path)).
-  returned: when state=present
+  returned: when state=present and no source is adopted
   type: str
 fingerprint:
   description: The fingerprint found in the downloaded key (equal to the pinned one).
-  returned: when state=present
+  returned: when state=present and no source is adopted
   type: str
+adopted:
+  description: The host's source file adopted (O(repo.adopt.path)); nothing of gpufleet's was written.
+  returned: when state=present and O(repo.adopt) is set
+  type: str
+removed:
+  description: gpufleet's own source file and keyring removed (or, in check mode, that would be).
+  returned: when state=present and O(repo.adopt) is set
+  type: list
+  elements: str
 packages:
   description:
     - The resolved set (apt, index read) - specs (name=version of the whole set), names, installed (name ->
@@ -276,15 +336,23 @@ def refresh_staged(module, repo, prefix, key):
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def read_index(module, url):
+def index_uris(repo):
+    """The URIs apt's index of the repository may be listed under (indextargets' REPO_URI, without the
+    trailing slash): the plan's URL and, for an adopted source, the URI as that source writes it."""
+    uris = [repo["url"], ((repo.get("adopt") or {}).get("uri")) or ""]
+    return {uri.rstrip("/") for uri in uris if uri}
+
+
+def read_index(module, repo):
     """The text of apt's verified copy of the repository's Packages (None when apt has none)."""
     fmt = "$(CREATED_BY)\t$(REPO_URI)\t$(FILENAME)"
     rc, out, _err = module.run_command(["apt-get", "indextargets", "--format", fmt], environ_update=apt_env())
     if rc != 0:
         return None
+    uris = index_uris(repo)
     for line in out.splitlines():
         parts = line.split("\t")
-        if len(parts) == 3 and parts[0] == "Packages" and parts[1].rstrip("/") == url.rstrip("/"):
+        if len(parts) == 3 and parts[0] == "Packages" and parts[1].rstrip("/") in uris:
             if not parts[2].endswith(LIST_EXTENSIONS) and os.path.exists(parts[2]):
                 with open(parts[2], encoding="utf-8", errors="replace") as handle:
                     return handle.read()
@@ -318,7 +386,7 @@ def pinned(module, repo, result):
     if repo["manager"] != "apt":
         return result  # dnf installs the plan's specs as they are: nothing to pin
     wanted = wanted_cuda(p)
-    text = read_index(module, repo["url"])
+    text = read_index(module, repo)
     if text is None:
         if module.check_mode:
             return result  # a first run in check mode: nothing fetched yet, the plan's packages stand
@@ -342,9 +410,58 @@ def pinned(module, repo, result):
     return result
 
 
+def own_removals(repo):
+    """[(path, content)] of gpufleet's own source file and keyring the plan supersedes (``repo.remove_own``)
+    that are there. Only the plan's own two paths are ever removed, and the source file only when it carries
+    gpufleet's header: a file someone else put there is refused, not deleted."""
+    removals = []
+    for path in repo.get("remove_own") or []:
+        if path not in (repo["path"], repo["keyring"]):
+            raise install_repo.RepoError(
+                f"repo.remove_own: {path} is not gpufleet's source file {repo['path']} or keyring "
+                f"{repo['keyring']}; only those are removed"
+            )
+        data = _read(path)
+        if data is None:
+            continue
+        if path == repo["path"] and not data.startswith(install_repo.GPUFLEET_HEADER.encode()):
+            raise install_repo.RepoError(
+                f"{path} does not start with gpufleet's header ({install_repo.GPUFLEET_HEADER}): it is not "
+                "gpufleet's and is not removed; remove it yourself if the adopted source replaces it"
+            )
+        removals.append((path, data))
+    return removals
+
+
+def adopted(module, repo, result):
+    """The host's own source of the repository (``repo.adopt``): no key and no source written; apt's index
+    refreshed from the adopted file only, then gpufleet's own superseded source and keyring removed."""
+    adopt = repo["adopt"]
+    removals = own_removals(repo)
+    result.update(adopted=adopt["path"], removed=[path for path, _data in removals], changed=bool(removals))
+    result["diff"] = [
+        {
+            "before_header": path,
+            "before": data.decode("utf-8", "replace"),
+            "after_header": "(removed)",
+            "after": "",
+        }
+        for path, data in removals
+    ]
+    if module.check_mode:
+        return result
+    if repo["manager"] == "apt" and module.params["refresh"]:  # apt must accept it before anything goes
+        refresh(module, repo, var_prefix(module.params), adopt["path"])
+    for path, _data in removals:
+        os.unlink(path)
+    return result
+
+
 def present(module, repo, result):
     """The key (its fingerprint checked) and the source file, apt's index of it refreshed first."""
     p = module.params
+    if repo.get("adopt"):
+        return adopted(module, repo, result)
     prefix = var_prefix(p)
     content = install_repo.render_source(repo)  # the fields are checked before anything is fetched
     key = install_repo.fetch_key(repo["key_url"], p["timeout"], p["validate_certs"], p["ca_path"])
@@ -383,6 +500,19 @@ REPO_OPTIONS = {
     "manager": {"type": "str", "required": True, "choices": ["apt", "dnf"]},
     "repo_dir": {"type": "str"},
     "arch": {"type": "str"},
+    "adopt": {
+        "type": "dict",
+        "options": {
+            "path": {"type": "str", "required": True},
+            "keyring": {"type": "str", "default": "", "no_log": False},
+            "uri": {"type": "str", "default": ""},
+            "owner": {"type": "str"},
+            "line": {"type": "int"},
+            "id": {"type": "str"},
+        },
+    },
+    "remove_own": {"type": "list", "elements": "str", "default": []},
+    "words": {"type": "str", "default": ""},
 }
 ARGUMENT_SPEC = {
     "state": {"type": "str", "choices": ["present", "pinned"], "default": "present"},

@@ -9,6 +9,9 @@ import json
 import pytest
 from testinfra_helpers import cudnn_loaded, nvidia_facts
 
+# the seeded hosts (the host NVIDIA's guide set up, group nvidia_guide, is test_nvidia_guide.py's)
+testinfra_hosts = ["ansible://brownfield"]
+
 WORK = "/var/tmp/brownfield"  # brownfield_work in molecule.yml
 SEEDED = {
     "cuda-cccl-13-0": "13.0.85-1",

@@ -3,7 +3,8 @@
 """NVIDIA's CUDA network repository on the target: source file, key, apt's verdict and index, the pins.
 
 Stdlib, ``ansible.module_utils.urls`` (the key's fetch: proxies from the environment, CA bundles,
-validate_certs as in every Ansible module), Python >= 3.9; runs on targets inside the ``nvidia_repo`` module.
+validate_certs as in every Ansible module), ``module_utils/openpgp.py`` (the key's fingerprint),
+Python >= 3.9; runs on targets inside the ``nvidia_repo`` module.
 What to configure and install (repository directory, URLs, pinned fingerprint, keyring and source paths, the
 package specs) is decided on the controller by ``plan/repo.py`` and comes here as structured data: the source
 file is rendered where it is written, from fields that are checked to be single tokens (a newline never adds a
@@ -13,15 +14,15 @@ resolved from apt's verified index and pinned.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import re
 from urllib.error import URLError
 
 from ansible.module_utils.urls import ConnectionError as UrlConnectionError
 from ansible.module_utils.urls import open_url
+from ansible_collections.gpufleet.nvidia.plugins.module_utils import openpgp
 
-MANAGED = "# Managed by gpufleet (nvidia_repo): NVIDIA CUDA repository\n"
+GPUFLEET_HEADER = "# Managed by gpufleet"  # the first line of every file gpufleet writes under /etc
+MANAGED = GPUFLEET_HEADER + " (nvidia_repo): NVIDIA CUDA repository\n"
 
 
 class RepoError(ValueError):
@@ -65,7 +66,7 @@ def render_source(repo, keyring=None):
 
 
 # ---------------------------------------------------------------------------------------------------
-# OpenPGP key fingerprint (v4): SHA-1 over 0x99 | len16 | public-key packet body (RFC 4880 12.2)
+# the repository key: its OpenPGP fingerprint (module_utils/openpgp.py, shared with probe/sources.py)
 # ---------------------------------------------------------------------------------------------------
 def canonical_fingerprint(text):
     """The fingerprint as 40 upper-case hex digits (spaces dropped); "" when empty. The plan checked the
@@ -76,65 +77,13 @@ def canonical_fingerprint(text):
     return fpr
 
 
-def dearmor(data):
-    """Binary OpenPGP data from an ASCII-armored block (or the bytes unchanged if already binary)."""
-    text = data.decode("ascii", "replace") if isinstance(data, (bytes, bytearray)) else data
-    if "-----BEGIN PGP" not in text:
-        return bytes(data) if isinstance(data, (bytes, bytearray)) else text.encode("latin-1")
-    body = text.split("-----BEGIN PGP", 1)[1].split("\n", 1)[1]
-    body = body.split("-----END PGP", 1)[0]
-    lines = body.strip().splitlines()
-    # skip armor headers (until the first empty line), drop the CRC line
-    if any(not line.strip() for line in lines):
-        lines = lines[[i for i, line in enumerate(lines) if not line.strip()][0] + 1 :]
-    lines = [line.strip() for line in lines if line.strip() and not line.startswith("=")]
-    try:
-        return base64.b64decode("".join(lines), validate=False)
-    except (ValueError, TypeError):
-        raise RepoError("the key is not valid ASCII-armored OpenPGP data") from None
-
-
-def _packets(data):
-    i = 0
-    while i < len(data):
-        tag_byte = data[i]
-        if not tag_byte & 0x80:
-            raise RepoError("the key is not OpenPGP data")
-        if tag_byte & 0x40:  # new format
-            tag = tag_byte & 0x3F
-            first = data[i + 1]
-            if first < 192:
-                length, hdr = first, 2
-            elif first < 224:
-                length, hdr = ((first - 192) << 8) + data[i + 2] + 192, 3
-            elif first == 255:
-                length, hdr = int.from_bytes(data[i + 2 : i + 6], "big"), 6
-            else:
-                raise RepoError("partial-length packets are not expected in a key")
-        else:
-            tag = (tag_byte >> 2) & 0x0F
-            ltype = tag_byte & 0x03
-            size = {0: 1, 1: 2, 2: 4}.get(ltype)
-            if size is None:
-                raise RepoError("indeterminate-length packets are not expected in a key")
-            length, hdr = int.from_bytes(data[i + 1 : i + 1 + size], "big"), 1 + size
-        body = data[i + hdr : i + hdr + length]
-        if len(body) != length:
-            raise RepoError("the key data is truncated")
-        yield tag, body
-        i += hdr + length
-
-
 def key_fingerprints(data):
-    """Fingerprints of the primary keys (tag 6) and subkeys (tag 14) in an OpenPGP key file."""
-    out = []
-    for tag, body in _packets(dearmor(data)):
-        if tag in (6, 14) and body[:1] == b"\x04":
-            digest = hashlib.sha1(b"\x99" + len(body).to_bytes(2, "big") + body).hexdigest()
-            out.append(digest.upper())
-    if not out:
-        raise RepoError("no OpenPGP v4 public key found in the key file")
-    return out
+    """Fingerprints of the primary keys and subkeys in an OpenPGP key file (openpgp.key_fingerprints: the
+    first is the primary key's); RepoError for data that is not an OpenPGP key."""
+    try:
+        return openpgp.key_fingerprints(data)
+    except openpgp.OpenPGPError as exc:
+        raise RepoError(str(exc)) from None
 
 
 def check_key(data, fingerprint, var):

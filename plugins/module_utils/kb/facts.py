@@ -8,6 +8,7 @@ its settings against them on the controller, where probe/ is not imported.
 
 from __future__ import annotations
 
-SUBSETS = ("gpu", "driver", "cuda", "cudnn", "owners", "packages")
+SUBSETS = ("gpu", "driver", "cuda", "cudnn", "owners", "packages", "sources")
 # Gathered only when named: `all` leaves them out (the audit gathers `all`, and its report reads none of it).
-NAMED_ONLY = ("packages",)
+# `sources`: the host's apt and dnf package sources and their keyrings, which the repository plans read.
+NAMED_ONLY = ("packages", "sources")

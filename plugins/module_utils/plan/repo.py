@@ -45,6 +45,17 @@ KEYS = {
     "rhel10": ("CDF6BA43.pub", ""),
 }
 
+# Keys NVIDIA retired: a host's keyring that holds only one of them cannot verify today's repository.
+# 7fa2af80: the 2018 CUDA repository key, replaced by 3bf863cc (Debian-based) and D42D0685 (RPM) on
+# 2022-04-27. Source: NVIDIA's notice "Updating the CUDA Linux GPG Repository Key"
+# (https://developer.nvidia.com/blog/updating-the-cuda-linux-gpg-repository-key/, and
+# NVIDIA/cuda-repo-management#4: "apt-key del 7fa2af80", cuda-keyring); apt's NO_PUBKEY F60F4B3D7FA2AF80 is
+# its long id; the full fingerprint as images pinned it (NVIDIA_GPGKEY_FPR=ae09fe4b...7fa2af80).
+# Confidence: high.
+RETIRED_KEYS = {
+    "AE09FE4BBD223A84B2CCFCE3F60F4B3D7FA2AF80": "NVIDIA's CUDA repository key 7fa2af80, retired in 2022",
+}
+
 # Distro archive CUDA toolkits (package nvidia-cuda-toolkit; Debian: non-free, Ubuntu: multiverse).
 # Sources: https://packages.debian.org/bookworm/nvidia-cuda-toolkit (11.8.89~11.8.0-5~deb12u1),
 # https://packages.debian.org/trixie/nvidia-cuda-toolkit (12.4.131~12.4.1-2),

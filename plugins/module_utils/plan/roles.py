@@ -21,6 +21,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cudnn 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as plan_driver
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import inputs as plan_inputs
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as plan_repo
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import sources as plan_sources
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import PlanError, compat_inputs
 
 ROLES = ("nvidia_driver", "cuda_toolkit", "cudnn")
@@ -51,6 +52,32 @@ def host_os(facts):
 NO_PACKAGES = {"specs": [], "names": [], "hold": [], "installed": {}, "missing": [], "unhold": []}
 
 
+def wants_sources(role, variables):
+    """Whether a role's plan reads the host's package sources (the facts' ``sources``): it writes NVIDIA's
+    repository (``<role>_source: nvidia_repo``) and does not take the host's repositories as they are."""
+    return variables[f"{role}_source"] == "nvidia_repo" and not variables[f"{role}_repo_use_existing"]
+
+
+def role_repo(role, variables, facts):
+    """NVIDIA's repository for the host as a role's plan carries it: ``plan/repo.repo_config`` from the role's
+    ``<role>_repo_base_url`` and ``_repo_key_fingerprint``, then what the host's own sources decide
+    (``plan/sources.adoption``: ``adopt`` the source NVIDIA's guide left, ``remove_own`` gpufleet's superseded
+    source and keyring, ``words``). The one way the three roles get their repository; RepoPlanError naming the
+    variable or the host's files when it cannot be served."""
+    os_info = host_os(facts)
+    repo = plan_repo.repo_config(
+        os_info.get("distribution", "unknown"),
+        os_info.get("version", ""),
+        host_machine(facts, "x86_64"),
+        variables[f"{role}_repo_base_url"],
+        variables[f"{role}_repo_key_fingerprint"],
+        prefix=role,
+    )
+    if wants_sources(role, variables):
+        repo.update(plan_sources.adoption(repo, (facts or {}).get("sources"), prefix=role))
+    return repo
+
+
 def package_plan(role, variables, facts, versions, cuda_major=""):
     """{repo, packages} of a role that installs packages: NVIDIA's repository for the host (key, source file,
     manager) and the package specs decided against the facts' installed packages (missing, holds to release);
@@ -59,14 +86,7 @@ def package_plan(role, variables, facts, versions, cuda_major=""):
     distribution, version = os_info.get("distribution", "unknown"), os_info.get("version", "")
     installed = (facts or {}).get("packages") or {}
     try:
-        repo = plan_repo.repo_config(
-            distribution,
-            version,
-            host_machine(facts, "x86_64"),
-            variables[f"{role}_repo_base_url"],
-            variables[f"{role}_repo_key_fingerprint"],
-            prefix=role,
-        )
+        repo = role_repo(role, variables, facts)
         if not versions:  # every toolkit adopted as it is: nothing to install
             return {"repo": repo, "packages": dict(NO_PACKAGES)}
         packages = plan_repo.package_plan(
@@ -123,6 +143,8 @@ def _cuda_facts(variables):
         subsets += ["cuda", "owners"]
     if variables["cuda_toolkit_source"] != "redist":
         subsets.append("packages")
+    if wants_sources("cuda_toolkit", variables):
+        subsets.append("sources")
     return {"gather_subset": subsets}
 
 
@@ -156,6 +178,7 @@ def cuda_summary(plan):
     parts += [f"moved aside: {r['path']} -> {r['backup']}" for r in plan["retire"] + plan["link_backups"]]
     parts += [f"/usr/local/{c['name']}: {c['before']} -> {c['after']}" for c in plan["default_changes"]]
     parts += [_loader_words(change) for change in plan["loader"]]
+    parts += [plan["repo"]["words"]] if (plan.get("repo") or {}).get("words") else []
     return "; ".join(parts)
 
 
@@ -190,6 +213,8 @@ def _cudnn_facts(variables):
     subsets = ["gpu", "driver", "owners"]
     if variables["cudnn_source"] == "nvidia_repo":
         subsets.append("packages")
+    if wants_sources("cudnn", variables):
+        subsets.append("sources")
     return {"gather_subset": subsets, "owner_paths": [variables["cudnn_prefix"]]}
 
 
@@ -226,6 +251,7 @@ def cudnn_summary(plan):
     if plan["transition"]:
         kept = ", ".join(plan["transition"]["kept"]) or "nothing"
         parts.append(f"switch from redist: {', '.join(plan['transition']['removed'])} removed, kept {kept}")
+    parts += [plan["repo"]["words"]] if (plan.get("repo") or {}).get("words") else []
     return "; ".join(parts)
 
 
@@ -252,7 +278,8 @@ def _driver_facts(variables):
     moks = [
         variables[f"nvidia_driver_{k}"] for k in ("mok_key", "mok_cert") if variables[f"nvidia_driver_{k}"]
     ]
-    return {"gather_subset": ["gpu", "driver"], "mok_paths": moks}
+    sources = ["sources"] if wants_sources("nvidia_driver", variables) else []
+    return {"gather_subset": ["gpu", "driver", *sources], "mok_paths": moks}
 
 
 def _driver_validate(variables):
@@ -309,6 +336,8 @@ def _driver_plan(variables, facts, context):
         "checked": ["driver"] if compat is not None else [],
     }
     plan.setdefault("summary", "; ".join(plan["errors"]) or "no plan")
+    if plan["repo"].get("words"):
+        plan["summary"] += "; " + plan["repo"]["words"]
     return plan, found
 
 
@@ -317,16 +346,8 @@ def _driver_repo(variables, facts, plan):
     plan's errors (an OS NVIDIA has no repository for, a malformed base URL or fingerprint)."""
     if not plan.get("use_nvidia_repo"):
         return {}
-    os_info = host_os(facts)
     try:
-        return plan_repo.repo_config(
-            os_info.get("distribution", "unknown"),
-            os_info.get("version", ""),
-            host_machine(facts, "x86_64"),
-            variables["nvidia_driver_repo_base_url"],
-            variables["nvidia_driver_repo_key_fingerprint"],
-            prefix="nvidia_driver",
-        )
+        return role_repo("nvidia_driver", variables, facts)
     except plan_repo.RepoPlanError as exc:
         plan["errors"].append(str(exc))
         return {}

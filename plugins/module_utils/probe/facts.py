@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import host 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import ldcache as probe_ldcache
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import owners as probe_owners
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import packages as probe_packages
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import sources as probe_sources
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import (
     SCHEMA_VERSION,
     Root,
@@ -76,6 +77,7 @@ def empty_facts(root_path, subsets):
         "consumers": {},
         "owners": {},
         "packages": {},
+        "sources": {},
     }
 
 
@@ -235,6 +237,15 @@ class _Gathering:
         if problems:
             state.update(state="partial", reason="; ".join(problems))
 
+    def sources(self, state):
+        """The `sources` subset: every apt and dnf source entry, the keyrings they name and apt's global ones,
+        with their keys and the NVIDIA-related package that owns each file."""
+        packages = self.packages()
+        self.facts["sources"] = probe_sources.probe(self.root, packages.owners_of)
+        problems = [*packages.reasons, *self.facts["sources"]["reasons"]]
+        if problems:
+            state.update(state="partial", reason="; ".join(problems))
+
 
 def _missing_root(facts, root, root_path, subsets):
     """Every probe `unknown` with the reason: the root does not exist or is not a directory."""
@@ -289,5 +300,7 @@ def gather(
             run.timed("owners", lambda state: run.owners(state, owner_paths))
         if "packages" in subsets:
             run.timed("packages", run.installed_packages)
+        if "sources" in subsets:
+            run.timed("sources", run.sources)
     facts["elapsed_ms"] = int((time.monotonic() - started) * 1000)
     return facts

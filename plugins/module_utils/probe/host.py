@@ -11,6 +11,7 @@ import platform
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import distributions as kb_distributions
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import sources as probe_sources
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import UNKNOWN
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.ldcache import NVML_SONAME
 
@@ -164,57 +165,10 @@ def read_os(root):
     return {"distribution": UNKNOWN, "version": UNKNOWN, "key": None}, "; ".join(reasons)
 
 
-APT_SOURCES = "/etc/apt/sources.list"
-APT_SOURCES_DIR = "/etc/apt/sources.list.d"
-
-
-def _deb822_uris(text):
-    """URIs of the enabled `Types: deb` stanzas of a deb822 .sources file."""
-    uris = []
-    for stanza in (text or "").split("\n\n"):
-        fields = {}
-        for line in stanza.splitlines():
-            key, sep, value = line.partition(":")
-            if sep and not line.startswith((" ", "\t", "#")):
-                fields[key.strip().lower()] = value.strip()
-        if "deb" in fields.get("types", "").split() and fields.get("enabled", "yes").lower() != "no":
-            uris.extend(fields.get("uris", "").split())
-    return uris
-
-
-def _one_line_uris(text):
-    """URIs of the `deb` lines of a one-line-style sources.list."""
-    uris = []
-    for line in (text or "").splitlines():
-        words = line.split("#", 1)[0].split()
-        if not words or words[0] != "deb":
-            continue
-        words = words[1:]
-        if words and words[0].startswith("["):
-            while words and not words[0].endswith("]"):
-                words = words[1:]
-            words = words[1:]
-        uris.extend(words[:1])
-    return uris
-
-
 def debian_mirror(root):
-    """The first http(s) URI of an enabled deb source whose path ends in /debian (the host's Debian
-    mirror), else None. Reads <root>/etc/apt/sources.list and sources.list.d/*.list|*.sources."""
-    files = [(APT_SOURCES, _one_line_uris)]
-    names, _reason = root.listdir(APT_SOURCES_DIR) if root.isdir(APT_SOURCES_DIR) else ([], None)
-    for name in names or []:
-        if name.endswith(".sources"):
-            files.append((f"{APT_SOURCES_DIR}/{name}", _deb822_uris))
-        elif name.endswith(".list"):
-            files.append((f"{APT_SOURCES_DIR}/{name}", _one_line_uris))
-    for path, parse in files:
-        text, _reason = root.read_text(path, limit=1024 * 1024) if root.exists(path) else (None, None)
-        for uri in parse(text):
-            trimmed = uri.rstrip("/")
-            if trimmed.startswith(("http://", "https://")) and trimmed.endswith("/debian"):
-                return trimmed
-    return None
+    """The host's Debian mirror: the first http(s) URI of an enabled deb source whose path ends in /debian,
+    else None; read by the one reader of the package sources (probe/sources.py)."""
+    return probe_sources.debian_mirror(probe_sources.read_entries(root))
 
 
 def kernel_release(root, live):

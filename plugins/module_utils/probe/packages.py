@@ -215,6 +215,25 @@ class Packages:
                     self._index.setdefault(path, package)
         return self._index
 
+    def owners_of(self, paths, timeout=15.0):
+        """{inner path: package name} of those ``paths`` an installed package owns: the file lists of the
+        NVIDIA-related debs (cuda-keyring's source and keyring), or one ``rpm -qf`` of the existing paths;
+        paths nobody (or no NVIDIA-related deb) owns are left out."""
+        if self.deb:
+            index = self.path_index()
+            return {path: index[path]["name"] for path in paths if path in index}
+        existing = [path for path in paths if self.root.exists(path)]
+        rpm = which("rpm") if self.rpm and existing else None
+        if rpm is None:
+            return {}
+        rc, out, _err, _reason = run_command(
+            [rpm, "--root", self.root.root, "-qf", "--qf", r"%{NAME}\n", "--", *existing], timeout=timeout
+        )
+        lines = out.splitlines()
+        if rc is None or len(lines) != len(existing):
+            return {}
+        return {path: name for path, name in zip(existing, lines) if " is not owned " not in name}
+
     def driver_packages(self):
         """Every installed NVIDIA driver package: [{name, version, held}] sorted by name."""
         return [

@@ -28,11 +28,14 @@ STDLIB = frozenset(sys.stdlib_module_names)
 # layer -> the collection's layers it may import (its own included)
 RULES = {
     "kb": {"kb"},
-    "probe": {"kb", "probe"},
+    "probe": {"kb", "probe", "openpgp"},
     "plan": {"kb", "versions", "plan"},
     "report": {"plan", "kb", "versions", "report"},
-    "install": {"kb", "install"},
+    "install": {"kb", "install", "openpgp"},
     "versions": {"versions"},
+    # OpenPGP keys (armor, packets, fingerprints): shared by the target's readers (probe/sources.py) and
+    # executors (install/repo.py); it imports nothing of the collection
+    "openpgp": {"openpgp"},
     "action_options": {"action_options"},
     "action_common": {"action_common"},
     "action": {"plan", "report", "kb", "versions", "action_options", "action_common"},
@@ -248,6 +251,8 @@ BREACHES = {
     (P + "install/new.py", "install_imports_plan"): f"from {MU}.plan import redist\n",
     (P + "probe/new.py", "probe_imports_report"): f"from {MU}.report import rows\n",
     (P + "versions.py", "versions_imports_kb"): f"from {MU}.kb import arch\n",
+    (P + "openpgp.py", "openpgp_imports_kb"): f"from {MU}.kb import gpufleet\n",
+    (P + "plan/new.py", "plan_imports_openpgp"): f"from {MU} import openpgp\n",
     ("plugins/action/new.py", "action_imports_probe"): f"from {MU}.probe.facts import SUBSETS\n",
     ("plugins/filter/new.py", "filter_imports_probe"): f"from {MU}.probe import gpu\n",
     ("plugins/filter/new.py", "filter_imports_install"): f"from {MU}.install.redist import fetch\n",
@@ -299,12 +304,12 @@ def test_the_message_names_file_line_and_import(tmp_path):
     path.write_text(f"import re\n\nfrom {MU}.plan import gpus\n")
     assert violations(path, "plugins/module_utils/probe/gpu.py") == [
         f"plugins/module_utils/probe/gpu.py:3: probe may not import {MU}.plan.gpus (layer plan); "
-        "allowed: stdlib, kb, probe"
+        "allowed: stdlib, kb, openpgp, probe"
     ]
     path.write_text("import yaml\n")
     assert violations(path, "plugins/module_utils/install/x.py") == [
         "plugins/module_utils/install/x.py:1: install may not import yaml (not the standard library); "
-        "allowed: stdlib, install, kb, ansible.module_utils"
+        "allowed: stdlib, install, kb, openpgp, ansible.module_utils"
     ]
 
 

@@ -48,6 +48,13 @@ READERS = {
     "python3-apt (apt_pkg, apt-cache policy)": (
         PROBE + "packages.py", [r"^apt_pkg$", r"\bapt-cache\s+policy"], ["apt-cache"]
     ),
+    # apt's and dnf's repository configuration and apt's global keyrings (a file of its own, like
+    # plan/repo.py's gpufleet-nvidia-cuda.sources, is named, not read: only the directories are matched)
+    "package sources (sources.list, yum.repos.d, trusted.gpg)": (
+        PROBE + "sources.py",
+        [r"^/etc/apt/sources\.list(\.d)?/?$", r"^/etc/yum\.repos\.d/?$", r"^/etc/apt/trusted\.gpg(\.d)?/?$"],
+        [],
+    ),
     "loader cache (ld.so.cache, ldconfig -p)": (
         PROBE + "ldcache.py", [r"ld\.so\.cache", r"\bldconfig\s+(-p|--print-cache)"], ["ldconfig -p"]
     ),
@@ -222,6 +229,10 @@ SECOND_READERS = {
     "apt_pkg": 'import importlib.util\nA = importlib.util.find_spec("apt_pkg")\n',
     "apt_cache": 'def c(run):\n    return run(["apt-cache", "policy", "python3-apt"])\n',
     "apt_cache_which": 'def c(which):\n    return which("apt-cache")\n',
+    "apt_sources_dir": 'def s(root):\n    return root.listdir("/etc/apt/sources.list.d")\n',
+    "apt_sources_list": 'S = "/etc/apt/sources.list"\n',
+    "dnf_repos": 'import glob\nR = glob.glob("/etc/yum.repos.d" + "/*.repo")\n',
+    "apt_trusted": 'T = "/etc/apt/trusted.gpg.d"\n',
     "ld_cache": 'C = "/etc/ld.so.cache"\n',
     "ldconfig_p": 'def ld(run):\n    return run(["ldconfig", "-p"])\n',
     "ldconfig_which": 'def ld(m):\n    return m.get_bin_path("ldconfig")\n',
@@ -258,6 +269,7 @@ def test_descriptions_and_harmless_code_are_not_readers(tmp_path):
         '    """Uses ansible_facts.nvidia.driver.loaded_version (from /proc/driver/nvidia/version)."""\n'
         '    return facts["driver"]["loaded_version"]\n'
         'SOURCES = ("deb", "rpm", "tarball")\n'
+        'OWN = "/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources"\n'
         'REFRESH = ["ldconfig"]\n'
         'ARCH = {"x86_64": "x86-64"}\n'
         "import os\nM = os.uname().machine\n"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import repo as install_repo
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import sources as plan_sources
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import packages as probe_packages
 from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_repo
 
@@ -524,8 +525,97 @@ def test_dropping_the_dev_packages_keeps_them_unless_removal_is_asked(index_file
 
 @pytest.mark.parametrize(("dist", "ver"), [("Ubuntu", "24.04"), ("Rocky", "9.4")])
 def test_the_plans_repo_is_what_the_module_takes(dist, ver):
-    """The roles pass the plan's repo as it is: every key of plan/repo.repo_config is an option of repo."""
+    """The roles pass the plan's repo as it is: every key of plan/repo.repo_config and of what the host's
+    sources decide (plan/sources.adoption, through plan/roles.role_repo) is an option of repo."""
     repo = plan_repo(dist, ver, fingerprint=FPR)
+    repo.update(plan_sources.adoption(repo, {"entries": []}))
     assert set(repo) == set(nvidia_repo.REPO_OPTIONS)
     required = {name for name, spec in nvidia_repo.REPO_OPTIONS.items() if spec.get("required")}
     assert all(repo[name] for name in required)
+
+
+# ---------------------------------------------------------------- the host's own source, adopted
+ADOPTED = "/etc/apt/sources.list.d/cuda-debian12-x86_64.list"
+
+
+def _adopting(tmp_path, remove_own=True, **kw):
+    """The plan's repo adopting the host's cuda-keyring source; gpufleet's own files under tmp_path/etc from
+    an earlier run; the key URL unreachable (an adopted repository's key is never fetched)."""
+    repo = plan_repo("Debian", "12", "http://127.0.0.1:9/cuda/repos", FPR, tmp_path)
+    repo["adopt"] = {"path": ADOPTED, "keyring": "/usr/share/keyrings/cuda-archive-keyring.gpg",
+                     "uri": repo["url"], "owner": "cuda-keyring", "line": 1, "id": None}  # fmt: skip
+    repo["remove_own"] = [repo["path"], repo["keyring"]] if remove_own else []
+    repo.update(kw)
+    return repo
+
+
+def _earlier_run(repo):
+    own = Path(repo["path"])
+    own.parent.mkdir(parents=True, exist_ok=True)
+    own.write_text(install_repo.render_source(repo))
+    Path(repo["keyring"]).write_bytes(KEY)
+    return own
+
+
+def test_an_adopted_source_writes_no_key_and_no_source_and_refreshes_from_the_adopted_file(tmp_path):
+    repo = _adopting(tmp_path, remove_own=False)
+    module = FakeModule({"repo": repo})
+    res = nvidia_repo.run(module)
+    assert (res["changed"], res["adopted"], res["removed"], res["diff"]) == (False, ADOPTED, [], [])
+    assert "fingerprint" not in res and "content" not in res  # nothing fetched (the key URL is unreachable)
+    (update,) = module.commands
+    assert update[:2] == ["apt-get", "update"] and f"Dir::Etc::SourceList={ADOPTED}" in update
+    assert not (tmp_path / "etc").exists()
+
+
+def test_adopting_removes_gpufleets_own_source_and_keyring_check_mode_and_diff_first(tmp_path):
+    repo = _adopting(tmp_path)
+    own = _earlier_run(repo)
+    check = FakeModule({"repo": repo}, check_mode=True)
+    res = nvidia_repo.run(check)
+    assert res["changed"] is True and res["removed"] == [repo["path"], repo["keyring"]]
+    assert [d["before_header"] for d in res["diff"]] == [repo["path"], repo["keyring"]]
+    assert res["diff"][0]["before"].startswith(install_repo.MANAGED) and res["diff"][0]["after"] == ""
+    assert check.commands == [] and own.exists()  # check mode: reported, nothing removed or refreshed
+    real = FakeModule({"repo": repo})
+    assert nvidia_repo.run(real)["changed"] is True
+    assert not own.exists() and not Path(repo["keyring"]).exists()
+    assert f"Dir::Etc::SourceList={ADOPTED}" in real.commands[0]
+    again = nvidia_repo.run(FakeModule({"repo": repo}))
+    assert (again["changed"], again["removed"]) == (False, [])
+
+
+def test_a_refused_adopted_repository_removes_nothing(tmp_path):
+    repo = _adopting(tmp_path)
+    own = _earlier_run(repo)
+    with pytest.raises(install_repo.RepoError, match="its Release signature does not verify"):
+        nvidia_repo.run(FakeModule({"repo": repo}, answers={"apt-get update": (100, BADSIG_12, "")}))
+    assert own.exists() and Path(repo["keyring"]).exists()
+
+
+def test_only_gpufleets_own_files_are_removed(tmp_path):
+    repo = _adopting(tmp_path)
+    Path(repo["path"]).parent.mkdir(parents=True)
+    Path(repo["path"]).write_text("Types: deb\nURIs: http://admin.example/ /\n")  # no gpufleet header
+    with pytest.raises(install_repo.RepoError, match="does not start with gpufleet's header"):
+        nvidia_repo.run(FakeModule({"repo": repo}))
+    assert Path(repo["path"]).exists()
+    other = _adopting(tmp_path, remove_own=False)
+    other["remove_own"] = [ADOPTED]
+    with pytest.raises(install_repo.RepoError, match=f"repo.remove_own: {ADOPTED} is not gpufleet's"):
+        nvidia_repo.run(FakeModule({"repo": other}))
+
+
+def test_pinned_reads_the_index_apt_lists_under_the_adopted_sources_uri(index_file):
+    # a source that names the repository as a flat suite under the repos/ URI (deb <repos>/ debian12/x86_64/):
+    # apt lists its index under that URI
+    params = _pinned(["9.14.0"])
+    base = "http://mirror.example/cuda/repos/"
+    params["repo"] = dict(params["repo"], adopt={"path": ADOPTED, "keyring": "", "uri": base})
+    listing = index_file["apt-get indextargets"][1].replace(URL, base)
+    res = nvidia_repo.run(FakeModule(params, answers={"apt-get indextargets": (0, listing, "")}))
+    assert res["packages"]["index"] is True
+    assert res["packages"]["specs"][0] == "libcudnn9-cuda-13=9.14.0.64-1"
+    without = dict(params, repo=dict(params["repo"], adopt=None))
+    with pytest.raises(install_repo.RepoError, match="apt has no index of"):
+        nvidia_repo.run(FakeModule(without, answers={"apt-get indextargets": (0, listing, "")}))

@@ -64,16 +64,31 @@ def test_every_variable_a_request_reads_is_the_roles_own():
         (
             "cudnn",
             {"cudnn_source": "nvidia_repo"},
+            ["gpu", "driver", "owners", "packages", "sources"],
+            ["/opt/nvidia/cudnn"],
+            [],
+        ),
+        (
+            "cudnn",
+            {"cudnn_source": "nvidia_repo", "cudnn_repo_use_existing": True},
             ["gpu", "driver", "owners", "packages"],
             ["/opt/nvidia/cudnn"],
             [],
         ),
+        (
+            "cuda_toolkit",
+            {"cuda_toolkit_source": "nvidia_repo"},
+            ["gpu", "driver", "cuda", "owners", "packages", "sources"],
+            [],
+            [],
+        ),
         ("cudnn", {"cudnn_prefix": "/srv/cudnn"}, ["gpu", "driver", "owners"], ["/srv/cudnn"], []),
-        ("nvidia_driver", {}, ["gpu", "driver"], [], []),
+        ("nvidia_driver", {}, ["gpu", "driver", "sources"], [], []),
+        ("nvidia_driver", {"nvidia_driver_repo_use_existing": True}, ["gpu", "driver"], [], []),
         (
             "nvidia_driver",
             {"nvidia_driver_mok_key": "/k.priv", "nvidia_driver_mok_cert": "/k.der"},
-            ["gpu", "driver"],
+            ["gpu", "driver", "sources"],
             [],
             ["/k.priv", "/k.der"],
         ),
@@ -88,7 +103,7 @@ def test_one_gathering_for_a_stack_is_the_union():
     wanted = roles.merge_wanted(
         roles.facts_wanted(r, defaults(r)) for r in ("nvidia_driver", "cuda_toolkit", "cudnn")
     )
-    assert wanted["gather_subset"] == ["gpu", "driver", "cuda", "owners"]
+    assert wanted["gather_subset"] == ["gpu", "driver", "sources", "cuda", "owners"]
     assert wanted["owner_paths"] == ["/opt/nvidia/cudnn"]
 
 
@@ -181,3 +196,57 @@ def test_apt_without_python_apt_is_refused_before_any_change():
 def test_redist_plans_no_packages():
     plan, _ = roles.plan("cudnn", defaults("cudnn"), DEBIAN12)
     assert plan["repo"] == {} and plan["packages"]["specs"] == []
+
+
+# ---------------------------------------------------------------- a host that already has NVIDIA's repository
+NVIDIA_2404 = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/"
+CUDA_LIST = "/etc/apt/sources.list.d/cuda-ubuntu2404-x86_64.list"
+CUDA_KEYRING = "/usr/share/keyrings/cuda-archive-keyring.gpg"
+
+
+def nvidia_guide(fingerprint="EB693B3035CD5710E231E123A4B469963BF863CC"):
+    """The facts of a host set up by NVIDIA's installation guide: cuda-keyring's .list and keyring."""
+    entry = {
+        "file": CUDA_LIST, "format": "one-line", "line": 1, "id": None, "enabled": True, "types": ["deb"],
+        "uris": [NVIDIA_2404], "suites": ["/"], "components": [], "options": {}, "gpgcheck": None,
+        "repo_gpgcheck": None, "gpgkey": [], "keyrings": [CUDA_KEYRING], "fingerprints": [],
+        "inline_key": False, "owner": "cuda-keyring",
+    }  # fmt: skip
+    keyring = {"exists": True, "fingerprints": [fingerprint], "subkeys": [], "owner": "cuda-keyring",
+               "reason": None}  # fmt: skip
+    sources = {"entries": [entry], "keyrings": {CUDA_KEYRING: keyring}, "trusted": [], "reasons": []}
+    packages = dict(H200_PACKAGES, python_apt=None)
+    return dict(UBUNTU, packages=packages, sources=sources)
+
+
+def test_every_role_adopts_the_nvidia_guides_source_through_one_function():
+    for role in ("cudnn", "cuda_toolkit", "nvidia_driver"):
+        plan, _ = roles.plan(role, defaults(role, **{f"{role}_source": "nvidia_repo"}), nvidia_guide())
+        assert plan["repo"]["adopt"]["path"] == CUDA_LIST, role
+        assert plan["repo"]["remove_own"] == []
+        assert f"adopting {CUDA_LIST} (cuda-keyring)" in plan["summary"], (role, plan["summary"])
+
+
+def test_the_retired_key_is_refused_before_any_change_naming_the_roles_variables():
+    old = nvidia_guide("AE09FE4BBD223A84B2CCFCE3F60F4B3D7FA2AF80")
+    with pytest.raises(
+        PlanError, match=rf"^cudnn_source='nvidia_repo': {CUDA_LIST} \(line 1\) already serves"
+    ):
+        roles.plan("cudnn", defaults("cudnn", cudnn_source="nvidia_repo"), old)
+    driver, _ = roles.plan("nvidia_driver", defaults("nvidia_driver"), old)
+    assert driver["repo"] == {}
+    assert any("nvidia_driver_repo_key_fingerprint" in e and "7fa2af80" in e for e in driver["errors"])
+
+
+def test_use_existing_takes_the_hosts_sources_as_they_are():
+    old = nvidia_guide("AE09FE4BBD223A84B2CCFCE3F60F4B3D7FA2AF80")
+    variables = defaults("cudnn", cudnn_source="nvidia_repo", cudnn_repo_use_existing=True)
+    plan, _ = roles.plan("cudnn", variables, old)
+    assert "adopt" not in plan["repo"] and "adopting" not in plan["summary"]
+
+
+def test_without_the_sources_facts_the_repository_is_todays():
+    plan, _ = roles.plan(
+        "cudnn", defaults("cudnn", cudnn_source="nvidia_repo"), dict(UBUNTU, packages=H200_PACKAGES)
+    )
+    assert plan["repo"]["adopt"] is None and plan["repo"]["path"].endswith("gpufleet-nvidia-cuda.sources")

@@ -34,6 +34,7 @@ TOP_KEYS = {
     "cudnn_resolved",
     "owners",
     "packages",
+    "sources",
 }
 
 
@@ -286,8 +287,8 @@ ADDED_TO_CUDNN_COPIES = {"owner"}
 
 
 def _without_added(shape):
-    # the owners and packages subsets and the consumers (schema 2) came after the fixture
-    out = {k: v for k, v in shape.items() if k not in ("owners", "consumers", "packages")}
+    # the owners, packages and sources subsets and the consumers (schema 2) came after the fixture
+    out = {k: v for k, v in shape.items() if k not in ("owners", "consumers", "packages", "sources")}
     if "probes" in out:
         out["probes"] = {k: v for k, v in out["probes"].items() if k != "owners"}
     if out.get("cudnn"):
