@@ -67,13 +67,24 @@ def h200(tmp_path):
 
 def test_preflight_with_no_variables_checks_the_default_stack(tmp_path, debian12):
     """The bug: with no variables set preflight checked nothing, while site.yml installs the defaults."""
-    rc, out = preflight(tmp_path, debian12)
+    rc, out = preflight(tmp_path, debian12, {"nvidia_driver_install_without_gpu": True})
     assert rc == 0, out
     assert "OK: GPUs none; 0 error(s)" in out, out
     assert "nvidia_driver: driver branch 580 (open module) from nvidia_repo" in out, out
     assert "cuda_toolkit: CUDA toolkit 13.0 from redist, default 13.0" in out, out
     assert "cudnn: cuDNN 9.14.0 for CUDA 13 (redist)" in out, out
     assert "changed=0" in out
+
+
+def test_preflight_plans_no_driver_on_a_host_without_a_gpu(tmp_path, debian12):
+    """Issue 37: a login node got the driver's packages planned; the toolkit and cuDNN are still planned."""
+    rc, out = preflight(tmp_path, debian12)
+    assert rc == 0, out
+    assert "OK: GPUs none; 0 error(s)" in out, out
+    assert "nvidia_driver: no NVIDIA GPU on this host: the driver is not installed (set" in out, out
+    assert "branch 580" not in out, out
+    assert "cuda_toolkit: CUDA toolkit 13.0 from redist, default 13.0" in out, out
+    assert "cudnn: cuDNN 9.14.0 for CUDA 13 (redist)" in out, out
 
 
 def test_preflight_refuses_a_foreign_toolkit_exactly_as_cuda_yml(tmp_path, debian12):

@@ -290,7 +290,9 @@ def _driver_compat(variables, request, facts):
 def _driver_plan(variables, facts, context):
     request = driver_request(variables, context.get("is_controller"))
     compat = None
-    if not variables["nvidia_driver_skip_compat_check"] and not plan_driver.validate(request, facts):
+    # nothing to check on a host the plan leaves alone (no NVIDIA GPU there: plan/driver/nogpu.py)
+    checked = not variables["nvidia_driver_skip_compat_check"] and not plan_driver.without_gpu(request, facts)
+    if checked and not plan_driver.validate(request, facts):
         compat = _driver_compat(variables, request, facts)
     plan = plan_driver.decide(request, facts, compat)
     # holds and versionlocks the facts do not show yet (configure's, when the install step did not run)

@@ -14,7 +14,8 @@ plan/roles.py), and in tests. One concern per module:
 * ``reboot`` -- the reboot decision, :func:`reboot_after` the install, the health check after the reboot;
 * ``kernels`` -- :func:`kernel_guard`, :func:`initramfs_rebuild`, :func:`hold_missing`,
   :func:`versionlock_missing`;
-* ``state`` -- what the plan reads of the facts; ``compat_input`` -- nvidia_compat's inputs and wording.
+* ``state`` -- what the plan reads of the facts; ``compat_input`` -- nvidia_compat's inputs and wording;
+* ``nogpu`` -- a host without an NVIDIA GPU: nothing planned there unless ``install_without_gpu``.
 
 This module holds :func:`decide` -- ``decide(request, facts, compat=None)``: the one plan of a run.
 ``request`` holds the role's variables without their ``nvidia_driver_`` prefix, ``facts`` what
@@ -45,6 +46,10 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.kernel
     initramfs_rebuild,
     kernel_guard,
     versionlock_missing,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.nogpu import (
+    gpuless_plan,
+    without_gpu,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.packages import (
     bare_names,
@@ -81,6 +86,7 @@ __all__ = [
     "user_words",
     "validate",
     "versionlock_missing",
+    "without_gpu",
 ]
 
 
@@ -90,8 +96,12 @@ def decide(request, facts, compat=None):
     ``compat`` is ``plan.compat.check``'s result for the request (None: not checked); its errors and
     warnings join the plan's, its ``recommended.kernel_module`` resolves ``kernel_module: auto``.
     A plan with ``errors`` must not be executed; ``made`` is false when no package plan could be made.
+    On a host without an NVIDIA GPU (``nogpu.without_gpu``) the plan is ``nogpu.gpuless_plan``'s: nothing
+    installed, changed or removed, no refusal about the host, and the reason in ``summary``.
     """
     req, state = normalize_request(request), host_state(facts)
+    if without_gpu(req, facts):
+        return gpuless_plan(facts)
     errors = validate(req, facts)
     if errors:
         return {"made": False, "errors": errors, "warnings": [], "flavor": None}

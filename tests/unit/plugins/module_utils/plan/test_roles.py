@@ -21,6 +21,9 @@ DEBIAN12 = {
 }  # fmt: skip
 
 
+H200 = {"device_id": "0x2335", "compute_capability": "9.0", "name": "NVIDIA H200"}
+
+
 def defaults(role, **given):
     """The role's variables as the action resolves them with nothing set: its defaults file."""
     out = yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text())
@@ -32,8 +35,9 @@ def defaults(role, **given):
 
 
 def test_with_nothing_set_the_plans_are_the_default_stack():
-    """driver 580 + CUDA 13.0 + cuDNN 9.14 for CUDA 13: the roles' defaults, read from their files only."""
-    driver, _ = roles.plan("nvidia_driver", defaults("nvidia_driver"), DEBIAN12)
+    """driver 580 + CUDA 13.0 + cuDNN 9.14 for CUDA 13: the roles' defaults, read from their files only (the
+    driver on a GPU host: DEBIAN12 has none, its plan there: test_driver_nogpu.py)."""
+    driver, _ = roles.plan("nvidia_driver", defaults("nvidia_driver"), dict(DEBIAN12, gpus=[H200]))
     cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit"), DEBIAN12)
     cudnn, _ = roles.plan("cudnn", defaults("cudnn"), DEBIAN12)
     assert driver["branch"] == "580"
@@ -105,9 +109,8 @@ def test_an_unknown_role_is_refused():
 
 
 def test_the_driver_target_of_a_stack():
-    driver, _ = roles.plan(
-        "nvidia_driver", defaults("nvidia_driver", nvidia_driver_kernel_module="open"), DEBIAN12
-    )
+    variables = defaults("nvidia_driver", nvidia_driver_kernel_module="open")
+    driver, _ = roles.plan("nvidia_driver", variables, dict(DEBIAN12, gpus=[H200]))
     assert roles.driver_target(driver) == {
         "driver_branch": "580",
         "driver_version": None,
@@ -118,7 +121,7 @@ def test_the_driver_target_of_a_stack():
 
 def test_a_stack_checks_cuda_against_the_driver_it_installs():
     """CUDA 13.0 needs R580: with the driver role planning 570, the CUDA check refuses before any change."""
-    h200 = dict(DEBIAN12, gpus=[{"device_id": "0x2335", "compute_capability": "9.0", "name": "NVIDIA H200"}])
+    h200 = dict(DEBIAN12, gpus=[H200])
     driver, _ = roles.plan("nvidia_driver", defaults("nvidia_driver", nvidia_driver_branch="570"), h200)
     context = {"overrides": roles.driver_target(driver)}
     _plan, compat = roles.plan("cuda_toolkit", defaults("cuda_toolkit"), h200, context)
