@@ -122,7 +122,9 @@ class ActionModule(ActionBase):
         return connection == "local" or task_vars.get("inventory_hostname") in LOCALHOST_NAMES
 
     def _variables(self, role, task_vars):
-        """The role's variables: the host's where set, else the role's defaults; then those it borrows."""
+        """The role's variables: the host's where set, else the role's defaults; then those it borrows. Typed
+        by the spec even where the role is disabled (plan/roles.SWITCHES): Ansible checks the spec at the
+        role's entry all the same."""
         defaults, options = role_files(role)
         given = {name: task_vars[name] for name in options if name in task_vars}
         values = dict(defaults, **plain(self._templar.template(given)))
@@ -148,6 +150,8 @@ class ActionModule(ActionBase):
     def _facts(self, args, roles, variables, task_vars):
         """The facts given, else nvidia_facts run once on the host with what every planned role needs."""
         wanted = plan_roles.merge_wanted(plan_roles.facts_wanted(r, variables[r]) for r in roles)
+        if not wanted["gather_subset"]:  # every role is disabled for this host: nothing to read there
+            return None
         return self._gather(args, wanted, task_vars)
 
     def _gather(self, args, wanted, task_vars):

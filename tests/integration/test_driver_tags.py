@@ -134,3 +134,16 @@ def test_a_host_without_a_gpu_gets_no_driver_and_is_told_why(tmp_path):
     assert "change: install" not in run.text
     assert phases_that_ran(run) == {"Preflight"}, tasks_that_ran(run)
     assert "Preflight | Load OS data" not in tasks_that_ran(run)
+
+
+def test_a_host_the_role_is_disabled_for_is_left_alone(tmp_path):
+    """Issue 37: nvidia_driver_enabled false (a login node's group_vars): the plan says so, no facts are
+    read, no phase after the preflight runs, whatever the other variables say."""
+    extra = dict(EXTRA_VARS, nvidia_driver_enabled=False, nvidia_driver_source="runfile")
+    run = playbook.run(tmp_path, DRIVER, extra, check=True, timeout=120)
+    assert run.rc != 0, run.text[-3000:]  # a choice the spec refuses: Ansible checks it at the role's entry
+    extra = dict(EXTRA_VARS, nvidia_driver_enabled=False, nvidia_driver_branch="58O")
+    run = playbook.run(tmp_path, DRIVER, extra, check=True, timeout=120)
+    assert run.rc == 0, run.text[-3000:]
+    assert "localhost: disabled by nvidia_driver_enabled: false (nothing planned" in run.text, run.text
+    assert phases_that_ran(run) == {"Preflight"}, tasks_that_ran(run)

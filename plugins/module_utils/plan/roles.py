@@ -10,7 +10,8 @@ the role's defaults file is the one declaration of each variable.
 
 Per role: ``facts_wanted`` (what nvidia_facts must gather for the plan), ``validate`` (the refusals that
 need no facts, before anything is gathered) and ``plan`` (the plan, its compatibility answer, one summary
-line).
+line). A role switched off for the host (``<role>_enabled: false``, :data:`SWITCHES`) wants no facts, is
+refused nothing and plans nothing: its plan says "disabled by <role>_enabled".
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import 
 ROLES = ("nvidia_driver", "cuda_toolkit", "cudnn")
 # The variables of another role a role's plan reads: cudnn follows the default CUDA of the cuda_toolkit role.
 BORROWED = {"cudnn": {"cuda_toolkit": ("cuda_toolkit_versions", "cuda_toolkit_default")}}
+# Each role's switch (a bool of its argument spec): false = the role does nothing on that host. The variables
+# of a disabled role are typed by its spec (Ansible does so at the role's entry too), not judged further.
+SWITCHES = {role: f"{role}_enabled" for role in ROLES}
 
 
 def _host(facts):
@@ -383,6 +387,24 @@ def driver_phase(phase, variables, planned, facts, context=None):
 
 
 # ---------------------------------------------------------------------------------------------------
+# A role switched off for a host
+# ---------------------------------------------------------------------------------------------------
+def disabled(role, variables):
+    """The role is switched off for this host: its switch (:data:`SWITCHES`) is false."""
+    return variables.get(SWITCHES[role]) is False
+
+
+def disabled_plan(role):
+    """(plan, compat) of a disabled role: nothing planned, checked or refused; the keys tasks test false."""
+    summary = f"disabled by {SWITCHES[role]}: false (nothing planned, installed or changed on this host)"
+    plan = {"enabled": False, "errors": [], "warnings": [], "summary": summary}
+    if role == "nvidia_driver":  # the keys its tasks and playbooks/driver-upgrade.yml test
+        plan.update(install=False, host_managed=False, host_managed_report="", touches_host=False)
+    compat = {"compatible": True, "errors": [], "warnings": [], "recommended": None, "gpus": []}
+    return plan, dict(compat, checked=[])
+
+
+# ---------------------------------------------------------------------------------------------------
 # The table the action asks
 # ---------------------------------------------------------------------------------------------------
 _ROLE_FUNCS = {
@@ -399,8 +421,10 @@ def _funcs(role):
 
 
 def facts_wanted(role, variables):
-    """{gather_subset, owner_paths, mok_paths}: what nvidia_facts gathers for this role's plan."""
-    wanted = _funcs(role)[0](variables)
+    """{gather_subset, owner_paths, mok_paths}: what nvidia_facts gathers for this role's plan (nothing for a
+    disabled role)."""
+    funcs = _funcs(role)
+    wanted = {"gather_subset": []} if disabled(role, variables) else funcs[0](variables)
     return {
         "gather_subset": list(wanted["gather_subset"]),
         "owner_paths": list(wanted.get("owner_paths") or []),
@@ -419,8 +443,11 @@ def merge_wanted(wanted):
 
 def validate(role, variables):
     """The refusals that need no host facts (PlanError naming the variable, its value and what is allowed):
-    every variable's text and grammar (plan/inputs.py), then the role's own checks."""
+    every variable's text and grammar (plan/inputs.py), then the role's own checks; none for a disabled
+    role."""
     funcs = _funcs(role)
+    if disabled(role, variables):
+        return
     errors = plan_inputs.errors_of(variables)
     if errors:
         raise PlanError("; ".join(errors))
@@ -432,8 +459,14 @@ def plan(role, variables, facts, context=None):
 
     context: machine (when the facts do not say it), os_family, stamp (UTC time for backup names),
     overrides (compat inputs instead of the facts' driver: the driver a stack plan installs).
+    A disabled role's plan is :func:`disabled_plan`'s; every other plan has ``enabled: true``.
     """
-    return _funcs(role)[2](variables, facts, context or {})
+    funcs = _funcs(role)
+    if disabled(role, variables):
+        return disabled_plan(role)
+    made, compat = funcs[2](variables, facts, context or {})
+    made["enabled"] = True
+    return made, compat
 
 
 def report_lines(roles, plans, compat, errors):
