@@ -185,3 +185,22 @@ def test_site_gate_refuses_nothing_of_a_role_disabled_for_the_host(tmp_path, inv
     ]
     assert gate and not gate[0].get("unreachable"), gate
     assert gate[0]["lines"][1].startswith("cudnn: disabled by cudnn_enabled: false"), gate
+
+
+def test_site_gate_refuses_a_variable_of_nvidias_role_naming_ours(tmp_path, inventory):
+    """Issue 37: a migrating admin's group_vars of NVIDIA/ansible-role-nvidia-driver were ignored without a
+    word; the gate refuses each, before any host is contacted, with the gpufleet variable to set instead."""
+    extra = {"nvidia_driver_skip_reboot": True, "nvidia_driver_module_params": "options nvidia NVreg_A=1"}
+    result = playbook(tmp_path, inventory, "site", extra, check=True)
+    assert result.rc == 2, result.text[-3000:]
+    assert "Traceback" not in result.text
+    assert result.tasks("gpu01") == [INPUTS["site"], GATE], result.tasks("gpu01")
+    ((task, msg),) = result.failures()
+    assert task == GATE
+    assert msg.startswith("nvidia_driver: nvidia_driver_skip_reboot=True (allowed: unset: a variable of "), (
+        msg
+    )
+    assert "set nvidia_driver_reboot: never instead" in msg, msg
+    assert """nvidia_driver_module_params='options nvidia NVreg_A=1' (allowed: unset: """ in msg, msg
+    assert 'set nvidia_driver_modprobe_options: ["NVreg_A=1"] instead' in msg, msg
+    assert not unreachable(result)

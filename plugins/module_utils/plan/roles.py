@@ -27,6 +27,10 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import 
 ROLES = ("nvidia_driver", "cuda_toolkit", "cudnn")
 # The variables of another role a role's plan reads: cudnn follows the default CUDA of the cuda_toolkit role.
 BORROWED = {"cudnn": {"cuda_toolkit": ("cuda_toolkit_versions", "cuda_toolkit_default")}}
+# The variables of another project's role that a role refuses, each naming the variable to set instead:
+# NVIDIA's driver role shares nvidia_driver_'s prefix (plan/driver/nvidia_role.py). They are in no argument
+# spec, so the action reads them from the host's variables: {role: (names, the check of {name: value})}.
+FOREIGN = {"nvidia_driver": (plan_driver.NVIDIA_ROLE_VARIABLES, plan_driver.nvidia_role_errors)}
 # Each role's switch (a bool of its argument spec): false = the role does nothing on that host. The variables
 # of a disabled role are typed by its spec (Ansible does so at the role's entry too), not judged further.
 SWITCHES = {role: f"{role}_enabled" for role in ROLES}
@@ -441,14 +445,17 @@ def merge_wanted(wanted):
     return out
 
 
-def validate(role, variables):
+def validate(role, variables, foreign=None):
     """The refusals that need no host facts (PlanError naming the variable, its value and what is allowed):
-    every variable's text and grammar (plan/inputs.py), then the role's own checks; none for a disabled
+    every variable's text and grammar (plan/inputs.py), the variables of another project's role the host sets
+    (``foreign``: {name: value} of :data:`FOREIGN`'s names), then the role's own checks; none for a disabled
     role."""
     funcs = _funcs(role)
     if disabled(role, variables):
         return
     errors = plan_inputs.errors_of(variables)
+    if role in FOREIGN:
+        errors += FOREIGN[role][1](foreign or {})
     if errors:
         raise PlanError("; ".join(errors))
     funcs[1](variables)

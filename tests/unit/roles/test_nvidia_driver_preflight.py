@@ -62,6 +62,13 @@ def test_good_input_passes_preflight(tmp_path):
             },
             ["nvidia_driver_mok_key: '/nonexistent/MOK.priv' does not exist"],
         ),
+        (  # NVIDIA/ansible-role-nvidia-driver's variable (issue 37)
+            {"nvidia_driver_ubuntu_branch": "535"},
+            [
+                "nvidia_driver_ubuntu_branch='535' (allowed: unset: ",
+                "set nvidia_driver_branch: '535' instead",
+            ],
+        ),
     ],
 )
 def test_bad_input_is_refused_in_preflight(tmp_path, role_vars, needles):

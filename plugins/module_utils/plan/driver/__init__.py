@@ -15,7 +15,8 @@ plan/roles.py), and in tests. One concern per module:
 * ``kernels`` -- :func:`kernel_guard`, :func:`initramfs_rebuild`, :func:`hold_missing`,
   :func:`versionlock_missing`;
 * ``state`` -- what the plan reads of the facts; ``compat_input`` -- nvidia_compat's inputs and wording;
-* ``nogpu`` -- a host without an NVIDIA GPU: nothing planned there unless ``install_without_gpu``.
+* ``nogpu`` -- a host without an NVIDIA GPU: nothing planned there unless ``install_without_gpu``;
+* ``nvidia_role`` -- the variables of NVIDIA's own driver role, each refused with gpufleet's to set instead.
 
 This module holds :func:`decide` -- ``decide(request, facts, compat=None)``: the one plan of a run.
 ``request`` holds the role's variables without their ``nvidia_driver_`` prefix, ``facts`` what
@@ -51,6 +52,10 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.nogpu 
     gpuless_plan,
     without_gpu,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.nvidia_role import (
+    NVIDIA_ROLE_VARIABLES,
+    nvidia_role_errors,
+)
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.packages import (
     bare_names,
     build_plan,
@@ -75,6 +80,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state 
 
 # The entry points used outside the plan (plan/roles.py: the plan and the later phases of nvidia_plan).
 __all__ = [
+    "NVIDIA_ROLE_VARIABLES",
     "REQUEST_KEYS",
     "variable_errors",
     "DriverPlanError",
@@ -82,6 +88,7 @@ __all__ = [
     "hold_missing",
     "initramfs_rebuild",
     "kernel_guard",
+    "nvidia_role_errors",
     "reboot_after",
     "user_words",
     "validate",
