@@ -153,7 +153,17 @@ def _cuda_plan(variables, facts, context):
         plan.update(package_plan("cuda_toolkit", variables, facts, plan["package_versions"]))
     compat = plan.pop("compat")
     plan["summary"] = cuda_summary(plan)
+    plan["progress"] = cuda_progress(plan)
     return plan, compat
+
+
+def cuda_progress(plan):
+    """What the install step downloads and installs, in words for its task's name: each redist toolkit's
+    release, components and tree, or the package specs."""
+    if plan["source"] != "redist":
+        return f"packages {' '.join(plan['packages']['specs']) or 'none'} from {plan['source']}"
+    parts = [f"CUDA {t['release']} ({', '.join(t['components'])}) into {t['dest']}" for t in plan["install"]]
+    return "; ".join(parts) or "nothing to install"
 
 
 def cuda_summary(plan):
@@ -217,7 +227,20 @@ def _cudnn_plan(variables, facts, context):
         plan.update(package_plan("cudnn", variables, facts, [main["version"]], main["cuda_major"]))
     compat = plan.pop("compat")
     plan["summary"] = cudnn_summary(plan)
+    plan["progress"] = cudnn_progress(plan)
     return plan, compat
+
+
+def cudnn_progress(plan):
+    """What the install step downloads and installs, in words for its tasks' names: the package specs, and
+    each redist build's release, CUDA major and tree."""
+    parts = [f"packages {' '.join(plan['packages']['specs'])}"] if plan["packages"]["specs"] else []
+    for build in plan["redist_install"]:
+        parts.append(
+            f"cuDNN {build['release']} for CUDA {build['cuda_major']} ({', '.join(build['components'])}) "
+            f"under {build['verify_dir']}"
+        )
+    return "; ".join(parts) or "nothing to install"
 
 
 def _family(facts):

@@ -280,6 +280,7 @@ def _add_tasks(plan, req, state):
         plan["transition"]["kind"] != "none" or plan["reboot"]["needed"]
     )
     plan["summary"] = _summary(plan, state)
+    plan["progress"] = _progress(plan)
     plan["host_managed_report"] = (
         f"host-managed NVIDIA driver {state['loaded_version']} ({state['loaded_flavor']} kernel module) "
         f"matches nvidia_driver_branch {plan['branch']}; nothing installed or changed "
@@ -287,6 +288,18 @@ def _add_tasks(plan, req, state):
         if state["host_managed"] and not plan.get("errors")
         else ""
     )
+
+
+def _progress(plan):
+    """What each install task downloads and installs, in words for its name (the tasks compute none)."""
+    which = f"version {plan['version']}" if plan.get("version") else "the newest of the branch"
+    return {
+        "headers": " ".join(plan["header_packages"]) or "none",
+        "pin": " ".join(plan["pin_packages"]) or "none",
+        "module": plan["dnf_module"] or "none",
+        "packages": f"{' '.join(plan['install_packages']) or 'none'} "
+        f"(branch {plan['branch']}, {which}, {plan['flavor']} module, from {plan['source']})",
+    }
 
 
 def _summary(plan, state):

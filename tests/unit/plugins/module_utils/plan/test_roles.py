@@ -184,3 +184,16 @@ def test_apt_without_python_apt_is_refused_before_any_change():
 def test_redist_plans_no_packages():
     plan, _ = roles.plan("cudnn", defaults("cudnn"), DEBIAN12)
     assert plan["repo"] == {} and plan["packages"]["specs"] == []
+
+
+def test_the_plans_say_what_their_install_steps_install():
+    """Issue 37: the install tasks' names say what they download and install, in the plans' words."""
+    cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit"), DEBIAN12)
+    assert cuda["progress"] == (
+        "CUDA 13.0.2 (cuda_nvcc, cuda_crt, libnvvm, cuda_cudart, cuda_cccl, cuda_nvrtc) "
+        "into /usr/local/cuda-13.0"
+    )
+    cudnn, _ = roles.plan("cudnn", defaults("cudnn"), DEBIAN12)
+    assert cudnn["progress"] == "cuDNN 9.14.0 for CUDA 13 (cudnn) under /opt/nvidia/cudnn"
+    cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit", cuda_toolkit_source="nvidia_repo"), UBUNTU)
+    assert cuda["progress"] == "packages cuda-toolkit-13-0 from nvidia_repo"
