@@ -12,7 +12,7 @@ import os
 import time
 
 import yaml
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_common import (
@@ -68,11 +68,12 @@ class ActionModule(ActionBase):
             result.update(self._phase(args, roles, task_vars))
             return result
         variables = {role: self._variables(role, task_vars) for role in roles}
-        errors = self._validate(roles, variables)
+        errors = self._validate(roles, variables, {role: self._foreign(role, task_vars) for role in roles})
         if errors and args["fail_on_errors"]:  # the other roles are not planned from no facts
             result.update(self._outcome(roles, {}, {}, errors, True))
             return result
-        facts = self._facts(args, roles, variables, task_vars) if roles else None
+        # the facts of the roles not refused already (none when every one is refused or disabled)
+        facts = self._facts(args, [r for r in roles if r not in errors], variables, task_vars)
         plans, compat = {}, {}
         context = {
             "machine": (task_vars.get("ansible_facts") or {}).get("machine"),
@@ -122,7 +123,9 @@ class ActionModule(ActionBase):
         return connection == "local" or task_vars.get("inventory_hostname") in LOCALHOST_NAMES
 
     def _variables(self, role, task_vars):
-        """The role's variables: the host's where set, else the role's defaults; then those it borrows."""
+        """The role's variables: the host's where set, else the role's defaults; then those it borrows. Typed
+        by the spec even where the role is disabled (plan/roles.SWITCHES): Ansible checks the spec at the
+        role's entry all the same."""
         defaults, options = role_files(role)
         given = {name: task_vars[name] for name in options if name in task_vars}
         values = dict(defaults, **plain(self._templar.template(given)))
@@ -136,11 +139,24 @@ class ActionModule(ActionBase):
             out.update(typed_values)
         return out
 
-    def _validate(self, roles, variables):
+    def _foreign(self, role, task_vars):
+        """The variables of another project's role that the host sets (plan/roles.FOREIGN: NVIDIA's driver
+        role's), for their refusal. Templated where they can be; a value that refers to that role's own
+        variables (its defaults' {{ _rhel_repo_dir }}) cannot be and is shown as written."""
+        names = plan_roles.FOREIGN.get(role, ((), None))[0]
+        found = {}
+        for name in (n for n in names if n in task_vars):
+            try:
+                found[name] = plain(self._templar.template(task_vars[name]))
+            except AnsibleError:
+                found[name] = plain(task_vars[name])
+        return found
+
+    def _validate(self, roles, variables, foreign):
         errors = {}
         for role in roles:
             try:
-                plan_roles.validate(role, variables[role])
+                plan_roles.validate(role, variables[role], foreign[role])
             except PlanError as exc:
                 errors[role] = [f"{role}: {exc}"]
         return errors
@@ -148,6 +164,8 @@ class ActionModule(ActionBase):
     def _facts(self, args, roles, variables, task_vars):
         """The facts given, else nvidia_facts run once on the host with what every planned role needs."""
         wanted = plan_roles.merge_wanted(plan_roles.facts_wanted(r, variables[r]) for r in roles)
+        if not wanted["gather_subset"]:  # every role is disabled for this host: nothing to read there
+            return None
         return self._gather(args, wanted, task_vars)
 
     def _gather(self, args, wanted, task_vars):

@@ -24,6 +24,11 @@ description:
     - a fact cache is never trusted for a plan, as it may describe the host before the last change.
   - With several roles the facts are gathered once, and the CUDA toolkit and cuDNN checks take the driver
     the C(nvidia_driver) plan installs instead of the driver loaded now (the stack as it will be).
+  - A role switched off for the host (C(nvidia_driver_enabled), C(cuda_toolkit_enabled), C(cudnn_enabled)
+    false) is planned as "disabled" - no facts, no refusal beyond its argument spec. The C(nvidia_driver)
+    plan of a host without an NVIDIA GPU installs nothing unless C(nvidia_driver_install_without_gpu), and the
+    variables of NVIDIA's own driver role (NVIDIA/ansible-role-nvidia-driver) set for a host are refused,
+    each naming the gpufleet variable to set instead.
   - Reads only; the same plan in check mode.
 options:
   role:
@@ -107,7 +112,9 @@ EXAMPLES = r"""
 RETURN = r"""
 plan:
   description: The plan of the role when one role is planned (the keys each role's tasks read; see the role's
-    tasks and docs/roles.md); C(summary) is one line saying what it does.
+    tasks and docs/roles.md); C(summary) is one line saying what it does; C(enabled) is false for a role
+    switched off for the host (C(<role>_enabled)), whose plan holds nothing else the tasks act on;
+    C(progress) says what the install tasks download and install.
   returned: success, one role
   type: dict
 plans:

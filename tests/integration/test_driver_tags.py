@@ -46,13 +46,16 @@ EXTRA_VARS = {
     "nvidia_driver_branch": "535",
     # this machine is the controller: auto (the default) is refused there before any change
     "nvidia_driver_reboot": "never",
+    # the container has no GPU: the driver is installed anyway (as in molecule driver); else nothing is
+    # planned
+    "nvidia_driver_install_without_gpu": True,
     "__nvidia_driver_facts_input": DEBIAN_CONTAINER,
     "__nvidia_driver_sources_changed": True,
     "__nvidia_driver_changed": True,
 }
 PREFLIGHT = [
-    "Preflight | Load OS data",
     "Preflight | Plan the driver (variables, the host's facts with its MOK files, compatibility; no network)",
+    "Preflight | Load OS data",
 ]
 PHASES = {
     "nvidia_driver_preflight": ("Preflight", ["Preflight | Report the plan"]),
@@ -118,3 +121,29 @@ def test_the_role_tag_runs_every_phase(tmp_path):
     assert phases_that_ran(run) == {"Preflight", "Sources", "Install", "Configure", "Reboot", "Verify"}
     assert "driver branch 535 (" in run.text
     assert "module) from distro; loaded none, change: install" in run.text
+
+
+def test_a_host_without_a_gpu_gets_no_driver_and_is_told_why(tmp_path):
+    """Issue 37: driver.yml in check mode on a GPU-less host (a login node) planned the driver's packages;
+    now the plan installs nothing, the summary says why, and no phase after the preflight runs."""
+    extra = {k: v for k, v in EXTRA_VARS.items() if k != "nvidia_driver_install_without_gpu"}
+    run = playbook.run(tmp_path, DRIVER, extra, check=True, timeout=120)
+    assert run.rc == 0, run.text[-3000:]
+    assert "localhost: no NVIDIA GPU on this host: the driver is not installed (set " in run.text, run.text
+    assert "nvidia_driver_install_without_gpu: true to install it anyway" in run.text
+    assert "change: install" not in run.text
+    assert phases_that_ran(run) == {"Preflight"}, tasks_that_ran(run)
+    assert "Preflight | Load OS data" not in tasks_that_ran(run)
+
+
+def test_a_host_the_role_is_disabled_for_is_left_alone(tmp_path):
+    """Issue 37: nvidia_driver_enabled false (a login node's group_vars): the plan says so, no facts are
+    read, no phase after the preflight runs, whatever the other variables say."""
+    extra = dict(EXTRA_VARS, nvidia_driver_enabled=False, nvidia_driver_source="runfile")
+    run = playbook.run(tmp_path, DRIVER, extra, check=True, timeout=120)
+    assert run.rc != 0, run.text[-3000:]  # a choice the spec refuses: Ansible checks it at the role's entry
+    extra = dict(EXTRA_VARS, nvidia_driver_enabled=False, nvidia_driver_branch="58O")
+    run = playbook.run(tmp_path, DRIVER, extra, check=True, timeout=120)
+    assert run.rc == 0, run.text[-3000:]
+    assert "localhost: disabled by nvidia_driver_enabled: false (nothing planned" in run.text, run.text
+    assert phases_that_ran(run) == {"Preflight"}, tasks_that_ran(run)

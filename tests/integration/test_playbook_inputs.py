@@ -166,3 +166,41 @@ def test_site_refuses_a_bad_cudnn_version_before_the_driver_play(tmp_path, inven
     assert task == GATE
     assert msg.startswith("cudnn: cudnn_version=9.x (allowed: "), msg
     assert not unreachable(result)
+
+
+def test_site_gate_refuses_nothing_of_a_role_disabled_for_the_host(tmp_path, inventory):
+    """Issue 37: cudnn_enabled false (a login node): the gate plans nothing for cudnn there, gathers nothing
+    (no host contacted) and does not refuse its cudnn_version; the cudnn play then reaches for the host."""
+    extra = {"cudnn_version": "9.x", "cudnn_enabled": False}
+    result = playbook(tmp_path, inventory, "site", extra, check=True, tags="cudnn")
+    assert "Traceback" not in result.text
+    assert result.failures() == [], result.failures()
+    assert result.tasks("gpu01")[:2] == [INPUTS["site"], GATE], result.tasks("gpu01")
+    gate = [
+        res
+        for play in result.plays
+        for task in play.get("tasks", [])
+        if task["task"]["name"] == GATE
+        for res in task.get("hosts", {}).values()
+    ]
+    assert gate and not gate[0].get("unreachable"), gate
+    assert gate[0]["lines"][1].startswith("cudnn: disabled by cudnn_enabled: false"), gate
+
+
+def test_site_gate_refuses_a_variable_of_nvidias_role_naming_ours(tmp_path, inventory):
+    """Issue 37: a migrating admin's group_vars of NVIDIA/ansible-role-nvidia-driver were ignored without a
+    word; the gate refuses each, before any host is contacted, with the gpufleet variable to set instead."""
+    extra = {"nvidia_driver_skip_reboot": True, "nvidia_driver_module_params": "options nvidia NVreg_A=1"}
+    result = playbook(tmp_path, inventory, "site", extra, check=True)
+    assert result.rc == 2, result.text[-3000:]
+    assert "Traceback" not in result.text
+    assert result.tasks("gpu01") == [INPUTS["site"], GATE], result.tasks("gpu01")
+    ((task, msg),) = result.failures()
+    assert task == GATE
+    assert msg.startswith("nvidia_driver: nvidia_driver_skip_reboot=True (allowed: unset: a variable of "), (
+        msg
+    )
+    assert "set nvidia_driver_reboot: never instead" in msg, msg
+    assert """nvidia_driver_module_params='options nvidia NVreg_A=1' (allowed: unset: """ in msg, msg
+    assert 'set nvidia_driver_modprobe_options: ["NVreg_A=1"] instead' in msg, msg
+    assert not unreachable(result)

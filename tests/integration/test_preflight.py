@@ -67,13 +67,24 @@ def h200(tmp_path):
 
 def test_preflight_with_no_variables_checks_the_default_stack(tmp_path, debian12):
     """The bug: with no variables set preflight checked nothing, while site.yml installs the defaults."""
-    rc, out = preflight(tmp_path, debian12)
+    rc, out = preflight(tmp_path, debian12, {"nvidia_driver_install_without_gpu": True})
     assert rc == 0, out
     assert "OK: GPUs none; 0 error(s)" in out, out
     assert "nvidia_driver: driver branch 580 (open module) from nvidia_repo" in out, out
     assert "cuda_toolkit: CUDA toolkit 13.0 from redist, default 13.0" in out, out
     assert "cudnn: cuDNN 9.14.0 for CUDA 13 (redist)" in out, out
     assert "changed=0" in out
+
+
+def test_preflight_plans_no_driver_on_a_host_without_a_gpu(tmp_path, debian12):
+    """Issue 37: a login node got the driver's packages planned; the toolkit and cuDNN are still planned."""
+    rc, out = preflight(tmp_path, debian12)
+    assert rc == 0, out
+    assert "OK: GPUs none; 0 error(s)" in out, out
+    assert "nvidia_driver: no NVIDIA GPU on this host: the driver is not installed (set" in out, out
+    assert "branch 580" not in out, out
+    assert "cuda_toolkit: CUDA toolkit 13.0 from redist, default 13.0" in out, out
+    assert "cudnn: cuDNN 9.14.0 for CUDA 13 (redist)" in out, out
 
 
 def test_preflight_refuses_a_foreign_toolkit_exactly_as_cuda_yml(tmp_path, debian12):
@@ -164,3 +175,18 @@ def test_preflight_plans_a_role_only_where_site_yml_runs_it(tmp_path, debian12):
     assert rc == 0, out
     assert "cuda_toolkit: CUDA toolkit 13.0" in out, out
     assert "nvidia_driver:" not in out and "cudnn:" not in out, out
+
+
+def test_preflight_of_a_login_node_plans_the_toolkit_only(tmp_path, debian12):
+    """Issue 37: the example inventory's login group (nvidia_driver_enabled, cudnn_enabled false); a cuDNN
+    variable the cudnn role would refuse does not fail a host where it is disabled."""
+    login = {"nvidia_driver_enabled": False, "cudnn_enabled": False, "cudnn_version": "9.x"}
+    rc, out = preflight(tmp_path, debian12, login)
+    assert rc == 0, out
+    assert "OK: GPUs none; 0 error(s)" in out, out
+    assert "nvidia_driver: disabled by nvidia_driver_enabled: false (nothing planned" in out, out
+    assert "cuda_toolkit: CUDA toolkit 13.0 from redist, default 13.0" in out, out
+    assert "cudnn: disabled by cudnn_enabled: false (nothing planned" in out, out
+    rc, out = preflight(tmp_path, debian12, dict(login, cudnn_enabled=True))
+    assert rc == 2, out
+    assert "cudnn_version=9.x (allowed: " in out, out

@@ -89,11 +89,16 @@ def runs(tmp_path_factory):
         return {key: future.result() for key, future in futures.items()}
 
 
+def named(ran):
+    """The task names without what the plan fills in after ': ' (the install tasks say what they install)."""
+    return [n.split("): ", 1)[0] + ")" if "): " in n else n for n in ran]
+
+
 @pytest.mark.parametrize(("role", "tag", "phases"), CASES, ids=[c[1] for c in CASES])
 def test_each_documented_tag_runs_its_phase(runs, role, tag, phases):
     result = runs[(role, tag)]
     assert result.rc == 0, result.text[-3000:]
-    ran = result.tasks("localhost")
+    ran = named(result.tasks("localhost"))
     for phase in PHASES:
         marker = MARKERS[role][phase]
         if phase in phases:
@@ -106,8 +111,17 @@ def test_site_tags_cudnn_runs_every_cudnn_phase_and_nothing_else(runs):
     """The issue's command: `site.yml --tags cudnn` ran only cudnn's preflight."""
     result = runs[("site", "cudnn")]
     assert result.rc == 0, result.text[-3000:]
-    ran = result.tasks("localhost")
+    ran = named(result.tasks("localhost"))
     for phase in ("preflight", "install", "configure", "verify"):
         assert MARKERS["cudnn"][phase] in ran, (phase, ran)
     assert MARKERS["cuda_toolkit"]["preflight"] not in ran
     assert MARKERS["cuda_toolkit"]["install"] not in ran
+
+
+def test_the_install_tasks_say_what_they_install(runs):
+    """Issue 37: a long install names what it downloads and installs (the plan's words, not Jinja's)."""
+    ran = runs[("cuda_toolkit", "cuda_toolkit_install")].tasks("localhost")
+    assert MARKERS["cuda_toolkit"]["install"] + ": CUDA 13.0.2 (cuda_nvcc, " in " ".join(ran), ran
+    ran = runs[("cudnn", "cudnn_install")].tasks("localhost")
+    cudnn = ": cuDNN 9.14.0 for CUDA 13 (cudnn) under /opt/nvidia/cudnn"
+    assert MARKERS["cudnn"]["install"] + cudnn in ran, ran

@@ -81,6 +81,17 @@ _KINDS = {
 }
 
 
+# what Ansible's boolean conversion takes (ansible.module_utils.parsing.convert_bool): the argument spec's
+# own message for anything else names no allowed value
+BOOLEAN_WORDS = frozenset(("y", "yes", "on", "1", "true", "t", "n", "no", "off", "0", "false", "f"))
+
+
+def _not_boolean(value):
+    if isinstance(value, str):
+        return value.strip().lower() not in BOOLEAN_WORDS
+    return isinstance(value, int) and not isinstance(value, bool) and value not in (0, 1)
+
+
 def shape_errors(options, values):
     """The variables whose value, as given, holds a control character (``"900\\n"`` would become 900) or is
     of a kind Ansible would convert into nonsense (a list or mapping given for a string, a string for a
@@ -96,6 +107,8 @@ def shape_errors(options, values):
         allowed, words = _KINDS[kind]
         if not isinstance(value, allowed) or (kind != "bool" and isinstance(value, bool)):
             errors.append(_named(name, value, words))
+        elif kind == "bool" and _not_boolean(value):
+            errors.append(_named(name, value, "true or false (also yes/no, on/off, 1/0)"))
         elif kind == "list" and spec.get("elements") in ("str", "dict"):
             want = dict if spec["elements"] == "dict" else (str, int, float)
             for index, item in enumerate(value):

@@ -10,7 +10,8 @@ the role's defaults file is the one declaration of each variable.
 
 Per role: ``facts_wanted`` (what nvidia_facts must gather for the plan), ``validate`` (the refusals that
 need no facts, before anything is gathered) and ``plan`` (the plan, its compatibility answer, one summary
-line).
+line). A role switched off for the host (``<role>_enabled: false``, :data:`SWITCHES`) wants no facts, is
+refused nothing and plans nothing: its plan says "disabled by <role>_enabled".
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import 
 ROLES = ("nvidia_driver", "cuda_toolkit", "cudnn")
 # The variables of another role a role's plan reads: cudnn follows the default CUDA of the cuda_toolkit role.
 BORROWED = {"cudnn": {"cuda_toolkit": ("cuda_toolkit_versions", "cuda_toolkit_default")}}
+# The variables of another project's role that a role refuses, each naming the variable to set instead:
+# NVIDIA's driver role shares nvidia_driver_'s prefix (plan/driver/nvidia_role.py). They are in no argument
+# spec, so the action reads them from the host's variables: {role: (names, the check of {name: value})}.
+FOREIGN = {"nvidia_driver": (plan_driver.NVIDIA_ROLE_VARIABLES, plan_driver.nvidia_role_errors)}
+# Each role's switch (a bool of its argument spec): false = the role does nothing on that host. The variables
+# of a disabled role are typed by its spec (Ansible does so at the role's entry too), not judged further.
+SWITCHES = {role: f"{role}_enabled" for role in ROLES}
 
 
 def _host(facts):
@@ -167,7 +175,17 @@ def _cuda_plan(variables, facts, context):
         plan.update(package_plan("cuda_toolkit", variables, facts, plan["package_versions"]))
     compat = plan.pop("compat")
     plan["summary"] = cuda_summary(plan)
+    plan["progress"] = cuda_progress(plan)
     return plan, compat
+
+
+def cuda_progress(plan):
+    """What the install step downloads and installs, in words for its task's name: each redist toolkit's
+    release, components and tree, or the package specs."""
+    if plan["source"] != "redist":
+        return f"packages {' '.join(plan['packages']['specs']) or 'none'} from {plan['source']}"
+    parts = [f"CUDA {t['release']} ({', '.join(t['components'])}) into {t['dest']}" for t in plan["install"]]
+    return "; ".join(parts) or "nothing to install"
 
 
 def cuda_summary(plan):
@@ -234,7 +252,20 @@ def _cudnn_plan(variables, facts, context):
         plan.update(package_plan("cudnn", variables, facts, [main["version"]], main["cuda_major"]))
     compat = plan.pop("compat")
     plan["summary"] = cudnn_summary(plan)
+    plan["progress"] = cudnn_progress(plan)
     return plan, compat
+
+
+def cudnn_progress(plan):
+    """What the install step downloads and installs, in words for its tasks' names: the package specs, and
+    each redist build's release, CUDA major and tree."""
+    parts = [f"packages {' '.join(plan['packages']['specs'])}"] if plan["packages"]["specs"] else []
+    for build in plan["redist_install"]:
+        parts.append(
+            f"cuDNN {build['release']} for CUDA {build['cuda_major']} ({', '.join(build['components'])}) "
+            f"under {build['verify_dir']}"
+        )
+    return "; ".join(parts) or "nothing to install"
 
 
 def _family(facts):
@@ -317,7 +348,9 @@ def _driver_compat(variables, request, facts):
 def _driver_plan(variables, facts, context):
     request = driver_request(variables, context.get("is_controller"))
     compat = None
-    if not variables["nvidia_driver_skip_compat_check"] and not plan_driver.validate(request, facts):
+    # nothing to check on a host the plan leaves alone (no NVIDIA GPU there: plan/driver/nogpu.py)
+    checked = not variables["nvidia_driver_skip_compat_check"] and not plan_driver.without_gpu(request, facts)
+    if checked and not plan_driver.validate(request, facts):
         compat = _driver_compat(variables, request, facts)
     plan = plan_driver.decide(request, facts, compat)
     # holds and versionlocks the facts do not show yet (configure's, when the install step did not run)
@@ -402,6 +435,24 @@ def driver_phase(phase, variables, planned, facts, context=None):
 
 
 # ---------------------------------------------------------------------------------------------------
+# A role switched off for a host
+# ---------------------------------------------------------------------------------------------------
+def disabled(role, variables):
+    """The role is switched off for this host: its switch (:data:`SWITCHES`) is false."""
+    return variables.get(SWITCHES[role]) is False
+
+
+def disabled_plan(role):
+    """(plan, compat) of a disabled role: nothing planned, checked or refused; the keys tasks test false."""
+    summary = f"disabled by {SWITCHES[role]}: false (nothing planned, installed or changed on this host)"
+    plan = {"enabled": False, "errors": [], "warnings": [], "summary": summary}
+    if role == "nvidia_driver":  # the keys its tasks and playbooks/driver_upgrade.yml test
+        plan.update(install=False, host_managed=False, host_managed_report="", touches_host=False)
+    compat = {"compatible": True, "errors": [], "warnings": [], "recommended": None, "gpus": []}
+    return plan, dict(compat, checked=[])
+
+
+# ---------------------------------------------------------------------------------------------------
 # The table the action asks
 # ---------------------------------------------------------------------------------------------------
 _ROLE_FUNCS = {
@@ -418,8 +469,10 @@ def _funcs(role):
 
 
 def facts_wanted(role, variables):
-    """{gather_subset, owner_paths, mok_paths}: what nvidia_facts gathers for this role's plan."""
-    wanted = _funcs(role)[0](variables)
+    """{gather_subset, owner_paths, mok_paths}: what nvidia_facts gathers for this role's plan (nothing for a
+    disabled role)."""
+    funcs = _funcs(role)
+    wanted = {"gather_subset": []} if disabled(role, variables) else funcs[0](variables)
     return {
         "gather_subset": list(wanted["gather_subset"]),
         "owner_paths": list(wanted.get("owner_paths") or []),
@@ -436,11 +489,17 @@ def merge_wanted(wanted):
     return out
 
 
-def validate(role, variables):
+def validate(role, variables, foreign=None):
     """The refusals that need no host facts (PlanError naming the variable, its value and what is allowed):
-    every variable's text and grammar (plan/inputs.py), then the role's own checks."""
+    every variable's text and grammar (plan/inputs.py), the variables of another project's role the host sets
+    (``foreign``: {name: value} of :data:`FOREIGN`'s names), then the role's own checks; none for a disabled
+    role."""
     funcs = _funcs(role)
+    if disabled(role, variables):
+        return
     errors = plan_inputs.errors_of(variables)
+    if role in FOREIGN:
+        errors += FOREIGN[role][1](foreign or {})
     if errors:
         raise PlanError("; ".join(errors))
     funcs[1](variables)
@@ -451,8 +510,14 @@ def plan(role, variables, facts, context=None):
 
     context: machine (when the facts do not say it), os_family, stamp (UTC time for backup names),
     overrides (compat inputs instead of the facts' driver: the driver a stack plan installs).
+    A disabled role's plan is :func:`disabled_plan`'s; every other plan has ``enabled: true``.
     """
-    return _funcs(role)[2](variables, facts, context or {})
+    funcs = _funcs(role)
+    if disabled(role, variables):
+        return disabled_plan(role)
+    made, compat = funcs[2](variables, facts, context or {})
+    made["enabled"] = True
+    return made, compat
 
 
 def report_lines(roles, plans, compat, errors):

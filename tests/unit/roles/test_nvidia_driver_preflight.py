@@ -21,7 +21,10 @@ PLAYBOOK = """
 
 
 def run_preflight(tmp_path, role_vars, callback=False):
+    """The role's preflight on this machine, which has no GPU: the driver is planned anyway (a host without
+    one gets no plan to refuse, test_driver_tags.py)."""
     playbook = tmp_path / "preflight.yml"
+    role_vars = dict({"nvidia_driver_install_without_gpu": True}, **role_vars)
     playbook.write_text(PLAYBOOK.format(vars=json.dumps(role_vars)))
     return run(
         tmp_path,
@@ -58,6 +61,13 @@ def test_good_input_passes_preflight(tmp_path):
                 "nvidia_driver_mok_cert": "/nonexistent/MOK.der",
             },
             ["nvidia_driver_mok_key: '/nonexistent/MOK.priv' does not exist"],
+        ),
+        (  # NVIDIA/ansible-role-nvidia-driver's variable (issue 37)
+            {"nvidia_driver_ubuntu_branch": "535"},
+            [
+                "nvidia_driver_ubuntu_branch='535' (allowed: unset: ",
+                "set nvidia_driver_branch: '535' instead",
+            ],
         ),
     ],
 )

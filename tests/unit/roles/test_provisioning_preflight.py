@@ -71,6 +71,29 @@ def test_cudnn_bad_input(tmp_path, role_vars, expected):
     assert "changed=0" in out, out
 
 
+@pytest.mark.parametrize(
+    ("role", "role_vars"),
+    [
+        ("cudnn", {"cudnn_enabled": False, "cudnn_version": "9.x"}),
+        ("cuda_toolkit", {"cuda_toolkit_enabled": False, "cuda_toolkit_versions": ["12.99"]}),
+    ],
+)
+def test_a_disabled_role_does_nothing_and_says_so(tmp_path, role, role_vars):
+    """Issue 37: <role>_enabled false (a login node's group_vars): the plan says so and no later task runs;
+    a variable the role would refuse is not judged there."""
+    playbook = tmp_path / "preflight.yml"
+    playbook.write_text(PLAYBOOK.format(role=role, vars=json.dumps(role_vars), tasks_from="main.yml"))
+    result = run(tmp_path, playbook, check=True, timeout=300)
+    assert result.rc == 0, result.text
+    ran = [name.rpartition(" : ")[2] for name in result.tasks("localhost")]
+    assert ran == [
+        "role",
+        "Preflight | Plan (variables, the host's facts, compatibility, owners; no network)",
+        "Preflight | Report a role disabled on this host",
+    ], ran
+    assert f"{role}: disabled by {role}_enabled: false (nothing planned, installed or changed" in result.text
+
+
 def test_cudnn_skip_is_reported(tmp_path):
     rc, out = run_role(
         tmp_path, "cudnn", {"cudnn_skip_compat_check": True, "cudnn_redist_base_url": "/nonexistent"}

@@ -14,7 +14,9 @@ plan/roles.py), and in tests. One concern per module:
 * ``reboot`` -- the reboot decision, :func:`reboot_after` the install, the health check after the reboot;
 * ``kernels`` -- :func:`kernel_guard`, :func:`initramfs_rebuild`, :func:`hold_missing`,
   :func:`versionlock_missing`;
-* ``state`` -- what the plan reads of the facts; ``compat_input`` -- nvidia_compat's inputs and wording.
+* ``state`` -- what the plan reads of the facts; ``compat_input`` -- nvidia_compat's inputs and wording;
+* ``nogpu`` -- a host without an NVIDIA GPU: nothing planned there unless ``install_without_gpu``;
+* ``nvidia_role`` -- the variables of NVIDIA's own driver role, each refused with gpufleet's to set instead.
 
 This module holds :func:`decide` -- ``decide(request, facts, compat=None)``: the one plan of a run.
 ``request`` holds the role's variables without their ``nvidia_driver_`` prefix, ``facts`` what
@@ -46,6 +48,14 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.kernel
     kernel_guard,
     versionlock_missing,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.nogpu import (
+    gpuless_plan,
+    without_gpu,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.nvidia_role import (
+    NVIDIA_ROLE_VARIABLES,
+    nvidia_role_errors,
+)
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.packages import (
     bare_names,
     build_plan,
@@ -70,6 +80,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state 
 
 # The entry points used outside the plan (plan/roles.py: the plan and the later phases of nvidia_plan).
 __all__ = [
+    "NVIDIA_ROLE_VARIABLES",
     "REQUEST_KEYS",
     "variable_errors",
     "DriverPlanError",
@@ -77,10 +88,12 @@ __all__ = [
     "hold_missing",
     "initramfs_rebuild",
     "kernel_guard",
+    "nvidia_role_errors",
     "reboot_after",
     "user_words",
     "validate",
     "versionlock_missing",
+    "without_gpu",
 ]
 
 
@@ -90,8 +103,12 @@ def decide(request, facts, compat=None):
     ``compat`` is ``plan.compat.check``'s result for the request (None: not checked); its errors and
     warnings join the plan's, its ``recommended.kernel_module`` resolves ``kernel_module: auto``.
     A plan with ``errors`` must not be executed; ``made`` is false when no package plan could be made.
+    On a host without an NVIDIA GPU (``nogpu.without_gpu``) the plan is ``nogpu.gpuless_plan``'s: nothing
+    installed, changed or removed, no refusal about the host, and the reason in ``summary``.
     """
     req, state = normalize_request(request), host_state(facts)
+    if without_gpu(req, facts):
+        return gpuless_plan(facts)
     errors = validate(req, facts)
     if errors:
         return {"made": False, "errors": errors, "warnings": [], "flavor": None}
@@ -263,6 +280,7 @@ def _add_tasks(plan, req, state):
         plan["transition"]["kind"] != "none" or plan["reboot"]["needed"]
     )
     plan["summary"] = _summary(plan, state)
+    plan["progress"] = _progress(plan)
     plan["host_managed_report"] = (
         f"host-managed NVIDIA driver {state['loaded_version']} ({state['loaded_flavor']} kernel module) "
         f"matches nvidia_driver_branch {plan['branch']}; nothing installed or changed "
@@ -270,6 +288,18 @@ def _add_tasks(plan, req, state):
         if state["host_managed"] and not plan.get("errors")
         else ""
     )
+
+
+def _progress(plan):
+    """What each install task downloads and installs, in words for its name (the tasks compute none)."""
+    which = f"version {plan['version']}" if plan.get("version") else "the newest of the branch"
+    return {
+        "headers": " ".join(plan["header_packages"]) or "none",
+        "pin": " ".join(plan["pin_packages"]) or "none",
+        "module": plan["dnf_module"] or "none",
+        "packages": f"{' '.join(plan['install_packages']) or 'none'} "
+        f"(branch {plan['branch']}, {which}, {plan['flavor']} module, from {plan['source']})",
+    }
 
 
 def _summary(plan, state):

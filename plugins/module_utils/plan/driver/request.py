@@ -46,6 +46,7 @@ REQUEST_KEYS = (
     "hold",
     "persistenced",
     "debian_mirror",
+    "install_without_gpu",
 )
 
 
@@ -244,6 +245,7 @@ def normalize_request(request):
     for key in ("version", "mok_key", "mok_cert", "debian_mirror"):
         req[key] = str(req[key] or "")
     req["branch"] = str(req["branch"])
+    req["install_without_gpu"] = bool(req["install_without_gpu"])
     return req
 
 

@@ -210,3 +210,20 @@ def test_nvswitches_in_the_facts_bring_the_fm_profile_or_packages(os_key, branch
     assert plan["fabricmanager_packages"] == fm_packages
     assert "nvidia-fabricmanager" in [s["name"] for s in plan["services"]]
     assert dp.decide(req({"branch": branch}), facts(os_key))["services"][-1]["name"] != "nvidia-fabricmanager"
+
+
+def test_the_plan_says_what_each_install_task_installs():
+    """Issue 37: the install tasks' names say what they download and install, in the plan's words."""
+    plan = dp.decide(req({"branch": "580", "version": "580.95.05"}), facts())
+    assert plan["progress"] == {
+        "headers": "linux-headers-6.8.0-45-generic",
+        "pin": "none",
+        "module": "none",
+        "packages": "nvidia-open-580=580.95.05* nvidia-kernel-open-dkms "
+        "(branch 580, version 580.95.05, open module, from nvidia_repo)",
+    }
+    plan = dp.decide(req({"branch": "580"}), facts("rhel9"))
+    assert plan["progress"]["module"] == plan["dnf_module"] == "@nvidia-driver:580-open/default"
+    assert plan["progress"]["packages"].endswith(
+        "(branch 580, the newest of the branch, open module, from nvidia_repo)"
+    )

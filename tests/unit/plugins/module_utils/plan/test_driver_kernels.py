@@ -61,7 +61,7 @@ def facts(os_key="ubuntu2404", gpus=(H200,), loaded=None, installed="580.95.05",
 
 # --------------------------------------------------------------------------- reboot without a GPU
 def test_no_gpu_and_nothing_pending_is_a_clear_non_failing_state():
-    plan = dp.decide(req({"branch": "580"}), facts(gpus=()))
+    plan = dp.decide(req({"branch": "580", "install_without_gpu": True}), facts(gpus=()))
     assert plan["reboot"] == {"reboot": False, "needed": False, "reason": NO_GPU_NOTE}
     after = reboot_after(plan, facts(gpus=()), changed=True, policy="auto")
     assert after["reboot"] is False

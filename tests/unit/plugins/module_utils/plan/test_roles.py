@@ -21,6 +21,9 @@ DEBIAN12 = {
 }  # fmt: skip
 
 
+H200 = {"device_id": "0x2335", "compute_capability": "9.0", "name": "NVIDIA H200"}
+
+
 def defaults(role, **given):
     """The role's variables as the action resolves them with nothing set: its defaults file."""
     out = yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text())
@@ -32,8 +35,9 @@ def defaults(role, **given):
 
 
 def test_with_nothing_set_the_plans_are_the_default_stack():
-    """driver 580 + CUDA 13.0 + cuDNN 9.14 for CUDA 13: the roles' defaults, read from their files only."""
-    driver, _ = roles.plan("nvidia_driver", defaults("nvidia_driver"), DEBIAN12)
+    """driver 580 + CUDA 13.0 + cuDNN 9.14 for CUDA 13: the roles' defaults, read from their files only (the
+    driver on a GPU host: DEBIAN12 has none, its plan there: test_driver_nogpu.py)."""
+    driver, _ = roles.plan("nvidia_driver", defaults("nvidia_driver"), dict(DEBIAN12, gpus=[H200]))
     cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit"), DEBIAN12)
     cudnn, _ = roles.plan("cudnn", defaults("cudnn"), DEBIAN12)
     assert driver["branch"] == "580"
@@ -120,9 +124,8 @@ def test_an_unknown_role_is_refused():
 
 
 def test_the_driver_target_of_a_stack():
-    driver, _ = roles.plan(
-        "nvidia_driver", defaults("nvidia_driver", nvidia_driver_kernel_module="open"), DEBIAN12
-    )
+    variables = defaults("nvidia_driver", nvidia_driver_kernel_module="open")
+    driver, _ = roles.plan("nvidia_driver", variables, dict(DEBIAN12, gpus=[H200]))
     assert roles.driver_target(driver) == {
         "driver_branch": "580",
         "driver_version": None,
@@ -133,7 +136,7 @@ def test_the_driver_target_of_a_stack():
 
 def test_a_stack_checks_cuda_against_the_driver_it_installs():
     """CUDA 13.0 needs R580: with the driver role planning 570, the CUDA check refuses before any change."""
-    h200 = dict(DEBIAN12, gpus=[{"device_id": "0x2335", "compute_capability": "9.0", "name": "NVIDIA H200"}])
+    h200 = dict(DEBIAN12, gpus=[H200])
     driver, _ = roles.plan("nvidia_driver", defaults("nvidia_driver", nvidia_driver_branch="570"), h200)
     context = {"overrides": roles.driver_target(driver)}
     _plan, compat = roles.plan("cuda_toolkit", defaults("cuda_toolkit"), h200, context)
@@ -221,7 +224,10 @@ def nvidia_guide(fingerprint="EB693B3035CD5710E231E123A4B469963BF863CC"):
 
 def test_every_role_adopts_the_nvidia_guides_source_through_one_function():
     for role in ("cudnn", "cuda_toolkit", "nvidia_driver"):
-        plan, _ = roles.plan(role, defaults(role, **{f"{role}_source": "nvidia_repo"}), nvidia_guide())
+        variables = defaults(role, **{f"{role}_source": "nvidia_repo"})
+        if role == "nvidia_driver":  # these facts have no GPU
+            variables["nvidia_driver_install_without_gpu"] = True
+        plan, _ = roles.plan(role, variables, nvidia_guide())
         assert plan["repo"]["adopt"]["path"] == CUDA_LIST, role
         assert plan["repo"]["remove_own"] == []
         assert f"adopting {CUDA_LIST} (cuda-keyring)" in plan["summary"], (role, plan["summary"])
@@ -233,7 +239,9 @@ def test_the_retired_key_is_refused_before_any_change_naming_the_roles_variables
         PlanError, match=rf"^cudnn_source='nvidia_repo': {CUDA_LIST} \(line 1\) already serves"
     ):
         roles.plan("cudnn", defaults("cudnn", cudnn_source="nvidia_repo"), old)
-    driver, _ = roles.plan("nvidia_driver", defaults("nvidia_driver"), old)
+    driver, _ = roles.plan(
+        "nvidia_driver", defaults("nvidia_driver", nvidia_driver_install_without_gpu=True), old
+    )
     assert driver["repo"] == {}
     assert any("nvidia_driver_repo_key_fingerprint" in e and "7fa2af80" in e for e in driver["errors"])
 
@@ -250,3 +258,16 @@ def test_without_the_sources_facts_the_repository_is_todays():
         "cudnn", defaults("cudnn", cudnn_source="nvidia_repo"), dict(UBUNTU, packages=H200_PACKAGES)
     )
     assert plan["repo"]["adopt"] is None and plan["repo"]["path"].endswith("gpufleet-nvidia-cuda.sources")
+
+
+def test_the_plans_say_what_their_install_steps_install():
+    """Issue 37: the install tasks' names say what they download and install, in the plans' words."""
+    cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit"), DEBIAN12)
+    assert cuda["progress"] == (
+        "CUDA 13.0.2 (cuda_nvcc, cuda_crt, libnvvm, cuda_cudart, cuda_cccl, cuda_nvrtc) "
+        "into /usr/local/cuda-13.0"
+    )
+    cudnn, _ = roles.plan("cudnn", defaults("cudnn"), DEBIAN12)
+    assert cudnn["progress"] == "cuDNN 9.14.0 for CUDA 13 (cudnn) under /opt/nvidia/cudnn"
+    cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit", cuda_toolkit_source="nvidia_repo"), UBUNTU)
+    assert cuda["progress"] == "packages cuda-toolkit-13-0 from nvidia_repo"

@@ -86,8 +86,9 @@ def h200_facts():
 
 
 def request(**kw):
-    """plan/driver's full request (the role's defaults), branch 580, updated with request keys."""
-    return driver_request({"branch": "580"}, **kw)
+    """plan/driver's full request (the role's defaults), branch 580, updated with request keys; the driver
+    installed without a GPU too (facts_for's host has none: as for an image build)."""
+    return driver_request({"branch": "580", "install_without_gpu": True}, **kw)
 
 
 def test_h200_580_is_accepted_and_never_rebooted():
@@ -268,10 +269,12 @@ def test_rpm_fallback():
 # --------------------------------------------------------------------------- the role's plan (plan/roles.py)
 def role_plan(facts, context=None, **given):
     """(plan, compat) of the nvidia_driver role: its defaults with branch 580, updated with ``given`` (the
-    role's variables by their names), on a host that is not the controller unless the context says so."""
+    role's variables by their names), on a host that is not the controller unless the context says so; the
+    driver installed without a GPU too (facts_for's host has none)."""
+    given = {"nvidia_driver_branch": "580", "nvidia_driver_install_without_gpu": True, **given}
     return roles.plan(
         "nvidia_driver",
-        variables("nvidia_driver", **{"nvidia_driver_branch": "580", **given}),
+        variables("nvidia_driver", **given),
         facts,
         context or {"is_controller": False},
     )
