@@ -246,4 +246,5 @@ def test_make_bench_and_the_docs_name_every_bench_script():
     docs = (ROOT / "bench" / "README.md").read_text().split("## `make bench`", 1)[1].split("\n## ", 1)[0]
     for script in sorted((ROOT / "bench").glob("bench_*.py")):
         assert f"bench/{script.name}" in recipe, f"make bench does not run bench/{script.name}"
-        assert f"`bench/{script.name}" in docs, f"bench/README.md's make bench table lacks bench/{script.name}"
+        lacks = f"bench/README.md's make bench table lacks bench/{script.name}"
+        assert f"`bench/{script.name}" in docs, lacks
