@@ -40,6 +40,8 @@ options:
     type: str
     default: gpufleet_audit_prometheus_textfile_dir
 author: gpufleet maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
