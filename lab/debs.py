@@ -71,7 +71,9 @@ class Deb:
     files: dict = field(default_factory=dict)  # path -> text (conffiles under /etc)
     scripts: dict = field(default_factory=dict)  # postinst/prerm/... -> text
     ldconfig: bool = False  # activate the ldconfig trigger (shared libraries or /etc/ld.so.conf.d)
-    doc: bool = True  # /usr/share/doc/<name>/copyright and changelog.Debian.gz
+    # /usr/share/doc/<name>/copyright and changelog.Debian.gz; "changelog": the changelog alone (NVIDIA's meta
+    # packages)
+    doc: object = True
     mtime: int = 0
 
     @property
@@ -149,8 +151,9 @@ def stage(deb, root):
     for path in deb.dirs:
         (root / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
     extra = dict(deb.files)
-    if deb.doc:
+    if deb.doc is True:
         extra[f"/usr/share/doc/{deb.name}/copyright"] = license_text
+    if deb.doc:
         extra[f"/usr/share/doc/{deb.name}/changelog.Debian.gz"] = _changelog(deb)
     for path, data in extra.items():
         raw = data.encode() if isinstance(data, str) else data

@@ -33,10 +33,11 @@ CUDNN_VARIANTS = ("12", "13")
 # Two CUDA releases, so that toolkits side by side (and their audit) can be tested.
 DEFAULT_CUDA_RELEASES = ("13.0.2", "13.1.0")
 
-# The component versions of a CUDA release, as NVIDIA's redistrib_<release>.json lists them,
-# and the PyPI wheel each is built from. Source: NVIDIA redistrib_13.0.2.json (cuda_cccl
-# 13.0.85, cuda_crt 13.0.88, cuda_cudart 13.0.96, cuda_nvcc 13.0.88, cuda_nvrtc 13.0.88,
-# libnvvm 13.0.88).
+# The component versions of a CUDA release, as NVIDIA's redistrib_<release>.json lists them
+# (component key -> (NVIDIA's "name", "version")), and the PyPI wheel each is built from.
+# Source: NVIDIA's redistrib_13.0.2.json (release_date 2025-10-09; tests/data/nvidia-redist holds its
+# names and versions for x86_64), high confidence; the same versions are the cuda-*-13-0/lib*-13-0 packages
+# NVIDIA's apt repository installed on a lent H100 (tests/data/h100-ubuntu2404-cuda13).
 CUDA_RELEASES = {
     "13.0.2": {
         "cuda_nvcc": ("CUDA NVCC", "13.0.88"),
@@ -45,10 +46,28 @@ CUDA_RELEASES = {
         "cuda_cudart": ("CUDA Runtime (cudart)", "13.0.96"),
         "cuda_nvrtc": ("CUDA NVRTC", "13.0.88"),
         "cuda_cccl": ("CXX Core Compute Libraries", "13.0.85"),
+        "cuda_culibos": ("CUDA MATH Library (cuda culibos)", "13.0.85"),
+        "cuda_cupti": ("CUPTI", "13.0.85"),
+        "cuda_nvml_dev": ("CUDA NVML Headers", "13.0.87"),
+        "cuda_nvtx": ("CUDA NVTX", "13.0.85"),
+        "cuda_opencl": ("CUDA OpenCL", "13.0.85"),
+        "cuda_profiler_api": ("CUDA Profiler API", "13.0.85"),
+        "libcublas": ("CUDA cuBLAS", "13.1.0.3"),
+        "libcufft": ("CUDA cuFFT", "12.0.0.61"),
+        "libcufile": ("CUDA cuFile", "1.15.1.6"),
+        "libcurand": ("CUDA cuRAND", "10.4.0.35"),
+        "libcusolver": ("CUDA cuSOLVER", "12.0.4.66"),
+        "libcusparse": ("CUDA cuSPARSE", "12.6.3.3"),
+        "libnpp": ("CUDA NPP", "13.0.1.2"),
+        "libnvfatbin": ("NVIDIA compiler library for fatbin interaction", "13.0.85"),
+        "libnvjitlink": ("NVIDIA compiler library for JIT LTO functionality", "13.0.88"),
+        "libnvjpeg": ("CUDA nvJPEG", "13.0.1.86"),
+        "libnvptxcompiler": ("CUDA libnvptxcompiler", "13.0.88"),
     },
     # CUDA 13.1 GA: the first 13.1 wheels NVIDIA published on PyPI (nvcc/crt/nvvm/nvrtc/cudart
     # 13.1.80, cccl 13.1.78); NVIDIA's redistrib_13.1.0.json was not read, so the component versions
-    # are the wheels' (medium confidence).
+    # are the wheels' (medium confidence). The second toolkit of the side-by-side and audit tests: the
+    # compiler subset only (lab/README.md says why).
     "13.1.0": {
         "cuda_nvcc": ("CUDA NVCC", "13.1.80"),
         "cuda_crt": ("CUDA CRT", "13.1.80"),
@@ -58,6 +77,36 @@ CUDA_RELEASES = {
         "cuda_cccl": ("CXX Core Compute Libraries", "13.1.78"),
     },
 }
+# The components of NVIDIA's redistrib_13.0.2.json (linux-x86_64) the lab does not build, and why. A unit
+# test holds this table and CUDA_RELEASES["13.0.2"] to NVIDIA's whole list.
+NO_WHEEL = "no PyPI wheel of NVIDIA's for this release"
+NOT_TOOLKIT = "not part of the CUDA toolkit (driver, fabric or NVLink tooling)"
+LEFT_OUT = {
+    "cuda_cuobjdump": NO_WHEEL + " (nvidia-cuda-cuobjdump starts at 13.2)",
+    "cuda_nvdisasm": NO_WHEEL + " (nvidia-cuda-nvdisasm starts at 13.2)",
+    "cuda_nvprune": NO_WHEEL,
+    "cuda_gdb": NO_WHEEL,
+    "cuda_nsight": NO_WHEEL,
+    "nsight_compute": NO_WHEEL,
+    "nsight_systems": NO_WHEEL,
+    "cuda_documentation": NO_WHEEL,
+    "cuda_ctadvisor": NO_WHEEL,
+    "cuda_sandbox_dev": NO_WHEEL,
+    "cuda_cuxxfilt": "the wheel holds nv_decode.h only, not bin/cu++filt or libcufilt.a",
+    "cuda_sanitizer_api": "the wheel's layout is not NVIDIA's compute-sanitizer/ tree (no x86/, no "
+    "TreeLauncher* helpers)",
+    "nvidia_fs": NOT_TOOLKIT,
+    "nvidia_driver": NOT_TOOLKIT,
+    "fabricmanager": NOT_TOOLKIT,
+    "imex": NOT_TOOLKIT,
+    "libnvidia_nscq": NOT_TOOLKIT,
+    "libnvsdm": NOT_TOOLKIT,
+    "mft": NOT_TOOLKIT,
+    "mft_autocomplete": NOT_TOOLKIT,
+    "mft_oem": NOT_TOOLKIT,
+    "nvlsm": NOT_TOOLKIT,
+    "collectx_bringup": NOT_TOOLKIT,
+}
 WHEEL_OF = {
     "cuda_nvcc": "nvidia-cuda-nvcc",
     "cuda_crt": "nvidia-cuda-crt",
@@ -65,6 +114,23 @@ WHEEL_OF = {
     "cuda_cudart": "nvidia-cuda-runtime",
     "cuda_nvrtc": "nvidia-cuda-nvrtc",
     "cuda_cccl": "nvidia-cuda-cccl",
+    "cuda_culibos": "nvidia-cuda-culibos",
+    "cuda_cupti": "nvidia-cuda-cupti",
+    "cuda_nvml_dev": "nvidia-nvml-dev",
+    "cuda_nvtx": "nvidia-nvtx",
+    "cuda_opencl": "nvidia-cuda-opencl",
+    "cuda_profiler_api": "nvidia-cuda-profiler-api",
+    "libcublas": "nvidia-cublas",
+    "libcufft": "nvidia-cufft",
+    "libcufile": "nvidia-cufile",
+    "libcurand": "nvidia-curand",
+    "libcusolver": "nvidia-cusolver",
+    "libcusparse": "nvidia-cusparse",
+    "libnpp": "nvidia-npp",
+    "libnvfatbin": "nvidia-nvfatbin",
+    "libnvjitlink": "nvidia-nvjitlink",
+    "libnvjpeg": "nvidia-nvjpeg",
+    "libnvptxcompiler": "nvidia-nvptxcompiler",
 }
 CU13 = "nvidia/cu13/"
 # (wheel component, source prefix inside the wheel, destination prefix in the archive).
@@ -74,6 +140,13 @@ NVVM_MAP = (
     ("libnvvm", CU13 + "lib/libnvvm", "nvvm/lib64/libnvvm"),
     ("libnvvm", CU13 + "include/nvvm.h", "nvvm/include/nvvm.h"),
 )
+
+
+def _tree(comp, *dirs):
+    """The wheel's nvidia/cu13/<dir>/ trees at <dir>/ of the archive (include/, lib/: NVIDIA's layout)."""
+    return tuple((comp, f"{CU13}{d}/", f"{d}/") for d in dirs)
+
+
 CUDA_MAPS = {
     # cuda_nvcc also carries crt and nvvm (as it did up to CUDA 12) so that bin/nvcc compiles on
     # its own; cuda_crt and libnvvm are published as well, as NVIDIA does since 13.0.
@@ -82,9 +155,44 @@ CUDA_MAPS = {
     + NVVM_MAP,
     "cuda_crt": (("cuda_crt", CU13 + "include/crt/", "include/crt/"),),
     "libnvvm": NVVM_MAP,
-    "cuda_cudart": (("cuda_cudart", CU13 + "include/", "include/"), ("cuda_cudart", CU13 + "lib/", "lib/")),
-    "cuda_nvrtc": (("cuda_nvrtc", CU13 + "include/", "include/"), ("cuda_nvrtc", CU13 + "lib/", "lib/")),
-    "cuda_cccl": (("cuda_cccl", CU13 + "include/", "include/"),),
+    "cuda_cudart": _tree("cuda_cudart", "include", "lib"),
+    "cuda_nvrtc": _tree("cuda_nvrtc", "include", "lib"),
+    "cuda_cccl": _tree("cuda_cccl", "include"),
+    "cuda_culibos": _tree("cuda_culibos", "lib"),
+    "cuda_cupti": _tree("cuda_cupti", "include", "lib"),
+    "cuda_nvml_dev": _tree("cuda_nvml_dev", "include"),
+    "cuda_nvtx": _tree("cuda_nvtx", "include", "lib"),
+    "cuda_opencl": _tree("cuda_opencl", "include", "lib"),
+    "cuda_profiler_api": _tree("cuda_profiler_api", "include"),
+    "libcublas": _tree("libcublas", "include", "lib"),
+    "libcufft": _tree("libcufft", "include", "lib"),
+    "libcufile": _tree("libcufile", "include", "lib"),
+    "libcurand": _tree("libcurand", "include", "lib"),
+    "libcusolver": _tree("libcusolver", "include", "lib"),
+    "libcusparse": _tree("libcusparse", "include", "lib"),
+    "libnpp": _tree("libnpp", "include", "lib"),
+    "libnvfatbin": _tree("libnvfatbin", "include", "lib"),
+    "libnvjitlink": _tree("libnvjitlink", "include", "lib"),
+    "libnvjpeg": _tree("libnvjpeg", "include", "lib"),
+    "libnvptxcompiler": _tree("libnvptxcompiler", "include", "lib"),
+}
+# Shared objects whose full file name is not <soname>.<component version>: the wheel's name -> NVIDIA's
+# (the H100's dpkg -L, tests/data/h100-ubuntu2404-cuda13), and links NVIDIA adds between them.
+SO_RENAMES = {
+    # nvvm/lib64/libnvvm.so.4 -> libnvvm.so.4.0.0 (cuda_nvcc's archive carries nvvm too)
+    "libnvvm": {"libnvvm.so.4": "libnvvm.so.4.0.0"},
+    "cuda_nvcc": {"libnvvm.so.4": "libnvvm.so.4.0.0"},
+    "cuda_cupti": {"libcupti.so.13": "libcupti.so.2025.3.1"},
+    "cuda_nvtx": {"libnvtx3interop.so.1": "libnvtx3interop.so.1.1.0"},
+    "cuda_opencl": {"libOpenCL.so.1": "libOpenCL.so.1.0.0"},
+    "libcufile": {"libcufile.so.0": "libcufile.so.1.15.1", "libcufile_rdma.so.1": "libcufile_rdma.so.1.15.1"},
+}
+SO_LINKS = {
+    # libOpenCL.so.1 -> libOpenCL.so.1.0 -> libOpenCL.so.1.0.0
+    "cuda_opencl": (
+        ("lib/libOpenCL.so.1", "libOpenCL.so.1.0"),
+        ("lib/libOpenCL.so.1.0", "libOpenCL.so.1.0.0"),
+    ),
 }
 CUDNN_MAP = (("cudnn", "nvidia/cudnn/include/", "include/"), ("cudnn", "nvidia/cudnn/lib/", "lib/"))
 SONAME = re.compile(r"^(?P<stem>.+\.so)\.(?P<ver>\d+(?:\.\d+)*)$")
@@ -172,9 +280,11 @@ class Archive:
     so_version: str
     license_from: str  # wheel component whose License.txt becomes LICENSE
     extra: dict = field(default_factory=dict)
+    renames: dict = field(default_factory=dict)  # shared object in the wheel -> NVIDIA's file name
+    links: tuple = ()  # (archive path, target): links NVIDIA has besides the usual ones
 
     def stamp_inputs(self):
-        return {
+        inputs = {
             "format": FORMAT,
             "xz": XZ_OPTS,
             "top": self.top,
@@ -182,6 +292,12 @@ class Archive:
             "mapping": [list(m) for m in self.mapping],
             "wheels": {k: [Path(v).name, Path(v).stat().st_size] for k, v in sorted(self.sources.items())},
         }
+        # only where set: the stamps of the archives without them stay valid (nothing is rebuilt)
+        if self.renames:
+            inputs["renames"] = dict(sorted(self.renames.items()))
+        if self.links:
+            inputs["links"] = [list(link) for link in self.links]
+        return inputs
 
 
 def plan_members(archive):
@@ -189,7 +305,8 @@ def plan_members(archive):
 
     kind is 'file', or 'link' (a symlink to target). Shared-object files whose version suffix
     is a prefix of so_version get NVIDIA's full name plus the usual links
-    (libX.so -> libX.so.9 -> libX.so.9.14.0).
+    (libX.so -> libX.so.9 -> libX.so.9.14.0); archive.renames names the others (libcupti.so.13 ->
+    libcupti.so.2025.3.1) and archive.links adds NVIDIA's further links.
     """
     members = {}
     zips = {comp: zipfile.ZipFile(path) for comp, path in archive.sources.items()}
@@ -206,12 +323,15 @@ def plan_members(archive):
             if not match or not directory.endswith(("lib", "lib64")):
                 continue
             stem, ver = match.group("stem"), match.group("ver")
-            full = archive.so_version
-            if ver != full and full.startswith(ver + "."):
-                real = f"{directory}/{stem}.{full}"
-                members[real] = members.pop(rel)
-                members[rel] = ("link", f"{stem}.{full}", None, None)
+            full, real = archive.so_version, archive.renames.get(name)
+            if real is None and ver != full and full.startswith(ver + "."):
+                real = f"{stem}.{full}"
+            if real:
+                members[f"{directory}/{real}"] = members.pop(rel)
+                members[rel] = ("link", real, None, None)
             members.setdefault(f"{directory}/{stem}", ("link", name, None, None))
+        for rel, target in archive.links:
+            members[rel] = ("link", target, None, None)
     finally:
         for zf in zips.values():
             zf.close()
@@ -368,6 +488,8 @@ def cuda_archive(comp, version, wheels):
         mapping=mapping,
         so_version=version,
         license_from=comp,
+        renames=SO_RENAMES.get(comp, {}),
+        links=SO_LINKS.get(comp, ()),
     )
 
 

@@ -86,7 +86,7 @@ def _source(product, entry):
 # ---------------------------------------------------------------- CUDA 13.0
 
 
-def _cuda_fields(summary, depends=""):
+def _cuda_fields(summary, depends="", extra=None):
     fields = {
         "Maintainer": MAINTAINER,
         "Section": "devel",
@@ -96,6 +96,7 @@ def _cuda_fields(summary, depends=""):
     }
     if depends:
         fields["Depends"] = depends
+    fields.update(extra or {})
     return fields
 
 
@@ -146,81 +147,367 @@ def config_common_debs(xy, version, mtime):
     ]
 
 
-def _cuda_component(spec, manifest, mtime):
-    name, comp, summary, rules, extra = spec
-    source, sha = _source("cuda", manifest[comp]["linux-x86_64"])
-    extra = dict(extra)
+# NVIDIA's packages of a CUDA release that the lab does not build (lab/mirror.py LEFT_OUT says why for each
+# redist component), and NVIDIA's dependencies the lab's packages leave out: Debian's own packages, because
+# lab hosts reach no Debian mirror (the lab network has no route out), and cuda-driver-dev, whose
+# stubs/libcuda.so no wheel carries. Package name stems ("-13-0" added).
+LEFT_OUT_PACKAGES = {
+    "cuda-cuobjdump": "no PyPI wheel for CUDA 13.0",
+    "cuda-nvdisasm": "no PyPI wheel for CUDA 13.0",
+    "cuda-nvprune": "no PyPI wheel",
+    "cuda-gdb": "no PyPI wheel",
+    "cuda-sanitizer": "the wheel's layout is not NVIDIA's compute-sanitizer/ tree",
+    "cuda-cuxxfilt": "the wheel has no bin/cu++filt",
+    "cuda-sandbox-dev": "no PyPI wheel",
+    "cuda-driver-dev": "no wheel carries stubs/libcuda.so",
+    "cuda-documentation": "no PyPI wheel",
+    "cuda-visual-tools": "Nsight Compute and Nsight Systems have no PyPI wheel",
+}
+LEFT_OUT_DEPENDS = ("build-essential", "libmount1", "libstdc++6", "libudev1", "libgcc1")
+WHEEL_SUBSET = (
+    "Its files are those NVIDIA's PyPI wheels carry (shared libraries, headers, tools): NVIDIA's\n"
+    "static libraries, stubs/, pkg-config files, samples and documentation are not in the wheels."
+)
+
+
+def _top_links(top, rules):
+    """The /usr/local/cuda-X.Y/include and lib64 links, in every package with files below them (NVIDIA's
+    packages all ship the same links; dpkg shares identical symlinks between packages)."""
+    dests = [dest for _prefix, dest, _test in rules]
+    links = []
+    if any(dest.startswith(f"{top}/targets/x86_64-linux/include") for dest in dests):
+        links.append((f"{top}/include", "targets/x86_64-linux/include"))
+    if any(dest.startswith(f"{top}/{TARGET_LIB}") for dest in dests):
+        links.append((f"{top}/lib64", TARGET_LIB))
+    return tuple(links)
+
+
+def _cuda_component(spec, manifest, mtime, top):
+    source, sha = _source("cuda", manifest[spec["comp"]]["linux-x86_64"])
+    extra = {k: spec[k] for k in ("ldconfig", "files") if k in spec}
+    fields = {k: spec[k] for k in ("Source", "Provides", "Replaces", "Breaks") if spec.get(k)}
     return debs.Deb(
-        name=name,
-        version=manifest[comp]["version"] + "-1",
+        name=spec["name"],
+        version=manifest[spec["comp"]]["version"] + "-1",
         arch="amd64",
-        fields=_cuda_fields(summary, extra.pop("depends", "")),
+        fields=_cuda_fields(spec["summary"], spec.get("depends", ""), fields),
         source=source,
         source_sha256=sha,
-        rules=rules,
+        rules=spec["rules"],
+        links=spec.get("links", _top_links(top, spec["rules"])),
         mtime=mtime,
         **extra,
     )
 
 
+def _pkg(**spec):
+    """One package of cuda_components(): name, comp (redist component), summary, rules, and optionally
+    depends, ldconfig, files, links and the control fields Source, Provides, Replaces, Breaks."""
+    return spec
+
+
 def cuda_components(xy, ver):
-    """(package, redist component, summary, rules, extras) of each CUDA component package, NVIDIA's layout:
-    /usr/local/cuda-X.Y/{bin,nvvm}, targets/x86_64-linux/{include,lib}, the lib64 and include links."""
-    d = xy.replace(".", "-")
+    """Each CUDA component package the lab builds, in NVIDIA's names, layout and dependencies (the H100's
+    dpkg status and file lists, tests/data/h100-ubuntu2404-cuda13): /usr/local/cuda-X.Y/{bin,nvvm},
+    targets/x86_64-linux/{include,lib}, the lib64 and include links. ``ver``: redist component -> version."""
+    d, major = xy.replace(".", "-"), xy.split(".")[0]
     top = f"/usr/local/cuda-{xy}"
-    inc, lib = f"{top}/targets/x86_64-linux/include", f"{top}/targets/x86_64-linux/lib"
-    config = f"cuda-toolkit-{d}-config-common, cuda-toolkit-{xy.split('.')[0]}-config-common, "
-    config += "cuda-toolkit-config-common"
-    runtime = {"depends": config, "ldconfig": True}
-    return (
-        (f"cuda-cudart-{d}", "cuda_cudart", "CUDA Runtime native Libraries", (("lib/", lib, "so.N"),),
-         {**runtime, "links": ((f"{top}/lib64", "targets/x86_64-linux/lib"),)}),
-        (f"cuda-cudart-dev-{d}", "cuda_cudart", "CUDA Runtime native dev links, headers",
-         (("include/", inc, "any"), ("lib/", lib, ".so"), ("lib/", lib, ".a")),
-         {"links": ((f"{top}/include", "targets/x86_64-linux/include"),),
-          "depends": f"cuda-cudart-{d} (>= {ver['cuda_cudart']}), cuda-cccl-{d} (>= {ver['cuda_cccl']})"}),
-        (f"cuda-nvrtc-{d}", "cuda_nvrtc", "NVRTC native runtime libraries", (("lib/", lib, "so.N"),),
-         runtime),
-        (f"cuda-nvrtc-dev-{d}", "cuda_nvrtc", "NVRTC native dev links, headers",
-         (("include/", inc, "any"), ("lib/", lib, ".so")),
-         {"depends": f"cuda-nvrtc-{d} (>= {ver['cuda_nvrtc']})"}),
-        (f"cuda-cccl-{d}", "cuda_cccl", "CUDA CCCL", (("include/", inc, "any"),), {}),
-        (f"cuda-crt-{d}", "cuda_crt", "CUDA crt", (("include/crt/", f"{inc}/crt", "any"),), {}),
-        (f"libnvvm-{d}", "libnvvm", "CUDA nvvm", (("nvvm/", f"{top}/nvvm", "any"),), {}),
+    inc, lib = f"{top}/targets/x86_64-linux/include", f"{top}/{TARGET_LIB}"
+    config = f"cuda-toolkit-config-common, cuda-toolkit-{major}-config-common, cuda-toolkit-{d}-config-common"
+    config_or = (
+        f"cuda-toolkit-config-common | cuda-cudart-11-2, "
+        f"cuda-toolkit-{major}-config-common | cuda-cudart-11-2, cuda-toolkit-{d}-config-common"
+    )
+    headers, sonames, devlinks, static = (
+        ("include/", inc, "any"),
+        ("lib/", lib, "so.N"),
+        ("lib/", lib, ".so"),
+        ("lib/", lib, ".a"),
+    )
+    out = [
+        _pkg(
+            name=f"cuda-cudart-{d}",
+            comp="cuda_cudart",
+            summary="CUDA Runtime native Libraries",
+            Source="cuda-cudart",
+            rules=(sonames,),
+            depends=config_or,
+            ldconfig=True,
+            Provides=f"libcudart.so.{major} (= {ver['cuda_cudart']})",
+        ),
+        _pkg(
+            name=f"cuda-cudart-dev-{d}",
+            comp="cuda_cudart",
+            summary="CUDA Runtime native dev links, headers",
+            Source="cuda-cudart",
+            rules=(headers, devlinks, static),
+            # NVIDIA's also depends on cuda-driver-dev-X-Y (>= cudart's version): LEFT_OUT_PACKAGES
+            depends=f"cuda-cudart-{d} (>= {ver['cuda_cudart']}), cuda-cccl-{d}, cuda-culibos-dev-{d}",
+            Provides=f"libcudart.so.{major}-dev (= {ver['cuda_cudart']})",
+        ),
+        _pkg(
+            name=f"cuda-nvrtc-{d}",
+            comp="cuda_nvrtc",
+            summary="NVRTC native runtime libraries",
+            Source="cuda-nvrtc",
+            rules=(sonames,),
+            ldconfig=True,
+            Provides=f"libnvrtc.so.{major} (= {ver['cuda_nvrtc']})",
+        ),
+        _pkg(
+            name=f"cuda-nvrtc-dev-{d}",
+            comp="cuda_nvrtc",
+            summary="NVRTC native dev links, headers",
+            Source="cuda-nvrtc",
+            rules=(headers, devlinks, static),
+            depends=f"cuda-nvrtc-{d} (>= {ver['cuda_nvrtc']})",
+            Provides=f"libnvrtc.so.{major}-dev (= {ver['cuda_nvrtc']})",
+        ),
+        _pkg(
+            name=f"cuda-cccl-{d}",
+            comp="cuda_cccl",
+            summary="CUDA CCCL",
+            Source="cuda-cccl",
+            rules=(headers, ("lib/", lib, "any")),  # lib/cmake/ (not in the wheel)
+            Provides=f"cuda-cub-{d}, cuda-thrust-{d}",
+        ),
+        _pkg(
+            name=f"cuda-crt-{d}",
+            comp="cuda_crt",
+            summary="CUDA crt",
+            Source="cuda-crt",
+            rules=(("include/crt/", f"{inc}/crt", "any"),),
+            depends=f"cuda-cudart-dev-{d}",
+        ),  # + build-essential
+        _pkg(
+            name=f"libnvvm-{d}",
+            comp="libnvvm",
+            summary="CUDA nvvm",
+            Source="libnvvm",
+            rules=(("nvvm/", f"{top}/nvvm", "any"),),
+            depends=f"cuda-toolkit-config-common | cuda-toolkit-{major}-config-common | cuda-cudart-11-2, "
+            f"cuda-toolkit-{d}-config-common",
+        ),
         # the mirror's cuda_nvcc archive also carries crt and nvvm (lab/README.md); NVIDIA's package does not
-        (f"cuda-nvcc-{d}", "cuda_nvcc", "CUDA nvcc",
-         (("bin/", f"{top}/bin", "any"), ("include/", inc, "not crt")),
-         {"depends": f"cuda-crt-{d} (>= {ver['cuda_crt']}), libnvvm-{d} (>= {ver['libnvvm']})"}),
-    )  # fmt: skip
+        _pkg(
+            name=f"cuda-nvcc-{d}",
+            comp="cuda_nvcc",
+            summary="CUDA nvcc",
+            Source="cuda-nvcc",
+            rules=(("bin/", f"{top}/bin", "any"), ("include/", inc, "not crt")),
+            Provides=f"cuda-nvcc-{major}",
+            links=((f"{top}/include", "targets/x86_64-linux/include"), (f"{top}/lib64", TARGET_LIB)),
+            depends=f"cuda-cudart-dev-{d}, libnvvm-{d}, cuda-crt-{d}, libnvptxcompiler-{d}",
+        ),  # + build-essential
+        _pkg(
+            name=f"libnvptxcompiler-{d}",
+            comp="libnvptxcompiler",
+            summary="CUDA nvptxcompiler",
+            Source="libnvptxcompiler",
+            rules=(headers, ("lib/", lib, "any")),
+        ),
+        _pkg(
+            name=f"cuda-culibos-dev-{d}",
+            comp="cuda_culibos",
+            summary="CUDA DEV culibos is a Math Libraries fork of the cuos library",
+            Source="cuda-culibos",
+            rules=(("lib/", lib, "any"),),
+        ),
+        _pkg(
+            name=f"cuda-profiler-api-{d}",
+            comp="cuda_profiler_api",
+            summary="CUDA Profiler API",
+            Source="cuda-profiler-api",
+            rules=(headers,),
+        ),
+        _pkg(
+            name=f"cuda-nvml-dev-{d}",
+            comp="cuda_nvml_dev",
+            summary="NVML native dev links, headers",
+            Source="cuda-nvml-dev",
+            rules=(headers, ("lib/", lib, "any")),  # lib/stubs/ (not in the wheel)
+        ),
+        _pkg(
+            name=f"cuda-nvtx-{d}",
+            comp="cuda_nvtx",
+            summary="NVIDIA Tools Extension",
+            Source="cuda-nvtx",
+            rules=(headers, ("lib/", lib, "any")),
+            ldconfig=True,
+        ),
+        _pkg(
+            name=f"cuda-cupti-{d}",
+            comp="cuda_cupti",
+            summary="CUDA profiling tools runtime libs.",
+            Source="cuda-cupti",
+            rules=(("lib/", lib, "any"),),
+            ldconfig=True,
+            Provides=f"libcupti.so.{major} (= {ver['cuda_cupti']})",
+        ),
+        _pkg(
+            name=f"cuda-cupti-dev-{d}",
+            comp="cuda_cupti",
+            summary="CUDA profiling tools interface.",
+            Source="cuda-cupti",
+            rules=(headers,),
+            depends=f"cuda-cupti-{d} (>= {ver['cuda_cupti']})",
+            Provides=f"libcupti.so.{major}-dev (= {ver['cuda_cupti']})",
+        ),
+        _pkg(
+            name=f"cuda-opencl-{d}",
+            comp="cuda_opencl",
+            summary="CUDA OpenCL native Libraries",
+            Source="cuda-opencl",
+            rules=(sonames,),
+            depends=config,
+            ldconfig=True,
+            Provides=f"libopencl.so.1 (= {ver['cuda_opencl']})",
+        ),
+        # NVIDIA's also depends on libmount1, libstdc++6, libudev1, libgcc1 (LEFT_OUT_DEPENDS) and its
+        # postinst points the /etc/cufile.json alternative at gds/cufile.json, which no wheel carries
+        _pkg(
+            name=f"libcufile-{d}",
+            comp="libcufile",
+            summary=f"Library for GPU Direct Storage with CUDA {xy}",
+            Source="libcufile",
+            rules=(sonames,),
+            depends=config_or,
+            links=(),
+            ldconfig=True,
+            files={f"/etc/ld.so.conf.d/gds-{d}.conf": f"{lib}\n"},
+            Provides="libcufile0",
+            Replaces="gds (<< 0.8.0)",
+            Breaks="gds (<< 0.8.0)",
+        ),
+        _pkg(
+            name=f"libcufile-dev-{d}",
+            comp="libcufile",
+            summary="Library for GPU Direct Storage native dev links, headers",
+            Source="libcufile",
+            rules=(headers, devlinks, static),
+            links=(),
+            depends=f"libcufile-{d} (>= {ver['libcufile']})",
+            Provides=f"libcufile.so.0-dev (= {ver['libcufile']})",
+        ),
+    ]
+    # the math and compiler libraries: lib<x>-X-Y (shared objects) and lib<x>-dev-X-Y (headers, dev links)
+    for comp, words, dev_words, deps in (
+        ("libcublas", "CUBLAS native", "CUBLAS native", config_or),
+        ("libcufft", "CUFFT native", "CUFFT native", config_or),
+        ("libcurand", "CURAND native", "CURAND native", config_or),
+        ("libcusolver", "CUDA solver native", "CUDA solver native", config_or),
+        ("libcusparse", "CUSPARSE native", "CUSPARSE native", config_or),
+        ("libnpp", "NPP native", "NPP native", config_or),
+        ("libnvjpeg", "NVJPEG native", "NVJPEG native", config),
+        ("libnvjitlink", "NVJIT link native", "NVJIT native", config),
+        ("libnvfatbin", "nvfatbin link native", "nvfatbin native", config),
+    ):
+        version, stem = ver[comp], comp.removeprefix("lib")
+        soname = f"lib{stem}.so.{version.split('.')[0]}"
+        culibos = f"cuda-culibos-dev-{d}, " if deps == config_or else ""
+        out += [
+            _pkg(
+                name=f"{comp}-{d}",
+                comp=comp,
+                summary=f"{words} runtime libraries",
+                Source=comp,
+                rules=(sonames,),
+                depends=deps,
+                ldconfig=True,
+                Provides=f"{soname} (= {version})",
+            ),
+            _pkg(
+                name=f"{comp}-dev-{d}",
+                comp=comp,
+                summary=f"{dev_words} dev links, headers",
+                Source=comp,
+                rules=(headers, devlinks, static),
+                depends=f"{culibos}{comp}-{d} (>= {version})",
+                Provides=f"{soname}-dev (= {version})",
+            ),
+        ]
+    return out
 
 
-TOOLKIT_SUMMARY = (
-    "CUDA Toolkit {xy} meta-package\n"
-    "The gpufleet lab's subset of NVIDIA's cuda-toolkit: the compiler (nvcc, crt, nvvm),\n"
-    "the runtime (cudart), NVRTC and CCCL; NVIDIA's package also pulls cuBLAS, cuFFT, Nsight, ..."
-)
+# NVIDIA's meta packages of a CUDA release and all their dependencies (stems; "-X-Y" is added): the H100's
+# dpkg status for the first five (tests/data/h100-ubuntu2404-cuda13); cuda-tools and cuda-toolkit were not
+# installed there and follow NVIDIA's 12.x closure (cuda-toolkit-12-8 pulls cuda-tools, cuda-visual-tools,
+# cuda-documentation and cuda-nvml-dev; medium confidence). The lab's packages depend on those it builds and
+# name the others in their description.
+META_PACKAGES = (
+    ("cuda-libraries", "CUDA Libraries {xy} meta-package",
+     ("cuda-cudart", "cuda-nvrtc", "cuda-opencl", "libcublas", "libcufft", "libcufile", "libcurand",
+      "libcusolver", "libcusparse", "libnpp", "libnvjitlink", "libnvfatbin", "libnvjpeg")),
+    ("cuda-libraries-dev", "CUDA Libraries {xy} development meta-package",
+     ("cuda-cudart-dev", "cuda-culibos-dev", "cuda-cccl", "cuda-profiler-api", "cuda-driver-dev",
+      "cuda-nvrtc-dev", "cuda-sandbox-dev", "libcublas-dev", "libcufft-dev", "libcufile-dev", "libcurand-dev",
+      "libcusolver-dev", "libcusparse-dev", "libnpp-dev", "libnvjitlink-dev", "libnvfatbin-dev",
+      "libnvjpeg-dev")),
+    ("cuda-compiler", "CUDA compiler",
+     ("cuda-cuobjdump", "cuda-cuxxfilt", "cuda-nvcc", "cuda-crt", "libnvptxcompiler", "libnvvm",
+      "cuda-nvprune")),
+    ("cuda-minimal-build", "Minimal CUDA {xy} toolkit build packages.",
+     ("cuda-compiler", "cuda-cudart-dev", "cuda-culibos-dev", "cuda-cccl", "cuda-profiler-api")),
+    ("cuda-command-line-tools", "CUDA command-line tools",
+     ("cuda-cupti-dev", "cuda-gdb", "cuda-nvdisasm", "cuda-nvtx", "cuda-sanitizer")),
+    ("cuda-tools", "CUDA tools", ("cuda-command-line-tools", "cuda-visual-tools")),
+    ("cuda-toolkit", "CUDA Toolkit {xy} meta-package",
+     ("cuda-compiler", "cuda-libraries", "cuda-libraries-dev", "cuda-tools", "cuda-documentation",
+      "cuda-nvml-dev")),
+)  # fmt: skip
+
+
+def meta_debs(xy, release, built, mtime):
+    """NVIDIA's meta packages over ``built`` (the component packages and config-common), each depending on
+    what the lab builds of NVIDIA's list and naming what it leaves out (LEFT_OUT_PACKAGES)."""
+    d = xy.replace(".", "-")
+    have = {deb.name: deb.version for deb in built}
+    out = []
+    for stem, summary, wanted in META_PACKAGES:
+        depends, missing = [], []
+        for dep in wanted:
+            name = f"{dep}-{d}"
+            if name in have:
+                depends.append(f"{name} (>= {have[name].rsplit('-', 1)[0]})")
+            else:
+                missing.append(name)
+        if stem == "cuda-toolkit":
+            depends += [f"{deb.name}" for deb in built if deb.name.endswith("config-common")]
+        words = summary.format(xy=xy)
+        if missing:
+            left = ", ".join(f"{m} ({LEFT_OUT_PACKAGES[m.removesuffix('-' + d)]})" for m in missing)
+            words += f"\nNVIDIA's also depends on {left}: not in the gpufleet lab."
+        deb = debs.Deb(
+            name=f"{stem}-{d}",
+            version=f"{release}-1",
+            arch="amd64",
+            fields=_cuda_fields(f"{words}\n{WHEEL_SUBSET}", ", ".join(depends)),
+            doc="changelog",  # NVIDIA's meta packages hold their changelog alone
+            mtime=mtime,
+        )
+        out.append(deb)
+        have[deb.name] = deb.version
+    return out
 
 
 def cuda_debs(release=CUDA_RELEASE):
-    """NVIDIA's CUDA component packages of a release (those the mirror has), the config-common packages and
-    the cuda-toolkit-X-Y metapackage."""
+    """NVIDIA's CUDA component packages of a release, the config-common packages and the meta packages
+    (cuda-libraries, -libraries-dev, -compiler, -minimal-build, -command-line-tools, -tools, cuda-toolkit)."""
     manifest = _manifest("cuda", release)
+    wanted = lab_mirror.CUDA_RELEASES[release]
+    missing = sorted(set(wanted) - set(manifest))
+    if missing:
+        raise LabError(
+            f"the mirror's redistrib_{release}.json has no {', '.join(missing)}: "
+            "run `python -m lab mirror build` to rebuild the mirror"
+        )
     xy = ".".join(release.split(".")[:2])
     mtime = _date_epoch(manifest["release_date"])
-    ver = {comp: manifest[comp]["version"] for comp in lab_mirror.CUDA_RELEASES[release]}
-    components = [_cuda_component(spec, manifest, mtime) for spec in cuda_components(xy, ver)]
+    ver = {comp: manifest[comp]["version"] for comp in wanted}
+    top = f"/usr/local/cuda-{xy}"
+    components = [_cuda_component(spec, manifest, mtime, top) for spec in cuda_components(xy, ver)]
     configs = config_common_debs(xy, ver["cuda_cudart"] + "-1", mtime)
-    meta = debs.Deb(
-        name=f"cuda-toolkit-{xy.replace('.', '-')}",
-        version=f"{release}-1",
-        arch="amd64",
-        fields=_cuda_fields(
-            TOOLKIT_SUMMARY.format(xy=xy),
-            ", ".join(f"{d.name} (>= {d.version})" for d in components + configs),
-        ),
-        mtime=mtime,
-    )
-    return [*components, *configs, meta]
+    return [*components, *configs, *meta_debs(xy, release, components + configs, mtime)]
 
 
 # ---------------------------------------------------------------- cuDNN 9

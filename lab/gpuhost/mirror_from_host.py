@@ -31,13 +31,32 @@ from lab.xzstore import XZ_OPTS, add_bytes, add_dirs, add_link, tar_info, write_
 PLATFORM = labmirror.PLATFORM
 TARGET_PREFIX = "targets/x86_64-linux/"
 # redist component -> NVIDIA's apt packages holding it ({v} = "13-0"); the first one gives the version.
+# Every component of lab/mirror.py's CUDA_RELEASES (the lab's repository is built from these archives too:
+# lab/gpuhost/ubuntu_repo.sh); culibos is its own component since CUDA 13, so not in cuda_cudart.
 CUDA_COMPONENTS = {
     "cuda_nvcc": ("cuda-nvcc-{v}", "cuda-crt-{v}", "libnvvm-{v}"),
     "cuda_crt": ("cuda-crt-{v}",),
     "libnvvm": ("libnvvm-{v}",),
-    "cuda_cudart": ("cuda-cudart-{v}", "cuda-cudart-dev-{v}", "cuda-driver-dev-{v}", "cuda-culibos-dev-{v}"),
+    "cuda_cudart": ("cuda-cudart-{v}", "cuda-cudart-dev-{v}", "cuda-driver-dev-{v}"),
     "cuda_nvrtc": ("cuda-nvrtc-{v}", "cuda-nvrtc-dev-{v}"),
     "cuda_cccl": ("cuda-cccl-{v}",),
+    "cuda_culibos": ("cuda-culibos-dev-{v}",),
+    "cuda_cupti": ("cuda-cupti-{v}", "cuda-cupti-dev-{v}"),
+    "cuda_nvml_dev": ("cuda-nvml-dev-{v}",),
+    "cuda_nvtx": ("cuda-nvtx-{v}",),
+    "cuda_opencl": ("cuda-opencl-{v}", "cuda-opencl-dev-{v}"),
+    "cuda_profiler_api": ("cuda-profiler-api-{v}",),
+    "libcublas": ("libcublas-{v}", "libcublas-dev-{v}"),
+    "libcufft": ("libcufft-{v}", "libcufft-dev-{v}"),
+    "libcufile": ("libcufile-{v}", "libcufile-dev-{v}"),
+    "libcurand": ("libcurand-{v}", "libcurand-dev-{v}"),
+    "libcusolver": ("libcusolver-{v}", "libcusolver-dev-{v}"),
+    "libcusparse": ("libcusparse-{v}", "libcusparse-dev-{v}"),
+    "libnpp": ("libnpp-{v}", "libnpp-dev-{v}"),
+    "libnvfatbin": ("libnvfatbin-{v}", "libnvfatbin-dev-{v}"),
+    "libnvjitlink": ("libnvjitlink-{v}", "libnvjitlink-dev-{v}"),
+    "libnvjpeg": ("libnvjpeg-{v}", "libnvjpeg-dev-{v}"),
+    "libnvptxcompiler": ("libnvptxcompiler-{v}",),
 }
 CUDNN_PACKAGES = ("libcudnn9-cuda-{m}", "libcudnn9-dev-cuda-{m}", "libcudnn9-headers-cuda-{m}")
 

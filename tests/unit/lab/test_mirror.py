@@ -61,8 +61,12 @@ def test_unknown_cuda_release():
 
 
 def test_cuda_release_table_matches_wheels():
+    # 13.0.2: the full component set (tests/unit/lab/test_cuda13_components.py holds it to NVIDIA's manifest);
+    # 13.1.0: the compiler subset
     comps = mirror.CUDA_RELEASES["13.0.2"]
-    assert {"cuda_nvcc", "cuda_cudart", "cuda_nvrtc", "cuda_cccl", "cuda_crt", "libnvvm"} == set(comps)
+    compiler = {"cuda_nvcc", "cuda_cudart", "cuda_nvrtc", "cuda_cccl", "cuda_crt", "libnvvm"}
+    assert compiler | {"libcublas", "libcufft", "libcurand", "libcusolver", "libcusparse"} <= set(comps)
+    assert set(mirror.CUDA_RELEASES["13.1.0"]) == compiler
     assert set(mirror.WHEEL_OF) == set(comps) == set(mirror.CUDA_MAPS)
     nvcc_sources = {src for src, _, _ in mirror.CUDA_MAPS["cuda_nvcc"]}
     assert {"cuda_nvcc", "cuda_crt", "libnvvm"} == nvcc_sources

@@ -10,6 +10,8 @@ import tarfile
 
 import pytest
 
+from lab import mirror as lab_mirror
+
 pytestmark = pytest.mark.lab
 
 # cudnnGetVersion() through ctypes: libcudnn.so.9 (a dispatcher) loads libcudnn_graph.so.9 from
@@ -189,3 +191,64 @@ def test_wheels_directory_is_a_find_links_index(mirror, cudnn_manifests):
         for major in ("12", "13"):
             assert any(w.startswith(f"nvidia_cudnn_cu{major}-{version}-") for w in wheels), (major, version)
     json.dumps(sorted(wheels))
+
+
+# A host program against the mirror's cuBLAS, cuFFT and cuRAND: headers, the dev links and the libraries'
+# sonames as NVIDIA's archives have them. The version calls need no GPU and no driver.
+LIBRARIES_PROGRAM = r"""
+#include <cstdio>
+#include <cublas_v2.h>
+#include <cufft.h>
+#include <curand.h>
+int main() {
+    int major = 0, minor = 0, patch = 0, fft = 0, rand = 0;
+    cublasGetProperty(MAJOR_VERSION, &major);
+    cublasGetProperty(MINOR_VERSION, &minor);
+    cublasGetProperty(PATCH_LEVEL, &patch);
+    cufftGetVersion(&fft);
+    curandGetVersion(&rand);
+    std::printf("%d.%d.%d %d %d\n", major, minor, patch, fft, rand);
+    return 0;
+}
+"""
+
+
+def test_a_program_links_cublas_cufft_and_curand_from_the_mirror(cuda_manifests, tmp_path):
+    assert shutil.which("g++"), "the test builds a host program: apt-get install g++"
+    path, doc = max((p, d) for p, d in cuda_manifests.items() if "libcublas" in d)
+    root = tmp_path / "cuda"
+    for comp in ("cuda_cudart", "cuda_crt", "cuda_cccl", "libcublas", "libcufft", "libcurand"):
+        unpack = tmp_path / comp
+        with tarfile.open(path.parent / doc[comp]["linux-x86_64"]["relative_path"], "r|xz") as tar:
+            tar.extractall(unpack, filter="tar")
+        (top,) = unpack.iterdir()
+        shutil.copytree(top, root, symlinks=True, dirs_exist_ok=True)
+    source, program = tmp_path / "libs.cpp", tmp_path / "libs"
+    source.write_text(LIBRARIES_PROGRAM)
+    lib = root / "lib"
+    build = [
+        # CUDA 13 keeps CCCL (<nv/target>, which cuda_fp16.h includes) in include/cccl, which nvcc adds itself
+        "g++", "-o", str(program), str(source), f"-I{root / 'include'}", f"-I{root / 'include' / 'cccl'}",
+        f"-L{lib}",
+        "-lcublas", "-lcufft", "-lcurand", f"-Wl,-rpath,{lib}",
+    ]  # fmt: skip
+    res = subprocess.run(build, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+    res = subprocess.run([str(program)], capture_output=True, text=True, check=False, timeout=120)
+    assert res.returncode == 0, res.stderr
+    cublas, fft, rand = res.stdout.split()
+    assert doc["libcublas"]["version"].startswith(cublas + ".")  # 13.1.0 of 13.1.0.3
+    major, minor, patch = (int(x) for x in doc["libcufft"]["version"].split(".")[:3])
+    assert int(fft) == major * 1000 + minor * 100 + patch  # CUFFT_VERSION: 12000 for 12.0.0
+    major, minor, patch = (int(x) for x in doc["libcurand"]["version"].split(".")[:3])
+    assert int(rand) == major * 1000 + minor * 100 + patch  # CURAND_VERSION: 10400 for 10.4.0
+
+
+def test_every_component_of_the_full_release_is_in_its_manifest(cuda_manifests):
+    for path, doc in cuda_manifests.items():
+        wanted = lab_mirror.CUDA_RELEASES.get(doc["release_label"])
+        if wanted is None:
+            continue
+        assert set(wanted) <= set(doc), path.name
+        for comp, (title, version) in wanted.items():
+            assert (doc[comp]["name"], doc[comp]["version"]) == (title, version), comp

@@ -59,7 +59,34 @@ CUDA_FILES = {
     "cuda_nvrtc": ({"include/nvrtc.h": b"h", "lib/libnvrtc.so.13.0.88": b"elf"},
                    (("lib/libnvrtc.so.13", "libnvrtc.so.13.0.88"), ("lib/libnvrtc.so", "libnvrtc.so.13"))),
     "cuda_cccl": ({"include/cccl/cuda/std/version": b"v", "include/nv/target": b"t"}, ()),
+    "cuda_culibos": ({"lib/libculibos.a": b"a"}, ()),
+    "cuda_cupti": ({"include/cupti.h": b"h", "lib/libcupti.so.2025.3.1": b"elf",
+                    "lib/libcheckpoint.so": b"elf"},
+                   (("lib/libcupti.so.13", "libcupti.so.2025.3.1"), ("lib/libcupti.so", "libcupti.so.13"))),
+    "cuda_nvml_dev": ({"include/nvml.h": b"h"}, ()),
+    "cuda_nvtx": ({"include/nvtx3/nvToolsExt.h": b"h", "lib/libnvtx3interop.so.1.1.0": b"elf"},
+                  (("lib/libnvtx3interop.so.1", "libnvtx3interop.so.1.1.0"),
+                   ("lib/libnvtx3interop.so", "libnvtx3interop.so.1"))),
+    "cuda_opencl": ({"include/CL/cl.h": b"h", "lib/libOpenCL.so.1.0.0": b"elf"},
+                    (("lib/libOpenCL.so.1.0", "libOpenCL.so.1.0.0"),
+                     ("lib/libOpenCL.so.1", "libOpenCL.so.1.0"), ("lib/libOpenCL.so", "libOpenCL.so.1"))),
+    "cuda_profiler_api": ({"include/cuda_profiler_api.h": b"h"}, ()),
+    "libcufile": ({"include/cufile.h": b"h", "lib/libcufile.so.1.15.1": b"elf"},
+                  (("lib/libcufile.so.0", "libcufile.so.1.15.1"), ("lib/libcufile.so", "libcufile.so.0"))),
+    "libnvptxcompiler": ({"include/nvPTXCompiler.h": b"h", "lib/libnvptxcompiler_static.a": b"a"}, ()),
+    **{
+        comp: ({f"include/{comp}.h": b"h", f"lib/{comp}.so.{version}": b"elf"},
+               ((f"lib/{comp}.so.{version.split('.')[0]}", f"{comp}.so.{version}"),
+                (f"lib/{comp}.so", f"{comp}.so.{version.split('.')[0]}")))
+        for comp, version in (("libcublas", "13.1.0.3"), ("libcufft", "12.0.0.61"),
+                              ("libcurand", "10.4.0.35"), ("libcusolver", "12.0.4.66"),
+                              ("libcusparse", "12.6.3.3"), ("libnpp", "13.0.1.2"), ("libnvjpeg", "13.0.1.86"),
+                              ("libnvjitlink", "13.0.88"), ("libnvfatbin", "13.0.85"))
+    },
 }  # fmt: skip
+# CUDA 13.0.2's packages: 36 component packages, 3 config-common, 7 meta packages; cuDNN: 2 versions x 2 CUDA
+# majors x 4 packages
+CUDA_PACKAGES, CUDNN_PACKAGES = 36 + 3 + 7, 2 * 2 * 4
 SUBLIBS = (
     "",
     "_adv",
@@ -167,7 +194,8 @@ def test_cuda_packages_have_nvidias_names_versions_and_layout(built):
     lab_dir, _, _ = built
     pool = lab_dir / "repo-build" / "pool"
     names = sorted(p.name for p in pool.glob("*.deb") if "cudnn" not in p.name)
-    assert names == [
+    assert len(names) == CUDA_PACKAGES
+    assert {
         "cuda-cccl-13-0_13.0.85-1_amd64.deb",
         "cuda-crt-13-0_13.0.88-1_amd64.deb",
         "cuda-cudart-13-0_13.0.96-1_amd64.deb",
@@ -180,7 +208,12 @@ def test_cuda_packages_have_nvidias_names_versions_and_layout(built):
         "cuda-toolkit-13-config-common_13.0.96-1_all.deb",
         "cuda-toolkit-config-common_13.0.96-1_all.deb",
         "libnvvm-13-0_13.0.88-1_amd64.deb",
-    ]
+        "libcublas-13-0_13.1.0.3-1_amd64.deb",
+        "libcublas-dev-13-0_13.1.0.3-1_amd64.deb",
+        "cuda-cupti-13-0_13.0.85-1_amd64.deb",
+        "cuda-libraries-13-0_13.0.2-1_amd64.deb",
+        "cuda-compiler-13-0_13.0.2-1_amd64.deb",
+    } <= set(names)
     nvcc = _listing(pool / "cuda-nvcc-13-0_13.0.88-1_amd64.deb")
     assert {
         "/usr/local/cuda-13.0/bin/nvcc",
@@ -207,8 +240,22 @@ def test_cuda_packages_have_nvidias_names_versions_and_layout(built):
     assert "update-alternatives --install /usr/local/cuda cuda /usr/local/cuda-13.0 130" in script
     assert "update-alternatives --install /usr/local/cuda-13 cuda-13 /usr/local/cuda-13.0 130" in script
     meta = pool / "cuda-toolkit-13-0_13.0.2-1_amd64.deb"
-    assert "lab's subset" in _field(meta, "Description")
-    assert "cuda-nvcc-13-0 (>= 13.0.88-1)" in _field(meta, "Depends")
+    assert "cuda-documentation-13-0 (no PyPI wheel)" in _field(meta, "Description")
+    assert "cuda-compiler-13-0 (>= 13.0.2), cuda-libraries-13-0 (>= 13.0.2)" in _field(meta, "Depends")
+    assert "cuda-nvcc-13-0" in _field(pool / "cuda-compiler-13-0_13.0.2-1_amd64.deb", "Depends")
+    cublas = _listing(pool / "libcublas-13-0_13.1.0.3-1_amd64.deb")
+    assert {
+        "/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcublas.so.13.1.0.3",
+        "/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcublas.so.13",
+        "/usr/local/cuda-13.0/lib64",
+    } <= cublas
+    assert "/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcublas.so" not in cublas  # the -dev package's
+    cublas_dev = _listing(pool / "libcublas-dev-13-0_13.1.0.3-1_amd64.deb")
+    assert {
+        "/usr/local/cuda-13.0/targets/x86_64-linux/include/libcublas.h",
+        "/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcublas.so",
+        "/usr/local/cuda-13.0/include",
+    } <= cublas_dev
 
 
 def test_repositories_are_flat_signed_and_in_nvidias_layout(built, tmp_path):
@@ -240,7 +287,7 @@ def test_repositories_are_flat_signed_and_in_nvidias_layout(built, tmp_path):
 
 def test_nothing_is_rebuilt_or_resigned_when_nothing_changed(built, monkeypatch):
     lab_dir, fingerprint, lines = built
-    assert sum(line.startswith("repo: built ") for line in lines) == 28
+    assert sum(line.startswith("repo: built ") for line in lines) == CUDA_PACKAGES + CUDNN_PACKAGES
     target = lab_dir / "mirror" / "cuda" / "repos" / "debian13" / "x86_64"
     before = {p.name: p.read_bytes() for p in target.iterdir() if not p.name.endswith(".deb")}
     again = []
@@ -251,7 +298,7 @@ def test_nothing_is_rebuilt_or_resigned_when_nothing_changed(built, monkeypatch)
     monkeypatch.setattr(debs, "FORMAT", debs.FORMAT + 1)  # a changed recipe: every package again
     third = []
     repo.build(log=third.append)
-    assert sum(line.startswith("repo: built ") for line in third) == 28
+    assert sum(line.startswith("repo: built ") for line in third) == CUDA_PACKAGES + CUDNN_PACKAGES
 
 
 def test_a_missing_mirror_is_one_line_that_says_what_to_do(tmp_path, monkeypatch):
@@ -275,7 +322,7 @@ def test_a_subset_builds_only_what_a_gpu_hosts_mirror_holds(lab_dir):
     repos = lab_dir / "mirror" / "cuda" / "repos"
     assert sorted(p.name for p in repos.iterdir()) == ["ubuntu2404"]
     packages = (repos / "ubuntu2404" / "x86_64" / "Packages").read_text()
-    assert packages.count("Package: ") == 12 + 4
+    assert packages.count("Package: ") == CUDA_PACKAGES + 4
     assert "Package: libcudnn9-cuda-13\n" in packages and "-cuda-12\n" not in packages
     assert "Version: 9.28" not in packages
 

@@ -55,3 +55,34 @@ def test_the_cudnn_packages_hold_exactly_the_h200s_file_list(repos):
             for line in out.splitlines()
         }
     assert got == {line for line in H200.read_text().splitlines() if line.startswith("/")}
+
+
+H100 = Path(__file__).resolve().parents[2] / "data" / "h100-ubuntu2404-cuda13" / "dpkg-L"
+
+
+def test_the_cuda_packages_hold_nvidias_files_and_every_shared_library(repos):
+    """Each CUDA 13.0 package built from the wheels holds a subset of NVIDIA's own package (the H100's
+    dpkg -L) and every shared library NVIDIA's has: the names and links a program loads (libcublas.so.13...).
+    The config-common packages are lab/repo.py's own recipe (tests/unit/lab/test_repo.py)."""
+    target = repos / "ubuntu2404" / "x86_64"
+    index = install_repo.parse_index((target / "Packages").read_text())
+    checked = 0
+    for name, versions in index.items():
+        if "cudnn" in name or name.endswith("config-common") or not (H100 / f"{name}.list").exists():
+            continue
+        (fields,) = versions.values()
+        out = subprocess.run(
+            ["dpkg-deb", "-c", str(target / fields["Filename"])], capture_output=True, text=True, check=True
+        ).stdout
+        got = {
+            line.split(None, 5)[5].split(" -> ")[0].lstrip(".").rstrip("/") or "/."
+            for line in out.splitlines()
+        }
+        nvidia = {line for line in (H100 / f"{name}.list").read_text().splitlines() if line}
+        assert got <= nvidia, (name, sorted(got - nvidia))
+        shared = {
+            p for p in nvidia if ".so" in p.rsplit("/", 1)[-1] and "/stubs/" not in p and "sanitizer" not in p
+        }
+        assert shared <= got, (name, sorted(shared - got))
+        checked += 1
+    assert checked >= 40
