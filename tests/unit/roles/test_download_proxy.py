@@ -29,8 +29,9 @@ PLAYBOOK = """
   roles:
     - role: gpufleet.nvidia.cudnn
 """
-# cuDNN for CUDA 12 (no toolkit of this machine in the way), nothing run after the install in check mode
-BASE_VARS = {"cuda_toolkit_versions": ["12.9"], "cudnn_verify": False}
+# cuDNN from the redist archives for CUDA 12 (no toolkit of this machine in the way), nothing run after the
+# install in check mode
+BASE_VARS = {"cudnn_source": "redist", "cuda_toolkit_versions": ["12.9"], "cudnn_verify": False}
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

@@ -46,6 +46,8 @@ def test_the_defaults_give_no_environment_and_the_systems_ca(role):
 @pytest.mark.parametrize("role", ROLES)
 def test_every_enabled_plan_carries_its_roles_download_settings(role):
     given = {
+        # redist for the toolkit and cuDNN: a package plan would ask the facts for python3-apt
+        **({f"{role}_source": "redist"} if role != "nvidia_driver" else {}),
         f"{role}_https_proxy": PROXY,
         f"{role}_no_proxy": ["mirror.example.org"],
         f"{role}_ca_path": "/etc/pki/site/ca.pem",
@@ -62,7 +64,8 @@ def test_every_enabled_plan_carries_its_roles_download_settings(role):
 def test_one_roles_proxy_is_not_another_roles(role):
     """Each role reads its own variables: the cudnn role's proxy does not reach the toolkit's downloads."""
     other = "cudnn" if role == "cuda_toolkit" else "cuda_toolkit"
-    plan, _compat = roles.plan(role, variables(role, **{f"{other}_https_proxy": PROXY}), DEBIAN12)
+    given = {f"{role}_source": "redist", f"{other}_https_proxy": PROXY}
+    plan, _compat = roles.plan(role, variables(role, **given), DEBIAN12)
     assert plan["download"] == {"environment": {}, "ca_path": ""}
 
 
