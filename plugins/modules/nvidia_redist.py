@@ -127,7 +127,11 @@ options:
     type: bool
     default: true
   ca_path:
-    description: A PEM file of CA certificates to verify the server with (a site CA, a TLS-inspecting proxy).
+    description:
+      - A PEM file of CA certificates to verify the server with (a site CA, a TLS-inspecting proxy); empty or
+        unset - the system's CA store.
+      - The roles pass their C(<role>_ca_path) here, and their C(<role>_http_proxy), C(_https_proxy) and
+        C(_no_proxy) as the task's environment.
     type: path
 author: gpufleet maintainers (!UNKNOWN)
 notes:
@@ -316,7 +320,7 @@ def _manifest_artifacts(p):
 
 def _tls(p):
     """validate_certs and ca_path for the fetches (open_url's meaning)."""
-    return {"validate_certs": p.get("validate_certs", True), "ca_path": p.get("ca_path")}
+    return {"validate_certs": p.get("validate_certs", True), "ca_path": p.get("ca_path") or None}
 
 
 def _local(p, art):

@@ -179,7 +179,12 @@ options:
     type: bool
     default: true
   ca_path:
-    description: A PEM file of CA certificates to verify the key's server with.
+    description:
+      - A PEM file of CA certificates to verify the key's server with (a site CA, a TLS-inspecting proxy);
+        empty or unset - the system's CA store. C(apt-get update) keeps apt's own trust (the host's CA store).
+      - The roles pass their C(<role>_ca_path) here, and their C(<role>_http_proxy), C(_https_proxy) and
+        C(_no_proxy) as the task's environment, which C(apt-get update) reads too where apt's own
+        configuration names no proxy.
     type: path
 author: gpufleet maintainers (!UNKNOWN)
 notes:
@@ -464,7 +469,7 @@ def present(module, repo, result):
         return adopted(module, repo, result)
     prefix = var_prefix(p)
     content = install_repo.render_source(repo)  # the fields are checked before anything is fetched
-    key = install_repo.fetch_key(repo["key_url"], p["timeout"], p["validate_certs"], p["ca_path"])
+    key = install_repo.fetch_key(repo["key_url"], p["timeout"], p["validate_certs"], p["ca_path"] or None)
     var = f"{prefix}_repo_key_fingerprint"
     result.update(content=content, fingerprint=install_repo.check_key(key, repo["key_fingerprint"], var))
     wanted = ((repo["keyring"], key), (repo["path"], content.encode()))

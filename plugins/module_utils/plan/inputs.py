@@ -14,13 +14,15 @@ Three layers, in order:
   as root (an apt source, modprobe.d, ld.so.conf.d, profile.d);
 - ``GRAMMARS``: the grammar of each variable that is rendered into a file, fetched or used as a path: URLs
   by scheme and form, paths absolute and normalised, modprobe options as ``name=value`` tokens, fingerprints,
-  release labels, component names, positive counts.
+  release labels, component names, positive counts, proxies as ``http://host[:port]`` and the hosts that
+  bypass them (a ``<role>_no_proxy`` needs one of its role's proxies).
 
 Pure (no I/O), stdlib only, Python >= 3.9.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import posixpath
 import re
 from urllib.parse import urlsplit
@@ -51,6 +53,12 @@ GPU_NAME = re.compile(r"^[A-Za-z0-9 ._+/()-]+\Z")
 PACKAGES_LOGIN = (
     "a URL without credentials: give apt the login in /etc/apt/auth.conf.d/<name>.conf (mode 0600), dnf in "
     "the .repo file's username and password (mode 0600); the value is not shown"
+)
+# a proxy's login would be handed to every download's environment and shown with the plan (-v, AWX's output)
+PROXY_LOGIN = (
+    "a proxy URL without credentials: let the proxy admit the hosts without a login, or keep the login in "
+    "the hosts' own proxy settings (apt.conf.d, dnf.conf, /etc/environment), which gpufleet leaves as they "
+    "are, and leave the role's proxy variables empty; the value is not shown"
 )
 DOWNLOAD_LOGIN = (
     "a URL without credentials: use a mirror that needs none, or put the archives in the controller's "
@@ -304,6 +312,124 @@ def gpus(name, value):
     return errors
 
 
+# ---------------------------------------------------------------------------------------------------
+# proxies: <role>_http_proxy, _https_proxy, _no_proxy (plan/downloads.py puts them into the environment of
+# the role's downloads and package manager runs)
+# ---------------------------------------------------------------------------------------------------
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+HOST_NAME = re.compile(rf"^(?=.{{1,253}}\Z){_LABEL}(?:\.{_LABEL})*\Z")
+PROXY_ALLOWED = "empty, or http://host[:port], the proxy's address (for https_proxy too)"
+NO_PROXY_ALLOWED = (
+    "a host name, a domain (example.org or .example.org: it and every host in it) or an IP address"
+)
+
+
+def _host_problem(host):
+    """None for a DNS name or an IP address, else why not."""
+    if HOST_NAME.match(host):
+        return None
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return "not a host name or an IP address"
+    return None
+
+
+def _proxy_problem(text):
+    """None for http://host[:port][/], else why not ("" when only the allowed form says it)."""
+    if any(c.isspace() for c in text) or not URL_CHARS.match(text):
+        return "only the characters of RFC 3986, no space"
+    if "://" not in text:
+        return "write it with its scheme, e.g. http://proxy.example.org:3128"
+    parts = urlsplit(text)
+    if parts.scheme == "https":
+        return (
+            "gpufleet's own downloads (Python's urllib) send the CONNECT of an https URL to the proxy in "
+            "plain HTTP whatever the proxy's scheme: give the proxy's http:// address"
+        )
+    if parts.scheme != "http":
+        return ""
+    try:
+        port = parts.port
+    except ValueError:
+        return "the port is a number from 1 to 65535"
+    problems = (
+        (not parts.hostname, "it names no host"),
+        (bool(parts.hostname) and _host_problem(parts.hostname), "it names no valid host name or address"),
+        (port == 0, "the port is a number from 1 to 65535"),
+        (parts.path not in ("", "/") or "?" in text or "#" in text, "no path, ?query or #fragment"),
+    )
+    return next((why for found, why in problems if found), None)
+
+
+def proxy_url(name, value):
+    """Empty, or the proxy's http://host[:port]; a URL with credentials is refused without showing it."""
+    text = str(value)
+    if text == "":
+        return []
+    if _USERINFO.search(text):
+        return [bad(name, "<a URL with credentials>", PROXY_LOGIN)]
+    why = _proxy_problem(text)
+    return [] if why is None else [_named(name, value, PROXY_ALLOWED, why)]
+
+
+def _no_proxy_problem(text):
+    """None for a host, a domain (one leading dot allowed) or an IP address, else why not."""
+    problems = (
+        (text == "*", "'*' turns the proxy off for every host: leave the proxy variables empty instead"),
+        (
+            "/" in text,
+            "a CIDR range is matched neither by apt nor by gpufleet's own downloads (Python): list the "
+            "addresses, or a domain",
+        ),
+        ("," in text or any(c.isspace() for c in text), "one host per item, without spaces"),
+    )
+    why = next((why for found, why in problems if found), None)
+    if why is not None:
+        return why
+    host = text[1:] if text.startswith(".") else text
+    if ":" in host and not HOST_NAME.match(host):
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            return "without a port: apt compares the host alone"
+        return None
+    return _host_problem(host)
+
+
+def no_proxy(name, value):
+    """Each item a host, a domain or an IP address (the hosts the role's downloads reach without a proxy)."""
+    errors = []
+    for index, item in enumerate(value or []):
+        why = _no_proxy_problem(str(item))
+        if why is not None:
+            errors.append(_named(f"{name}[{index}]", item, NO_PROXY_ALLOWED, why))
+    return errors
+
+
+def no_proxy_alone(variables):
+    """A role's ``<role>_no_proxy`` with neither of its proxies set: it would only change what the host's own
+    proxy settings (the admin's: apt.conf.d, dnf.conf, the environment) do, which gpufleet leaves alone."""
+    errors = []
+    for name, value in variables.items():
+        if not name.endswith("_no_proxy") or not value:
+            continue
+        if control_errors(name, value) or no_proxy(name, value):
+            continue  # refused item by item already
+        prefix = name[: -len("no_proxy")]
+        if not variables.get(f"{prefix}http_proxy") and not variables.get(f"{prefix}https_proxy"):
+            errors.append(
+                _named(
+                    name,
+                    list(value),
+                    f"empty while {prefix}http_proxy and {prefix}https_proxy are empty",
+                    "the hosts to reach without gpufleet's proxy mean something only with that proxy set; "
+                    "the host's own proxy settings are left as they are",
+                )
+            )
+    return errors
+
+
 _REPO = url(("https", "http", "file"), empty=True, what="mirror of NVIDIA's repositories")
 _REDIST = url(
     ("https", "http", "file"), what="location of NVIDIA's redist archives", login=DOWNLOAD_LOGIN, local=True
@@ -332,6 +458,20 @@ GRAMMARS = {
     "cudnn_repo_base_url": _REPO,
     "cudnn_repo_key_fingerprint": fingerprint,
 }
+# every role's proxies and CA bundle for its downloads (plan/downloads.py): one grammar for the three roles
+DOWNLOAD_GRAMMARS = {
+    "http_proxy": proxy_url,
+    "https_proxy": proxy_url,
+    "no_proxy": no_proxy,
+    "ca_path": abspath(empty=True),
+}
+GRAMMARS.update(
+    {
+        f"{role}_{key}": check
+        for role in ("nvidia_driver", "cuda_toolkit", "cudnn")
+        for key, check in DOWNLOAD_GRAMMARS.items()
+    }
+)
 
 
 def errors_of(variables):
@@ -343,7 +483,7 @@ def errors_of(variables):
         if not found and name in GRAMMARS and value is not None:
             found = GRAMMARS[name](name, value)
         errors += found
-    return errors
+    return errors + no_proxy_alone(variables)
 
 
 def os_parameter(name, value):

@@ -19,6 +19,7 @@ from __future__ import annotations
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat as plan_compat
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda as plan_cuda
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cudnn as plan_cudnn
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import downloads as plan_downloads
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as plan_driver
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import inputs as plan_inputs
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as plan_repo
@@ -510,13 +511,15 @@ def plan(role, variables, facts, context=None):
 
     context: machine (when the facts do not say it), os_family, stamp (UTC time for backup names),
     overrides (compat inputs instead of the facts' driver: the driver a stack plan installs).
-    A disabled role's plan is :func:`disabled_plan`'s; every other plan has ``enabled: true``.
+    A disabled role's plan is :func:`disabled_plan`'s; every other plan has ``enabled: true`` and
+    ``download``: the proxies and CA bundle of the role's downloads (plan/downloads.settings).
     """
     funcs = _funcs(role)
     if disabled(role, variables):
         return disabled_plan(role)
     made, compat = funcs[2](variables, facts, context or {})
     made["enabled"] = True
+    made["download"] = plan_downloads.settings(role, variables)
     return made, compat
 
 

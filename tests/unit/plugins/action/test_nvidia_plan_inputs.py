@@ -127,6 +127,15 @@ CLASSES = [
     # the cuda_toolkit role refuses a default outside its list: the cudnn role, which builds for it, too
     ("cudnn", "cuda_toolkit_default", "12.8"),
     ("cuda_toolkit", "cuda_toolkit_default", "12.8"),
+    # issue 36: the proxies and CA bundle of a role's downloads (plan/inputs.py, "proxies")
+    ("nvidia_driver", "nvidia_driver_http_proxy", "http://proxy.example.org:3128\nAcquire::http::Proxy x"),
+    ("cuda_toolkit", "cuda_toolkit_https_proxy", "https://proxy.example.org:3129"),
+    ("cudnn", "cudnn_https_proxy", "proxy.example.org:3128"),
+    ("cudnn", "cudnn_no_proxy", ["10.0.0.0/8"]),
+    ("cudnn", "cudnn_no_proxy", "mirror.example.org"),
+    ("cuda_toolkit", "cuda_toolkit_no_proxy", ["mirror.example.org"]),  # and no proxy set
+    ("nvidia_driver", "nvidia_driver_ca_path", "site-ca.pem"),
+    ("cudnn", "cudnn_ca_path", ["/etc/ssl/site-ca.pem"]),
 ]
 
 
@@ -157,6 +166,17 @@ def test_credentials_in_a_url_are_refused_never_shown_and_the_message_says_how(r
 
 
 @pytest.mark.parametrize(
+    ("role", "name"),
+    [("nvidia_driver", "nvidia_driver_http_proxy"), ("cudnn", "cudnn_https_proxy")],
+)
+def test_a_proxy_login_is_refused_never_shown_and_the_message_says_where_it_goes(role, name):
+    message = refusal(role, name, "http://alice:s3cret@proxy.example.org:3128")
+    assert message and name in message, message
+    assert "s3cret" not in message and "alice" not in message, message
+    assert "the hosts' own proxy settings (apt.conf.d, dnf.conf, /etc/environment)" in message, message
+
+
+@pytest.mark.parametrize(
     ("role", "name", "value"),
     [
         (
@@ -177,8 +197,25 @@ def test_credentials_in_a_url_are_refused_never_shown_and_the_message_says_how(r
         ("cuda_toolkit", "cuda_toolkit_redist_releases", {"13.0": "13.0.2"}),
         ("cuda_toolkit", "cuda_toolkit_redist_base_url", "https://mirror.example:8443/nvidia/compute"),
         ("cudnn", "cudnn_prefix", "/opt/nvidia/cudnn-9"),
+        ("nvidia_driver", "nvidia_driver_https_proxy", "http://proxy.example.org:3128"),
+        ("cuda_toolkit", "cuda_toolkit_http_proxy", "http://10.20.0.5:8080/"),
+        ("cudnn", "cudnn_ca_path", "/etc/pki/ca-trust/source/anchors/site-ca.pem"),
     ],
 )
 def test_what_admins_write_is_accepted(role, name, value):
     with pytest.raises(AssertionError, match="ran a module on the host"):
         refusal(role, name, value)
+
+
+def test_a_site_behind_a_proxy_is_accepted_as_admins_write_it():
+    """Issue 36: both proxies, the hosts reached directly and the site's CA, as a group_vars file has them."""
+    task_vars = {
+        "cudnn_http_proxy": "http://proxy.example.org:3128",
+        "cudnn_https_proxy": "http://proxy.example.org:3128",
+        "cudnn_no_proxy": ["mirror.example.org", ".cluster.example.org", "10.20.0.5"],
+        "cudnn_ca_path": "/etc/pki/ca-trust/source/anchors/site-ca.pem",
+        "inventory_hostname": "gpu1",
+        "ansible_connection": "ssh",
+    }
+    with pytest.raises(AssertionError, match="ran a module on the host"):
+        action_for("cudnn").run(task_vars=task_vars)

@@ -503,3 +503,24 @@ def test_replace_foreign_moves_the_tree_into_a_backup_and_never_deletes_it(mirro
     assert lib(tmp_path) == "cudnn 9.14.0.64 cuda13"
     res = install(mirror, tmp_path, "9.14.0", "9.14.0.64", replace_foreign=True)
     assert res["changed"] is False and res["foreign"] is False and res["backup"] is None
+
+
+@pytest.mark.parametrize(
+    ("given", "used"), [("", None), (None, None), ("/etc/ssl/site-ca.pem", "/etc/ssl/site-ca.pem")]
+)
+def test_the_roles_ca_path_verifies_the_servers_empty_is_the_systems(
+    mirror, tmp_path, monkeypatch, given, used
+):
+    """Issue 36: the roles pass <role>_ca_path as it is ("" when unset): every fetch gets it, or None."""
+    mirror.publish_cudnn("9.14.0.64")
+    seen = []
+    real = redist.fetch_bytes
+
+    def fetch_bytes(url, timeout=30, tls=None):
+        seen.append(tls)
+        return real(url, timeout=timeout)
+
+    monkeypatch.setattr(redist, "fetch_bytes", fetch_bytes)
+    params = cudnn_params(mirror, tmp_path, state="planned", ca_path=given)
+    nvidia_redist.run(FakeModule(params))
+    assert seen == [{"validate_certs": True, "ca_path": used}]

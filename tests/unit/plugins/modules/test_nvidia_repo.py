@@ -619,3 +619,23 @@ def test_pinned_reads_the_index_apt_lists_under_the_adopted_sources_uri(index_fi
     without = dict(params, repo=dict(params["repo"], adopt=None))
     with pytest.raises(install_repo.RepoError, match="apt has no index of"):
         nvidia_repo.run(FakeModule(without, answers={"apt-get indextargets": (0, listing, "")}))
+
+
+@pytest.mark.parametrize(
+    ("given", "used"), [("", None), (None, None), ("/etc/ssl/site-ca.pem", "/etc/ssl/site-ca.pem")]
+)
+def test_the_roles_ca_path_verifies_the_keys_server_empty_is_the_systems(
+    repo_server, tmp_path, monkeypatch, given, used
+):
+    """Issue 36: the roles pass <role>_ca_path as it is ("" when unset): the key's fetch gets it, or None."""
+    seen = []
+    real = install_repo.fetch_key
+
+    def fetch_key(url, timeout, validate_certs=True, ca_path=None):
+        seen.append((validate_certs, ca_path))
+        return real(url, timeout, validate_certs)
+
+    monkeypatch.setattr(install_repo, "fetch_key", fetch_key)
+    params = {"repo": plan_repo("Ubuntu", "24.04", repo_server, FPR, tmp_path), "ca_path": given}
+    nvidia_repo.run(FakeModule(params, check_mode=True))
+    assert seen == [(True, used)]
