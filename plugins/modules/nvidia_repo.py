@@ -396,12 +396,14 @@ def pinned(module, repo, result):
     var = "cudnn_version" if what == "cudnn" else "cuda_toolkit_versions"
     members = install_repo.resolve_set(install_repo.parse_index(text), specs, repo["url"], var)
     install_repo.check_one_major(members, what, wanted, var, repo["url"])
-    previous = install_repo.parse_pin_file((_read(install_repo.PIN_FILES[what]) or b"").decode())
-    # the package database, read once through the one reader, right before the decisions
+    # gpufleet's record of the set it pinned before and the package database, read through the one reader
+    # right before the decisions
+    record = probe_packages.pin_record(HOST_ROOT, what)
+    previous = [(r["name"], r["version"]) for r in record]
     installed = probe_packages.installed_state(HOST_ROOT)
     packages, pins = install_repo.pinned_packages(what, members, previous, installed, p["remove_unlisted"])
     result["packages"] = dict(packages, index=True)
-    pin = install_repo.pin_file(what, pins)
+    pin = install_repo.pin_file(what, pins, install_repo.not_owned(pins, record, installed))
     result["pin"] = pin
     if _read(pin["path"]) != pin["content"].encode():
         result["changed"] = True
