@@ -33,3 +33,19 @@ PIN_FILES = {
 PIN_NOT_OWNED = "installed before gpufleet, kept by removal"
 RECORD_DIR = "/var/lib/gpufleet"
 DRIVER_RECORD = RECORD_DIR + "/nvidia_driver.record"
+
+# The files the nvidia_driver role writes (each starts with gpufleet's header; the initramfs-tools hook after
+# its #! line): written by its tasks from the plan's ``files``, removed by nvidia_driver_state: absent.
+# initramfs: the hook that keeps nouveau out of the image, per OS family (initramfs-tools, dracut).
+DRIVER_FILES = {
+    "blacklist": "/etc/modprobe.d/blacklist-nouveau-gpufleet.conf",
+    "modprobe": "/etc/modprobe.d/nvidia-gpufleet.conf",
+    "mok": "/etc/dkms/framework.conf.d/gpufleet-mok.conf",
+    "nonfree_source": "/etc/apt/sources.list.d/gpufleet-debian-nonfree.sources",
+}
+DRIVER_INITRAMFS_FILES = {
+    "debian": "/etc/initramfs-tools/hooks/gpufleet-omit-nouveau",
+    "ubuntu": "/etc/initramfs-tools/hooks/gpufleet-omit-nouveau",
+    "rhel": "/etc/dracut.conf.d/gpufleet-omit-nouveau.conf",
+}
+DRIVER_DIRS = {"modprobe": "/etc/modprobe.d", "mok": "/etc/dkms/framework.conf.d"}

@@ -310,7 +310,8 @@ def _driver_facts(variables):
         variables[f"nvidia_driver_{k}"] for k in ("mok_key", "mok_cert") if variables[f"nvidia_driver_{k}"]
     ]
     sources = ["sources"] if wants_sources("nvidia_driver", variables) else []
-    return {"gather_subset": ["gpu", "driver", *sources], "mok_paths": moks}
+    # packages: gpufleet's record of the driver packages its installs added (plan/driver/record.py)
+    return {"gather_subset": ["gpu", "driver", "packages", *sources], "mok_paths": moks}
 
 
 def _driver_validate(variables):
@@ -399,7 +400,8 @@ def driver_phase(phase, variables, planned, facts, context=None):
     """What the nvidia_driver role decides after a step of its run, from the preflight's plan (``planned``)
     and facts read after that step: ``installed`` (the kernels DKMS builds for, holds and versionlocks still
     missing), ``initramfs`` (the images to rebuild), ``reboot`` (the decision; context ``changed``: the run
-    changed the driver) and ``verify`` (what verify checks; context ``rebooted``: after the role's reboot)."""
+    changed the driver) and ``verify`` (what verify checks; context ``rebooted``: after the role's reboot);
+    ``installed`` also renders gpufleet's record of the driver packages the install added."""
     context = context or {}
     policy, controller = variables["nvidia_driver_reboot"], bool(context.get("is_controller"))
     changed, rebooted = bool(context.get("changed")), bool(context.get("rebooted"))
@@ -408,6 +410,7 @@ def driver_phase(phase, variables, planned, facts, context=None):
             "kernels": plan_driver.kernel_guard(planned, facts),
             "unheld": plan_driver.hold_missing(planned, facts),
             "unlocked": plan_driver.versionlock_missing(planned, facts),
+            "record": plan_driver.after_install(planned, facts),
         }
     if phase == "initramfs":
         return {
