@@ -428,3 +428,38 @@ def apt_update_refusal(output, rc, url, var):
         f"apt refused the repository {url}: {why.format(var=var)} (apt: {' '.join(first.split())[:300]}); "
         "nothing was installed or changed: the packages installed before are as they were"
     )
+
+
+# ---------------------------------------------------------------------------------------------------
+# removal (<role>_state: absent): the packages of gpufleet's record, and what only they pulled in
+# ---------------------------------------------------------------------------------------------------
+_SIMULATED = re.compile(r"^(?:Purg|Remv) (\S+)", re.M)
+
+
+def simulated_removals(output):
+    """The package names ``apt-get -s`` says it would remove or purge (``Remv name [version]``, ``Purg``),
+    without an architecture suffix."""
+    return sorted({name.split(":", 1)[0] for name in _SIMULATED.findall(output or "")})
+
+
+def removal_set(asked, simulated, orphans_before, auto):
+    """What a removal of the recorded packages ``asked`` takes, from apt's simulation of ``purge
+    --autoremove asked`` (``simulated``): ``also`` - the packages apt installed as dependencies (``auto``)
+    that the removal leaves unneeded (not ``orphans_before``: those were unneeded already, someone else's to
+    autoremove), and ``others`` - packages someone installed (not auto) that would go because they need one
+    of ``asked``: a removal that takes them is refused."""
+    asked = set(asked)
+    extra = set(simulated) - asked
+    return {
+        "also": sorted(n for n in extra if n in auto and n not in orphans_before),
+        "others": sorted(n for n in extra if n not in auto),
+    }
+
+
+def removal_refusal(what, others, asked):
+    """The refusal of a removal that would take packages gpufleet did not install (they need its own)."""
+    return (
+        f"{what}_state=absent: removing gpufleet's {' '.join(sorted(asked))} would also remove "
+        f"{' '.join(others)}, which gpufleet did not install and which needs them; nothing was removed. "
+        f"Remove {' '.join(others)} first, or set {what}_state: present to keep gpufleet's packages"
+    )

@@ -363,10 +363,66 @@ def recorded_names(found):
     return sorted(names)
 
 
+def record_of(root_path, what):
+    """gpufleet's record of ``what`` (cudnn, cuda_toolkit: the pin file; nvidia_driver: the driver's record)
+    under ``root_path`` as {path, owned: [names gpufleet installed], manager}, or None: what the removal
+    executor checks the plan's names against, read right before it acts."""
+    root = Root(root_path)
+    found = records(root).get(what)
+    if not found:
+        return None
+    packages = found.get("packages") or []
+    owned = [p["name"] for p in packages if p.get("owned")] if what in kb_gpufleet.PIN_FILES else packages
+    return {"path": found["path"], "owned": owned, "manager": package_manager(root)}
+
+
 def pin_record(root_path, what):
     """[{name, version, owned}] of gpufleet's pin file of ``what`` under ``root_path`` (nvidia_repo reads its
     previous set through this, right before it acts)."""
     return (records(Root(root_path)).get(what) or {}).get("packages") or []
+
+
+APT_EXTENDED_STATES = "/var/lib/apt/extended_states"
+
+
+def parse_extended_states(text):
+    """The names apt marked automatically installed (``Auto-Installed: 1``: pulled in as a dependency)."""
+    names = set()
+    for block in re.split(r"\n\s*\n", text or ""):
+        fields = {
+            key.strip(): value.strip()
+            for key, sep, value in (line.partition(":") for line in block.splitlines())
+            if sep
+        }
+        if fields.get("Auto-Installed") == "1" and fields.get("Package"):
+            names.add(fields["Package"])
+    return names
+
+
+def auto_installed(root_path="/"):
+    """The packages apt installed as dependencies (apt-mark showauto), read right before a removal decides
+    which of the packages it would take are dependencies and which someone installed (never taken)."""
+    root = Root(root_path)
+    text, _reason = root.read_text(APT_EXTENDED_STATES, limit=64 * 1024 * 1024)
+    return parse_extended_states(text)
+
+
+NEEDED_BY = re.compile(r"is needed by \(installed\) (\S+)")
+
+
+def rpm_removal_blockers(root_path, names, timeout=60.0):
+    """The installed packages that need one of ``names`` (``rpm -e --test``: what a removal of them would
+    break), or None when rpm cannot tell (no rpm, it failed otherwise)."""
+    rpm = which("rpm")
+    if rpm is None or not names:
+        return [] if names == [] else None
+    rc, out, err, _reason = run_command(
+        [rpm, "--root", Root(root_path).root, "-e", "--test", "--", *names], timeout=timeout
+    )
+    found = sorted(set(NEEDED_BY.findall(f"{out or ''}\n{err or ''}")))
+    if rc is None or (rc != 0 and not found):
+        return None
+    return found
 
 
 def installed_state(root_path="/", names=None):

@@ -227,3 +227,33 @@ def test_a_recorded_package_is_kept_whatever_its_name(tmp_path):
     )
     reader = packages.Packages(Root(str(tmp_path)))
     assert reader.installed() == {"nsight-compute-2025.3.1": {"version": "1-1", "held": False}}
+
+
+def test_apt_auto_installed_marks(tmp_path):
+    fakeroot.write(
+        tmp_path,
+        "/var/lib/apt/extended_states",
+        "Package: libfoo\nArchitecture: amd64\nAuto-Installed: 1\n\n"
+        "Package: bar\nArchitecture: amd64\nAuto-Installed: 0\n",
+    )
+    assert packages.auto_installed(str(tmp_path)) == {"libfoo"}
+    assert packages.auto_installed(str(tmp_path / "none")) == set()
+
+
+def test_rpm_names_what_needs_the_packages_a_removal_takes(monkeypatch):
+    calls = []
+
+    def run(argv, timeout=10.0, env=None):
+        calls.append(argv)
+        err = "error: Failed dependencies:\n\tnvidia-driver is needed by (installed) "
+        err += "cuda-12-8-12.8.1-1.x86_64\n"
+        return 1, "", err, "rpm exited 1"
+
+    monkeypatch.setattr(packages, "which", lambda name, root=None: f"/usr/bin/{name}")
+    monkeypatch.setattr(packages, "run_command", run)
+    assert packages.rpm_removal_blockers("/", ["nvidia-driver"]) == ["cuda-12-8-12.8.1-1.x86_64"]
+    assert calls == [["/usr/bin/rpm", "--root", "/", "-e", "--test", "--", "nvidia-driver"]]
+    monkeypatch.setattr(packages, "run_command", lambda argv, timeout=10.0, env=None: (0, "", "", None))
+    assert packages.rpm_removal_blockers("/", ["nvidia-driver"]) == []
+    monkeypatch.setattr(packages, "run_command", lambda argv, timeout=10.0, env=None: (2, "", "boom", "x"))
+    assert packages.rpm_removal_blockers("/", ["nvidia-driver"]) is None  # cannot tell: refused upstream
