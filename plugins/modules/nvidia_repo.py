@@ -10,9 +10,10 @@ short_description: NVIDIA's CUDA repository with a fingerprint-pinned key; its p
 version_added: "0.1.0"
 description:
   - Executes the repository part of a role's plan, and the package part of its removal. What to configure
-    is decided on the controller by C(gpufleet.nvidia.nvidia_plan) (C(plugins/module_utils/plan/repo.py)) and comes in O(repo), the plan's
-    C(repo) - the repository's URL, the key's URL and pinned OpenPGP fingerprint, the keyring and source file
-    paths, and the package manager. This module decides nothing about which repository or packages.
+    is decided on the controller by C(gpufleet.nvidia.nvidia_plan) (C(plugins/module_utils/plan/repo.py))
+    and comes in O(repo), the plan's C(repo) - the repository's URL, the key's URL and pinned OpenPGP
+    fingerprint, the keyring and source file paths, and the package manager. This module decides nothing
+    about which repository or packages.
   - O(state=present) downloads the repository key, checks its OpenPGP fingerprint against
     O(repo.key_fingerprint), renders the source file from O(repo.url) and O(repo.keyring) (apt - a deb822
     C(.sources) whose C(Signed-By) names that keyring; dnf - a C(.repo) with C(gpgcheck=1) and that

@@ -75,7 +75,11 @@ def test_rhel_records_the_module_and_the_versionlocks_with_the_packages():
     }
     after = record.after_install(planned, {"driver": {"packages": [{"name": "nvidia-driver"}]}})
     parsed = probe_packages.parse_driver_record(after["content"])
-    assert parsed == {"packages": ["nvidia-driver"], "module": "nvidia-driver", "versionlock": ["nvidia-driver"]}
+    assert parsed == {
+        "packages": ["nvidia-driver"],
+        "module": "nvidia-driver",
+        "versionlock": ["nvidia-driver"],
+    }
 
 
 def test_a_value_that_is_not_one_token_never_adds_a_line():
