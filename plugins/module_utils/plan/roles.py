@@ -21,6 +21,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda a
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cudnn as plan_cudnn
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as plan_driver
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import inputs as plan_inputs
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import removal as plan_removal
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as plan_repo
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import sources as plan_sources
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import PlanError, compat_inputs
@@ -475,7 +476,12 @@ def facts_wanted(role, variables):
     """{gather_subset, owner_paths, mok_paths}: what nvidia_facts gathers for this role's plan (nothing for a
     disabled role)."""
     funcs = _funcs(role)
-    wanted = {"gather_subset": []} if disabled(role, variables) else funcs[0](variables)
+    if disabled(role, variables):
+        wanted = {"gather_subset": []}
+    elif plan_removal.absent(role, variables):
+        wanted = plan_removal.facts_wanted(role, variables)
+    else:
+        wanted = funcs[0](variables)
     return {
         "gather_subset": list(wanted["gather_subset"]),
         "owner_paths": list(wanted.get("owner_paths") or []),
@@ -505,7 +511,8 @@ def validate(role, variables, foreign=None):
         errors += FOREIGN[role][1](foreign or {})
     if errors:
         raise PlanError("; ".join(errors))
-    funcs[1](variables)
+    if not plan_removal.absent(role, variables):  # a removal plans from the host's records, not from these
+        funcs[1](variables)
 
 
 def plan(role, variables, facts, context=None):
@@ -513,13 +520,21 @@ def plan(role, variables, facts, context=None):
 
     context: machine (when the facts do not say it), os_family, stamp (UTC time for backup names),
     overrides (compat inputs instead of the facts' driver: the driver a stack plan installs).
-    A disabled role's plan is :func:`disabled_plan`'s; every other plan has ``enabled: true``.
+    A disabled role's plan is :func:`disabled_plan`'s; every other plan has ``enabled: true`` and ``state``:
+    present (the install's plan) or absent (``<role>_state: absent``: plan/removal.py's, made from the
+    host's records of what gpufleet installed; nothing of the role's install variables is checked or
+    compared there).
     """
     funcs = _funcs(role)
     if disabled(role, variables):
         return disabled_plan(role)
+    if plan_removal.absent(role, variables):
+        made = plan_removal.plan(role, variables, facts, context)
+        compat = {"compatible": True, "errors": [], "warnings": [], "recommended": None, "gpus": []}
+        made.update(enabled=True, state=variables[f"{role}_state"], errors=[], warnings=[])
+        return made, dict(compat, checked=[])
     made, compat = funcs[2](variables, facts, context or {})
-    made["enabled"] = True
+    made.update(enabled=True, state=variables[f"{role}_state"])
     return made, compat
 
 
