@@ -26,7 +26,7 @@ TEST_ALL_STAGES ?= bg:lab lint sanity importer wait:lab bg:test-vm unit integrat
 # one platform (NAME:PLATFORM), MOLECULE_JOBS at a time (scripts/molecule_run.sh prints each one's time).
 # `make molecule-all` runs MOLECULE_ALL_SCENARIOS on every platform each lists.
 MOLECULE_SCENARIOS ?= repo:debian12 brownfield:debian13 default:debian12 journey audit driver
-MOLECULE_ALL_SCENARIOS ?= smoke default brownfield repo airgap facts driver audit journey
+MOLECULE_ALL_SCENARIOS ?= smoke default brownfield repo airgap facts driver audit journey removal
 MOLECULE_JOBS ?= 2
 export MOLECULE_JOBS
 # molecule scenarios on lab VM guests (QEMU; SKIPPED where it cannot run or with GPUFLEET_VM=0): `make vm` runs

@@ -29,6 +29,10 @@ description:
     plan of a host without an NVIDIA GPU installs nothing unless C(nvidia_driver_install_without_gpu), and the
     variables of NVIDIA's own driver role (NVIDIA/ansible-role-nvidia-driver) set for a host are refused,
     each naming the gpufleet variable to set instead.
+  - A role whose C(<role>_state) is V(absent) is planned as a removal
+    (C(plugins/module_utils/plan/removal.py)) - what gpufleet installed on the host, as its records say
+    (pin files, the driver's record, its marker and header), goes; what it does not own stays and is named;
+    a driver that is not gpufleet's is refused naming C(nvidia_driver_state).
   - Reads only; the same plan in check mode.
 options:
   role:
@@ -113,7 +117,9 @@ RETURN = r"""
 plan:
   description: The plan of the role when one role is planned (the keys each role's tasks read; see the role's
     tasks and docs/roles.md); C(summary) is one line saying what it does; C(enabled) is false for a role
-    switched off for the host (C(<role>_enabled)), whose plan holds nothing else the tasks act on;
+    switched off for the host (C(<role>_enabled)), whose plan holds nothing else the tasks act on; C(state)
+    is the role's C(<role>_state), and with V(absent) the plan is a removal's (C(remove), C(kept), C(lines),
+    C(nothing));
     C(progress) says what the install tasks download and install.
   returned: success, one role
   type: dict

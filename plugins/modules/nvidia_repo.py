@@ -6,13 +6,14 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: nvidia_repo
-short_description: NVIDIA's CUDA repository with a fingerprint-pinned key; its package set pinned (apt)
+short_description: NVIDIA's CUDA repository with a fingerprint-pinned key; its package set pinned; removal
 version_added: "0.1.0"
 description:
-  - Executes the repository part of a role's plan. What to configure is decided on the controller by
-    C(gpufleet.nvidia.nvidia_plan) (C(plugins/module_utils/plan/repo.py)) and comes in O(repo), the plan's
-    C(repo) - the repository's URL, the key's URL and pinned OpenPGP fingerprint, the keyring and source file
-    paths, and the package manager. This module decides nothing about which repository or packages.
+  - Executes the repository part of a role's plan, and the package part of its removal. What to configure
+    is decided on the controller by C(gpufleet.nvidia.nvidia_plan) (C(plugins/module_utils/plan/repo.py))
+    and comes in O(repo), the plan's C(repo) - the repository's URL, the key's URL and pinned OpenPGP
+    fingerprint, the keyring and source file paths, and the package manager. This module decides nothing
+    about which repository or packages.
   - O(state=present) downloads the repository key, checks its OpenPGP fingerprint against
     O(repo.key_fingerprint), renders the source file from O(repo.url) and O(repo.keyring) (apt - a deb822
     C(.sources) whose C(Signed-By) names that keyring; dnf - a C(.repo) with C(gpgcheck=1) and that
@@ -37,22 +38,37 @@ description:
     refreshes apt's index from the adopted file only, and removes gpufleet's own source file and keyring of an
     earlier run that the plan lists in O(repo.remove_own) (check mode reports it, diff mode shows it).
     O(state=pinned) reads the index of the adopted source.
-  - Used by the internal role C(gpufleet.nvidia.internal) (entry point repository.yml) and the install phases
-    of the roles C(gpufleet.nvidia.cuda_toolkit) and C(gpufleet.nvidia.cudnn).
+  - O(state=absent) removes what gpufleet installed with packages, as the plan of C(<role>_state=absent)
+    lists it in O(remove) - each name checked against gpufleet's record of O(packages_for), read on the host
+    right before (the pin file of the cuDNN or CUDA toolkit set, without the packages that were there before
+    gpufleet pinned it, and the driver's record of the packages its installs added); a name not in it is
+    refused.
+    apt first simulates the purge (and C(autoremove)) - the dependencies apt installed for them that the
+    removal leaves unneeded go too (not those that were unneeded before), and a package someone installed
+    that needs one of them is named and the removal refused, nothing changed. dnf asks C(rpm -e --test) the
+    same. Then it purges them (apt, holds included - C(--allow-change-held-packages)) or removes them (dnf),
+    removes the record, and with O(repo.remove_own) gpufleet's own source file and keyring (only those two
+    paths, the source only with gpufleet's header).
+  - Used by the internal role C(gpufleet.nvidia.internal) (entry point repository.yml) and the install and
+    removal phases of the roles C(gpufleet.nvidia.cuda_toolkit), C(gpufleet.nvidia.cudnn) and
+    C(gpufleet.nvidia.nvidia_driver).
 options:
   state:
     description:
       - V(present) writes the key and the repository file (and refreshes apt's index of it).
       - V(pinned) resolves the package set of O(specs) from the repository's index and writes its apt pins.
+      - V(absent) removes the packages O(remove) of gpufleet's record of O(packages_for), the record, and with
+        O(repo.remove_own) gpufleet's own source and keyring.
     type: str
-    choices: [present, pinned]
+    choices: [present, pinned, absent]
     default: present
   repo:
     description:
       - The repository as the plan decided it (C(__<role>_plan.plan.repo); for nvidia_driver
         C(__nvidia_driver_plan.repo)). Every value written into a file is checked to be one token.
+      - Required with O(state=present) and O(state=pinned); with O(state=absent) only where gpufleet's own
+        source and keyring go (O(repo.remove_own)).
     type: dict
-    required: true
     suboptions:
       url:
         description: The repository's URL (NVIDIA's C(.../compute/cuda/repos/<dir>/<arch>/) or a mirror's).
@@ -129,9 +145,19 @@ options:
         type: str
         default: ""
   packages_for:
-    description: With O(state=pinned), the role whose packages O(specs) are (its pin file, its checks).
+    description:
+      - With O(state=pinned), the role whose packages O(specs) are (its pin file, its checks).
+      - With O(state=absent), the role whose record O(remove) is checked against (V(nvidia_driver) only
+        there).
     type: str
-    choices: [cudnn, cuda_toolkit]
+    choices: [cudnn, cuda_toolkit, nvidia_driver]
+  remove:
+    description:
+      - With O(state=absent), the packages to remove (the removal plan's), each one gpufleet's record of
+        O(packages_for) holds as its own; those not installed are skipped.
+    type: list
+    elements: str
+    default: []
   specs:
     description:
       - With O(state=pinned), the package specs of the plan (C(packages.specs)), e.g.
@@ -191,7 +217,8 @@ notes:
   - Check mode is supported. O(state=present) fetches and checks the key and reports whether the key or the
     source file would change; it writes nothing and runs no C(apt-get update). O(state=pinned) resolves the
     set from the index apt already has and reports whether the pin file would change; on a first run in
-    check mode apt has no index of the repository yet, and RV(packages) says C(index=false).
+    check mode apt has no index of the repository yet, and RV(packages) says C(index=false). O(state=absent)
+    runs apt's simulations (or C(rpm -e --test)) and the refusals, and reports what would go.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -202,7 +229,7 @@ attributes:
     support: partial
     details:
       - O(state=present) shows the removal of gpufleet's own superseded source and keyring
-        (O(repo.remove_own)).
+        (O(repo.remove_own)); O(state=absent) that of the record, the source and the keyring.
   platform:
     platforms: posix
 """
@@ -246,8 +273,10 @@ adopted:
   returned: when state=present and O(repo.adopt) is set
   type: str
 removed:
-  description: gpufleet's own source file and keyring removed (or, in check mode, that would be).
-  returned: when state=present and O(repo.adopt) is set
+  description:
+    - gpufleet's own source file and keyring removed (or, in check mode, that would be); with
+      O(state=absent) also the record of O(packages_for).
+  returned: when state=present and O(repo.adopt) is set, and when state=absent
   type: list
   elements: str
 packages:
@@ -261,7 +290,9 @@ packages:
       conflict), remove (with O(remove_unlisted)) and kept (still pinned, and held for cuDNN).
     - Without an index (a first run in check mode) or with dnf - specs (O(specs)) and index (false); the
       plan's packages stand.
-  returned: when state=pinned
+    - With O(state=absent) - remove (the packages of O(remove) that were installed) and also (what only they
+      pulled in, apt).
+  returned: when state=pinned or state=absent
   type: dict
 pin:
   description: The apt preferences written with O(state=pinned) (path, content).
@@ -401,12 +432,14 @@ def pinned(module, repo, result):
     var = "cudnn_version" if what == "cudnn" else "cuda_toolkit_versions"
     members = install_repo.resolve_set(install_repo.parse_index(text), specs, repo["url"], var)
     install_repo.check_one_major(members, what, wanted, var, repo["url"])
-    previous = install_repo.parse_pin_file((_read(install_repo.PIN_FILES[what]) or b"").decode())
-    # the package database, read once through the one reader, right before the decisions
+    # gpufleet's record of the set it pinned before and the package database, read through the one reader
+    # right before the decisions
+    record = probe_packages.pin_record(HOST_ROOT, what)
+    previous = [(r["name"], r["version"]) for r in record]
     installed = probe_packages.installed_state(HOST_ROOT)
     packages, pins = install_repo.pinned_packages(what, members, previous, installed, p["remove_unlisted"])
     result["packages"] = dict(packages, index=True)
-    pin = install_repo.pin_file(what, pins)
+    pin = install_repo.pin_file(what, pins, install_repo.not_owned(pins, record, installed))
     result["pin"] = pin
     if _read(pin["path"]) != pin["content"].encode():
         result["changed"] = True
@@ -487,10 +520,110 @@ def present(module, repo, result):
     return result
 
 
+def apt_removal(module, what, names):
+    """The packages apt's simulation says a purge of ``names`` (gpufleet's) also takes that only they needed
+    (dependencies apt installed, left unneeded: install/repo.removal_set); RepoError when it would take a
+    package someone installed, or when apt cannot simulate it. Nothing is changed here."""
+    env = apt_env()
+    answers = []
+    for args in (["autoremove"], ["purge", "--autoremove", *names]):
+        cmd = ["apt-get", "--simulate", "--allow-change-held-packages", *args]
+        rc, out, err = module.run_command(cmd, environ_update=env)
+        if rc != 0:
+            first = " ".join((err or out or "").strip().splitlines()[:1])[:300]
+            raise install_repo.RepoError(
+                f"apt-get --simulate {args[0]} failed (rc={rc}): {first}; nothing removed"
+            )
+        answers.append(install_repo.simulated_removals(out))
+    auto = probe_packages.auto_installed(HOST_ROOT)
+    found = install_repo.removal_set(names, answers[1], set(answers[0]), auto)
+    if found["others"]:
+        raise install_repo.RepoError(install_repo.removal_refusal(what, found["others"], names))
+    return found["also"]
+
+
+def dnf_removal(what, names):
+    """rpm's answer to removing ``names``: RepoError when an installed package needs one of them (dnf
+    would remove it too) or rpm cannot tell. dnf's clean_requirements_on_remove takes what only they pulled
+    in."""
+    blockers = probe_packages.rpm_removal_blockers(HOST_ROOT, names)
+    if blockers is None:
+        raise install_repo.RepoError(
+            f"{what}_state=absent: rpm -e --test could not tell what needs {' '.join(names)}; nothing removed"
+        )
+    if blockers:
+        raise install_repo.RepoError(install_repo.removal_refusal(what, blockers, names))
+    return []
+
+
+def _remove_packages(module, manager, names, also):
+    """Purge (apt: configuration files too, as NVIDIA's guide removes the driver) or remove (dnf)."""
+    if manager == "apt":
+        verb, cmd = "purge", ["apt-get", "--yes", "--allow-change-held-packages", "purge", *names, *also]
+        env = dict(apt_env(), DEBIAN_FRONTEND="noninteractive")
+    else:
+        verb, cmd, env = "remove", ["dnf", "--assumeyes", "remove", *names], apt_env()
+    rc, out, err = module.run_command(cmd, environ_update=env)
+    if rc != 0:
+        last = " ".join((err or out or "").strip().splitlines()[-1:])[:300]
+        raise install_repo.RepoError(f"{cmd[0]} {verb} {' '.join(names)} failed (rc={rc}): {last}")
+
+
+def absent(module, repo, result):
+    """Removal (<role>_state: absent): the plan's packages, each checked against gpufleet's record of
+    ``packages_for`` read now (never a package it did not install), with what only they pulled in, after the
+    package manager said nothing else goes; then the record itself and, when the plan asks
+    (``repo.remove_own``), gpufleet's own source file and keyring."""
+    p = module.params
+    what, asked = p["packages_for"], sorted(set(p["remove"]))
+    found = probe_packages.record_of(HOST_ROOT, what)
+    strangers = [n for n in asked if n not in (found or {}).get("owned", [])]
+    if strangers:
+        where = found["path"] if found else "none on this host"
+        raise install_repo.RepoError(
+            f"remove: {' '.join(strangers)} not in gpufleet's record of {what} ({where}): only what gpufleet "
+            "installed is removed; nothing was removed"
+        )
+    installed = probe_packages.installed_state(HOST_ROOT, asked)
+    names = [n for n in asked if n in installed]
+    manager = (found or {}).get("manager")
+    also = []
+    if names:
+        also = apt_removal(module, what, names) if manager == "apt" else dnf_removal(what, names)
+    files = own_removals(repo) if repo else []
+    if found:  # the record goes with what it lists (a path inside HOST_ROOT)
+        record = os.path.join(HOST_ROOT, found["path"].lstrip("/"))
+        files.insert(0, (record, _read(record) or b""))
+    result.update(packages={"remove": names, "also": also}, removed=[path for path, _data in files])
+    result["changed"] = bool(names or files)
+    result["diff"] = [
+        {
+            "before_header": path,
+            "before": data.decode("utf-8", "replace"),
+            "after_header": "(removed)",
+            "after": "",
+        }
+        for path, data in files
+    ]
+    if module.check_mode:
+        return result
+    if names:
+        _remove_packages(module, manager, names, also)
+    for path, _data in files:
+        os.unlink(path)
+    return result
+
+
 def run(module):
     repo = module.params["repo"]
     result = {"changed": False, "repo": repo}
+    if module.params["state"] == "absent":
+        return absent(module, repo, result)
+    if not repo:
+        raise install_repo.RepoError(f"repo is required with state={module.params['state']}")
     if module.params["state"] == "pinned":
+        if module.params["packages_for"] == "nvidia_driver":
+            raise install_repo.RepoError("packages_for=nvidia_driver is only for state=absent")
         return pinned(module, repo, result)
     return present(module, repo, result)
 
@@ -520,9 +653,10 @@ REPO_OPTIONS = {
     "words": {"type": "str", "default": ""},
 }
 ARGUMENT_SPEC = {
-    "state": {"type": "str", "choices": ["present", "pinned"], "default": "present"},
-    "repo": {"type": "dict", "required": True, "options": REPO_OPTIONS},
-    "packages_for": {"type": "str", "choices": ["cudnn", "cuda_toolkit"]},
+    "state": {"type": "str", "choices": ["present", "pinned", "absent"], "default": "present"},
+    "repo": {"type": "dict", "options": REPO_OPTIONS},
+    "packages_for": {"type": "str", "choices": ["cudnn", "cuda_toolkit", "nvidia_driver"]},
+    "remove": {"type": "list", "elements": "str", "default": []},
     "specs": {"type": "list", "elements": "str"},
     "cuda_major": {"type": "str", "default": ""},
     "versions": {"type": "list", "elements": "str", "default": []},
@@ -538,7 +672,11 @@ ARGUMENT_SPEC = {
 def main():
     module = AnsibleModule(
         argument_spec=ARGUMENT_SPEC,
-        required_if=[("state", "pinned", ("packages_for", "specs"))],
+        required_if=[
+            ("state", "present", ("repo",)),
+            ("state", "pinned", ("repo", "packages_for", "specs")),
+            ("state", "absent", ("packages_for",)),
+        ],
         supports_check_mode=True,
     )
     try:

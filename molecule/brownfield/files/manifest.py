@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """The brownfield manifest: every file, link and directory under the roots gpufleet's roles may touch.
 
-  manifest.py write OUT
+  manifest.py write OUT [--root PATH]...
       write the manifest of this host now (JSON {path: entry}) to OUT
-  manifest.py compare BEFORE [--backups]
-      compare this host now with BEFORE; print {ok, same, changed, missing, added, in_backup, backup_trees};
-      exit 1 unless every path of BEFORE is unchanged (with --backups: or sits, unchanged, at the same
-      relative path in a ``<tree>.gpufleet-backup-<stamp>`` of its tree, where replace moves trees)
+  manifest.py compare BEFORE [--backups] [--root PATH]...
+      compare this host now with BEFORE; print {ok, same, changed, missing, added, added_paths, in_backup,
+      backup_trees}; exit 1 unless every path of BEFORE is unchanged (with --backups: or sits, unchanged, at
+      the same relative path in a ``<tree>.gpufleet-backup-<stamp>`` of its tree, where replace moves trees)
+
+--root (and MANIFEST_ROOTS, colon-separated) adds directories to ROOTS (molecule/removal covers /etc/apt,
+/etc/modprobe.d, ... too).
 
 An entry is "file <mode> <sha256>", "link <target>" (the link itself, not followed) or "dir <mode>".
 Stdlib only (Python 3.9+); runs on the instance.
@@ -90,16 +93,25 @@ def compare(before, now, allow_backups):
         else:
             out["missing"].append(f"{path}: {was}")
     out["ok"] = not out["changed"] and not out["missing"]
-    out["added"] = len(set(now) - set(before))
+    added = sorted(set(now) - set(before))
+    out["added"], out["added_paths"] = len(added), added[:SHOWN]
     out["backup_trees"] = sorted(out["backup_trees"])
     out["changed_count"], out["missing_count"] = len(out["changed"]), len(out["missing"])
     out["changed"], out["missing"] = out["changed"][:SHOWN], out["missing"][:SHOWN]
     return out
 
 
+def roots_of(argv):
+    """ROOTS, every --root PATH of the arguments and those of MANIFEST_ROOTS."""
+    extra = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--root"]
+    extra += [p for p in os.environ.get("MANIFEST_ROOTS", "").split(":") if p]
+    return ROOTS + tuple(extra)
+
+
 def main(argv):
+    roots = roots_of(argv)
     if len(argv) >= 2 and argv[0] == "write":
-        found = take()
+        found = take(roots)
         with open(argv[1], "w") as out:
             json.dump(found, out, indent=0, sort_keys=True)
         print(json.dumps({"written": argv[1], "paths": len(found)}))
@@ -107,7 +119,7 @@ def main(argv):
     if len(argv) >= 2 and argv[0] == "compare":
         with open(argv[1]) as src:
             before = json.load(src)
-        result = compare(before, take(), "--backups" in argv[2:])
+        result = compare(before, take(roots), "--backups" in argv[2:])
         print(json.dumps(result, sort_keys=True))
         return 0 if result["ok"] else 1
     print(__doc__, file=sys.stderr)

@@ -20,6 +20,7 @@ from urllib.error import URLError
 from ansible.module_utils.urls import ConnectionError as UrlConnectionError
 from ansible.module_utils.urls import open_url
 from ansible_collections.gpufleet.nvidia.plugins.module_utils import openpgp
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpufleet as kb_gpufleet
 
 GPUFLEET_HEADER = "# Managed by gpufleet"  # the first line of every file gpufleet writes under /etc
 MANAGED = GPUFLEET_HEADER + " (nvidia_repo): NVIDIA CUDA repository\n"
@@ -117,10 +118,8 @@ def fetch_key(url, timeout, validate_certs=True, ca_path=None):
 # the repository's index (apt's verified copy of Packages): the whole package set, each at one version
 # ---------------------------------------------------------------------------------------------------
 PIN_PRIORITY = 1001  # the planned version is apt's candidate, over newer ones and (re)installs, never moved
-PIN_FILES = {
-    "cudnn": "/etc/apt/preferences.d/gpufleet-cudnn.pref",
-    "cuda_toolkit": "/etc/apt/preferences.d/gpufleet-cuda-toolkit.pref",
-}
+PIN_FILES = kb_gpufleet.PIN_FILES  # gpufleet's record of each set, read by probe/packages.records
+PIN_NOT_OWNED = kb_gpufleet.PIN_NOT_OWNED
 
 
 def _order(char):
@@ -319,24 +318,26 @@ def check_one_major(members, what, wanted, var, url):
         )
 
 
-def pin_file(what, packages):
+def pin_file(what, packages, not_owned=()):
     """apt preferences that make each package's planned version its candidate (the whole set, not only
-    the top-level package): apt-get upgrade / dist-upgrade and installs of other packages keep them."""
+    the top-level package): apt-get upgrade / dist-upgrade and installs of other packages keep them. The file
+    is also gpufleet's record of the set (probe/packages.parse_pin_record): a package in ``not_owned`` was
+    installed before gpufleet pinned it, and its stanza says so (<role>_state: absent leaves it installed)."""
     stanzas = [
-        f"Explanation: Managed by gpufleet ({what}): {name} stays at {version}\n"
+        f"Explanation: Managed by gpufleet ({what}): {name} stays at {version}"
+        f"{'; ' + PIN_NOT_OWNED if name in not_owned else ''}\n"
         f"Package: {name}\nPin: version {version}\nPin-Priority: {PIN_PRIORITY}\n"
         for name, version in packages
     ]
     return {"path": PIN_FILES[what], "content": "\n".join(stanzas)}
 
 
-def parse_pin_file(text):
-    """[(name, version)] of a pin file gpufleet wrote (its record of the set it installed last); [] for a file
-    without gpufleet's header (someone else's is never read as gpufleet's record)."""
-    if not text or "Managed by gpufleet" not in text.split("\n", 1)[0]:
-        return []
-    found = re.findall(r"^Package: (\S+)\nPin: version (\S+)$", text, re.M)
-    return list(found)
+def not_owned(pins, previous, installed):
+    """The names of ``pins`` ([(name, version)]) that are not gpufleet's: the previous record (``previous``:
+    [{name, version, owned}], probe/packages.parse_pin_record) says so, or the package is new to the record
+    and already installed (``installed``: {name: {version, held}}), i.e. there before gpufleet."""
+    known = {r["name"]: r["owned"] for r in previous or ()}
+    return sorted(name for name, _version in pins if not known.get(name, name not in (installed or {})))
 
 
 _CUDNN_FAMILY = re.compile(r"^libcudnn([0-9]+)(?:-dev|-headers)?-cuda-([0-9]+)$")
@@ -366,8 +367,8 @@ def leftovers(previous, members, installed, what, remove):
 
 def pinned_packages(what, members, previous, installed, remove_unlisted):
     """The resolved set ``members`` ([(name, version)], resolve_set) against the installed state
-    (``installed``: {name: {version, held}}) and the set gpufleet pinned before (``previous``,
-    parse_pin_file).
+    (``installed``: {name: {version, held}}) and the set gpufleet pinned before (``previous``: [(name,
+    version)] of its pin file, probe/packages.pin_record).
 
     Returns (packages, pins). ``packages``: specs (name=version of the whole set), names, installed, missing
     (not installed at the set's version), unhold (held packages the move changes, replaces or removes), hold
@@ -426,4 +427,39 @@ def apt_update_refusal(output, rc, url, var):
     return (
         f"apt refused the repository {url}: {why.format(var=var)} (apt: {' '.join(first.split())[:300]}); "
         "nothing was installed or changed: the packages installed before are as they were"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# removal (<role>_state: absent): the packages of gpufleet's record, and what only they pulled in
+# ---------------------------------------------------------------------------------------------------
+_SIMULATED = re.compile(r"^(?:Purg|Remv) (\S+)", re.M)
+
+
+def simulated_removals(output):
+    """The package names ``apt-get -s`` says it would remove or purge (``Remv name [version]``, ``Purg``),
+    without an architecture suffix."""
+    return sorted({name.split(":", 1)[0] for name in _SIMULATED.findall(output or "")})
+
+
+def removal_set(asked, simulated, orphans_before, auto):
+    """What a removal of the recorded packages ``asked`` takes, from apt's simulation of ``purge
+    --autoremove asked`` (``simulated``): ``also`` - the packages apt installed as dependencies (``auto``)
+    that the removal leaves unneeded (not ``orphans_before``: those were unneeded already, someone else's to
+    autoremove), and ``others`` - packages someone installed (not auto) that would go because they need one
+    of ``asked``: a removal that takes them is refused."""
+    asked = set(asked)
+    extra = set(simulated) - asked
+    return {
+        "also": sorted(n for n in extra if n in auto and n not in orphans_before),
+        "others": sorted(n for n in extra if n not in auto),
+    }
+
+
+def removal_refusal(what, others, asked):
+    """The refusal of a removal that would take packages gpufleet did not install (they need its own)."""
+    return (
+        f"{what}_state=absent: removing gpufleet's {' '.join(sorted(asked))} would also remove "
+        f"{' '.join(others)}, which gpufleet did not install and which needs them; nothing was removed. "
+        f"Remove {' '.join(others)} first, or set {what}_state: present to keep gpufleet's packages"
     )

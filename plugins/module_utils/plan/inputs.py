@@ -15,7 +15,8 @@ Three layers, in order:
 - ``GRAMMARS``: the grammar of each variable that is rendered into a file, fetched or used as a path: URLs
   by scheme and form, paths absolute and normalised, modprobe options as ``name=value`` tokens, fingerprints,
   release labels, component names, positive counts, proxies as ``http://host[:port]`` and the hosts that
-  bypass them (a ``<role>_no_proxy`` needs one of its role's proxies).
+  bypass them (a ``<role>_no_proxy`` needs one of its role's proxies); and each role's ``<role>_state``
+  (present or absent), which decides whether its plan installs or removes.
 
 Pure (no I/O), stdlib only, Python >= 3.9.
 """
@@ -430,11 +431,32 @@ def no_proxy_alone(variables):
     return errors
 
 
+def choice(allowed, words):
+    """One of ``allowed`` (exactly: the argument spec's choices, checked again here where a plan is made from
+    variables no spec typed)."""
+
+    def check(name, value):
+        return [] if value in allowed else [_named(name, value, words)]
+
+    return check
+
+
+# <role>_state: what the role does with what gpufleet installed on the host (plan/removal.py for absent)
+STATES = ("present", "absent")
+_STATE = choice(
+    STATES,
+    "present (install and keep: the default) or absent (remove what gpufleet installed here, as it "
+    "recorded it, and nothing else)",
+)
+
 _REPO = url(("https", "http", "file"), empty=True, what="mirror of NVIDIA's repositories")
 _REDIST = url(
     ("https", "http", "file"), what="location of NVIDIA's redist archives", login=DOWNLOAD_LOGIN, local=True
 )
 GRAMMARS = {
+    "nvidia_driver_state": _STATE,
+    "cuda_toolkit_state": _STATE,
+    "cudnn_state": _STATE,
     "nvidia_driver_reboot_timeout": positive,
     "nvidia_driver_mok_key": abspath(empty=True),
     "nvidia_driver_mok_cert": abspath(empty=True),

@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cudnn 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import downloads as plan_downloads
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import driver as plan_driver
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import inputs as plan_inputs
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import removal as plan_removal
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as plan_repo
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import sources as plan_sources
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import PlanError, compat_inputs
@@ -311,7 +312,8 @@ def _driver_facts(variables):
         variables[f"nvidia_driver_{k}"] for k in ("mok_key", "mok_cert") if variables[f"nvidia_driver_{k}"]
     ]
     sources = ["sources"] if wants_sources("nvidia_driver", variables) else []
-    return {"gather_subset": ["gpu", "driver", *sources], "mok_paths": moks}
+    # packages: gpufleet's record of the driver packages its installs added (plan/driver/record.py)
+    return {"gather_subset": ["gpu", "driver", "packages", *sources], "mok_paths": moks}
 
 
 def _driver_validate(variables):
@@ -400,7 +402,8 @@ def driver_phase(phase, variables, planned, facts, context=None):
     """What the nvidia_driver role decides after a step of its run, from the preflight's plan (``planned``)
     and facts read after that step: ``installed`` (the kernels DKMS builds for, holds and versionlocks still
     missing), ``initramfs`` (the images to rebuild), ``reboot`` (the decision; context ``changed``: the run
-    changed the driver) and ``verify`` (what verify checks; context ``rebooted``: after the role's reboot)."""
+    changed the driver) and ``verify`` (what verify checks; context ``rebooted``: after the role's reboot);
+    ``installed`` also renders gpufleet's record of the driver packages the install added."""
     context = context or {}
     policy, controller = variables["nvidia_driver_reboot"], bool(context.get("is_controller"))
     changed, rebooted = bool(context.get("changed")), bool(context.get("rebooted"))
@@ -409,6 +412,7 @@ def driver_phase(phase, variables, planned, facts, context=None):
             "kernels": plan_driver.kernel_guard(planned, facts),
             "unheld": plan_driver.hold_missing(planned, facts),
             "unlocked": plan_driver.versionlock_missing(planned, facts),
+            "record": plan_driver.after_install(planned, facts),
         }
     if phase == "initramfs":
         return {
@@ -473,7 +477,12 @@ def facts_wanted(role, variables):
     """{gather_subset, owner_paths, mok_paths}: what nvidia_facts gathers for this role's plan (nothing for a
     disabled role)."""
     funcs = _funcs(role)
-    wanted = {"gather_subset": []} if disabled(role, variables) else funcs[0](variables)
+    if disabled(role, variables):
+        wanted = {"gather_subset": []}
+    elif plan_removal.absent(role, variables):
+        wanted = plan_removal.facts_wanted(role, variables)
+    else:
+        wanted = funcs[0](variables)
     return {
         "gather_subset": list(wanted["gather_subset"]),
         "owner_paths": list(wanted.get("owner_paths") or []),
@@ -503,7 +512,8 @@ def validate(role, variables, foreign=None):
         errors += FOREIGN[role][1](foreign or {})
     if errors:
         raise PlanError("; ".join(errors))
-    funcs[1](variables)
+    if not plan_removal.absent(role, variables):  # a removal plans from the host's records, not from these
+        funcs[1](variables)
 
 
 def plan(role, variables, facts, context=None):
@@ -511,14 +521,23 @@ def plan(role, variables, facts, context=None):
 
     context: machine (when the facts do not say it), os_family, stamp (UTC time for backup names),
     overrides (compat inputs instead of the facts' driver: the driver a stack plan installs).
-    A disabled role's plan is :func:`disabled_plan`'s; every other plan has ``enabled: true`` and
-    ``download``: the proxies and CA bundle of the role's downloads (plan/downloads.settings).
+    A disabled role's plan is :func:`disabled_plan`'s; every other plan has ``enabled: true``, ``state``:
+    present (the install's plan) or absent (``<role>_state: absent``: plan/removal.py's, made from the
+    host's records of what gpufleet installed; nothing of the role's install variables is checked or
+    compared there), and ``download``: the proxies and CA bundle of the role's downloads
+    (plan/downloads.settings).
     """
     funcs = _funcs(role)
     if disabled(role, variables):
         return disabled_plan(role)
+    if plan_removal.absent(role, variables):
+        made = plan_removal.plan(role, variables, facts, context)
+        compat = {"compatible": True, "errors": [], "warnings": [], "recommended": None, "gpus": []}
+        made.update(enabled=True, state=variables[f"{role}_state"], errors=[], warnings=[])
+        made["download"] = plan_downloads.settings(role, variables)
+        return made, dict(compat, checked=[])
     made, compat = funcs[2](variables, facts, context or {})
-    made["enabled"] = True
+    made.update(enabled=True, state=variables[f"{role}_state"])
     made["download"] = plan_downloads.settings(role, variables)
     return made, compat
 

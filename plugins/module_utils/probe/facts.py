@@ -221,7 +221,8 @@ class _Gathering:
 
     def installed_packages(self, state):
         """The `packages` subset: the package manager, the installed packages of the reader (their version
-        and hold) and, on an apt host, whether ansible.builtin.apt could run (python3-apt)."""
+        and hold), gpufleet's records of what it installed and, on an apt host, whether ansible.builtin.apt
+        could run (python3-apt)."""
         packages = self.packages()
         apt, reason = None, None
         if packages.manager == "apt":
@@ -231,6 +232,7 @@ class _Gathering:
             "manager": packages.manager,
             "installed": packages.installed(),
             "python_apt": apt,
+            "records": packages.records,
             "reasons": reasons,
         }
         problems = [*packages.reasons, *([f"python_apt: {reason}"] if reason and self.live else [])]

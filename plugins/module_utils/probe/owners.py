@@ -20,7 +20,8 @@ import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpufleet import MARKER
 
-GPUFLEET_HEADER = "# Managed by gpufleet"  # the first line of every file gpufleet writes under /etc
+GPUFLEET_HEADER = "# Managed by gpufleet"  # the first line of every file gpufleet writes under /etc (a
+# script's: the line after its #!)
 RUNFILE_UNINSTALLER = "bin/cuda-uninstaller"
 KINDS = ("gpufleet", "package", "runfile", "conda", "pip", "tarball", "unknown", "absent")
 # The files a tree's owner is read from, most telling first (a toolkit: nvcc, then its runtime).
@@ -159,7 +160,9 @@ def _entry(root, packages, path, *, tree):
     head = ""
     if kind == "file":
         text, _reason = root.read_text(path, limit=4096)
-        head = (text or "").split("\n", 1)[0]
+        lines = (text or "").split("\n", 2)
+        # a script's header follows its #! line (the driver role's initramfs-tools hook)
+        head = lines[1] if lines[0].startswith("#!") and len(lines) > 1 else lines[0]
     who = (
         owner_of_tree(root, packages, path) if tree and kind == "dir" else owner_of_path(root, packages, path)
     )

@@ -2,9 +2,10 @@
 # Apache-2.0
 """Installed packages under a root: the dpkg database read directly, rpm through ``rpm --root``.
 
-Only NVIDIA-related packages are kept (cuDNN, CUDA, driver, NCCL), which keeps this cheap on big hosts.
-Also whether ansible.builtin.apt could run on the host: python3-apt for this interpreter, or apt's
-candidate for it.
+Only NVIDIA-related packages are kept (cuDNN, CUDA, driver, NCCL), and those gpufleet's records name, which
+keeps this cheap on big hosts. Also whether ansible.builtin.apt could run on the host: python3-apt for this
+interpreter, or apt's candidate for it; and gpufleet's records of the packages it installed (its apt pin files
+of the cuDNN and CUDA toolkit sets, the driver's record: kb/gpufleet.py), the one reader of them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import importlib.util
 import re
 import sys
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpufleet as kb_gpufleet
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root, run_command, which
 
 RELEVANT = re.compile(
@@ -65,14 +67,14 @@ def parse_dpkg_status(text, keep=RELEVANT):
     return packages
 
 
-def dpkg_packages(root):
+def dpkg_packages(root, keep=RELEVANT):
     """({name: package}, reason); ({}, None) when there is no dpkg database (not a Debian-like tree)."""
     if not root.exists(DPKG_STATUS):
         return {}, None
     text, reason = root.read_text(DPKG_STATUS, limit=256 * 1024 * 1024)
     if text is None:
         return {}, reason
-    return parse_dpkg_status(text), None
+    return parse_dpkg_status(text, keep), None
 
 
 def dpkg_files(root, package):
@@ -108,7 +110,7 @@ def rpm_available(root):
     return any(root.isdir(d) and (root.listdir(d)[0] or []) for d in RPM_DB_DIRS)
 
 
-def rpm_packages(root, timeout=15.0):
+def rpm_packages(root, timeout=15.0, keep=RELEVANT):
     """({name: package}, reason) through `rpm --root`; ({}, None) when there is no rpm database."""
     if not rpm_available(root):
         return {}, None
@@ -126,14 +128,14 @@ def rpm_packages(root, timeout=15.0):
         if root.exists(lock):
             text, _reason = root.read_text(lock)
             locked |= parse_versionlock(text)
-    return parse_rpm_qa(out, locked), None
+    return parse_rpm_qa(out, locked, keep), None
 
 
-def parse_rpm_qa(text, locked=()):
+def parse_rpm_qa(text, locked=(), keep=RELEVANT):
     packages = {}
     for line in (text or "").splitlines():
         parts = line.split("\t")
-        if len(parts) < 2 or not RELEVANT.search(parts[0]):
+        if len(parts) < 2 or not keep.search(parts[0]):
             continue
         version = parts[1]
         if version.startswith("0:"):
@@ -172,17 +174,30 @@ def package_manager(root):
     return "dnf" if rpm_available(root) else "none"
 
 
+class Kept:
+    """The names the reader keeps: RELEVANT's, and those gpufleet's records name (a package of a recorded set
+    whose name says nothing of NVIDIA, e.g. nsight-compute-*, is still gpufleet's to remove)."""
+
+    def __init__(self, names=()):
+        self.names = frozenset(names)
+
+    def search(self, name):
+        return name in self.names or RELEVANT.search(name) is not None
+
+
 class Packages:
-    """Both package databases of a root, loaded once."""
+    """Both package databases of a root, loaded once, and gpufleet's records of what it installed."""
 
     def __init__(self, root):
         self.root = root
         self.manager = package_manager(root)
         self.reasons = []
-        self.deb, reason = dpkg_packages(root)
+        self.records = records(root)
+        keep = Kept(recorded_names(self.records))
+        self.deb, reason = dpkg_packages(root, keep)
         if reason:
             self.reasons.append(reason)
-        self.rpm, reason = rpm_packages(root)
+        self.rpm, reason = rpm_packages(root, keep=keep)
         if reason:
             self.reasons.append(reason)
         self._files = {}
@@ -262,6 +277,152 @@ class Packages:
             "held": bool(package["held"]),
             "manager": package["manager"],
         }
+
+
+# ---------------------------------------------------------------------------------------------------
+# gpufleet's records of the packages it installed (kb/gpufleet.py): what <role>_state: absent removes
+# ---------------------------------------------------------------------------------------------------
+RECORD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+._-]*\Z")
+RECORD_VALUE = re.compile(r"^[A-Za-z0-9*][A-Za-z0-9+._:~*/-]*\Z")
+_STANZA_FIELD = re.compile(r"^(Explanation|Package|Pin): (.*)$")
+
+
+def _managed(text):
+    """The text is one of gpufleet's files: its first line (a pin file's first Explanation) says so."""
+    first = (text or "").split("\n", 1)[0]
+    return _header_line(first)
+
+
+def _header_line(line):
+    """A first line of gpufleet's: a comment or an apt Explanation that says it manages the file."""
+    return "Managed by gpufleet" in line and line.startswith(("#", "Explanation:"))
+
+
+def parse_pin_record(text):
+    """[{name, version, owned}] of a pin file gpufleet wrote (install/repo.pin_file): its record of the
+    package set it pinned, ``owned`` false for a package that was installed before gpufleet pinned it; [] for
+    a file without gpufleet's header (someone else's is never read as gpufleet's record)."""
+    if not _managed(text):
+        return []
+    out = []
+    for block in re.split(r"\n\s*\n", text):
+        fields = dict(m.groups() for m in map(_STANZA_FIELD.match, block.splitlines()) if m)
+        name, pin = fields.get("Package", ""), fields.get("Pin", "")
+        version = pin[len("version ") :] if pin.startswith("version ") else ""
+        if RECORD_NAME.match(name) and RECORD_VALUE.match(version):
+            owned = kb_gpufleet.PIN_NOT_OWNED not in fields.get("Explanation", "")
+            out.append({"name": name, "version": version, "owned": owned})
+    return out
+
+
+def parse_driver_record(text):
+    """{packages, module, versionlock} of the driver's record (plan/driver/record.py renders it): the
+    driver packages gpufleet's installs added, the dnf module stream and the versionlock patterns they set;
+    None for a file without gpufleet's header. Lines ``key: value``; a value not one token is skipped."""
+    if not _managed(text):
+        return None
+    out = {"packages": [], "module": None, "versionlock": []}
+    for line in text.splitlines()[1:]:
+        key, sep, value = line.partition(": ")
+        if not sep or not RECORD_VALUE.match(value):
+            continue
+        if key == "package" and RECORD_NAME.match(value):
+            out["packages"].append(value)
+        elif key == "module":
+            out["module"] = value
+        elif key == "versionlock":
+            out["versionlock"].append(value)
+    return out
+
+
+def records(root):
+    """gpufleet's records on the host: {cudnn, cuda_toolkit: {path, packages: [{name, version, owned}]} or
+    None, nvidia_driver: {path, packages, module, versionlock} or None, dir: the names in RECORD_DIR (None:
+    no such directory)}. A file without gpufleet's header is no record (None)."""
+    out = {}
+    for what, path in kb_gpufleet.PIN_FILES.items():
+        text, _reason = root.read_text(path) if root.isfile(path) else (None, None)
+        found = parse_pin_record(text) if text is not None else []
+        out[what] = {"path": path, "packages": found} if found or _managed(text) else None
+    path = kb_gpufleet.DRIVER_RECORD
+    text, _reason = root.read_text(path) if root.isfile(path) else (None, None)
+    driver = parse_driver_record(text) if text is not None else None
+    out["nvidia_driver"] = dict(driver, path=path) if driver is not None else None
+    top = kb_gpufleet.RECORD_DIR
+    names, _reason = root.listdir(top) if root.isdir(top) else (None, None)
+    out["dir"] = sorted(names) if names is not None else None
+    return out
+
+
+def recorded_names(found):
+    """Every package name gpufleet's records hold."""
+    names = set()
+    for what in kb_gpufleet.PIN_FILES:
+        names |= {p["name"] for p in (found.get(what) or {}).get("packages") or []}
+    names |= set((found.get("nvidia_driver") or {}).get("packages") or [])
+    return sorted(names)
+
+
+def record_of(root_path, what):
+    """gpufleet's record of ``what`` (cudnn, cuda_toolkit: the pin file; nvidia_driver: the driver's record)
+    under ``root_path`` as {path, owned: [names gpufleet installed], manager}, or None: what the removal
+    executor checks the plan's names against, read right before it acts."""
+    root = Root(root_path)
+    found = records(root).get(what)
+    if not found:
+        return None
+    packages = found.get("packages") or []
+    owned = [p["name"] for p in packages if p.get("owned")] if what in kb_gpufleet.PIN_FILES else packages
+    return {"path": found["path"], "owned": owned, "manager": package_manager(root)}
+
+
+def pin_record(root_path, what):
+    """[{name, version, owned}] of gpufleet's pin file of ``what`` under ``root_path`` (nvidia_repo reads its
+    previous set through this, right before it acts)."""
+    return (records(Root(root_path)).get(what) or {}).get("packages") or []
+
+
+APT_EXTENDED_STATES = "/var/lib/apt/extended_states"
+
+
+def parse_extended_states(text):
+    """The names apt marked automatically installed (``Auto-Installed: 1``: pulled in as a dependency)."""
+    names = set()
+    for block in re.split(r"\n\s*\n", text or ""):
+        fields = {
+            key.strip(): value.strip()
+            for key, sep, value in (line.partition(":") for line in block.splitlines())
+            if sep
+        }
+        if fields.get("Auto-Installed") == "1" and fields.get("Package"):
+            names.add(fields["Package"])
+    return names
+
+
+def auto_installed(root_path="/"):
+    """The packages apt installed as dependencies (apt-mark showauto), read right before a removal decides
+    which of the packages it would take are dependencies and which someone installed (never taken)."""
+    root = Root(root_path)
+    text, _reason = root.read_text(APT_EXTENDED_STATES, limit=64 * 1024 * 1024)
+    return parse_extended_states(text)
+
+
+NEEDED_BY = re.compile(r"is needed by \(installed\) (\S+)")
+
+
+def rpm_removal_blockers(root_path, names, timeout=60.0):
+    """The installed packages that need one of ``names`` (``rpm -e --test``: what a removal of them would
+    break), or None when rpm cannot tell (no rpm, it failed otherwise)."""
+    rpm = which("rpm")
+    if rpm is None or not names:
+        return [] if names == [] else None
+    rc, out, err, _reason = run_command(
+        [rpm, "--root", Root(root_path).root, "-e", "--test", "--", *names], timeout=timeout
+    )
+    found = sorted(set(NEEDED_BY.findall(f"{out or ''}\n{err or ''}")))
+    if rc is None or (rc != 0 and not found):
+        return None
+    return found
 
 
 def installed_state(root_path="/", names=None):

@@ -5,13 +5,14 @@ import subprocess
 from pathlib import Path
 
 import yaml
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.record import files as driver_files
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "nvidia_driver"
 
 
 def _hook(tmp_path):
     osvars = yaml.safe_load((ROLE / "vars" / "Debian.yml").read_text())
-    assert osvars["__nvidia_driver_nouveau_initramfs_file"].startswith("/etc/initramfs-tools/hooks/")
+    assert driver_files("debian")["initramfs"].startswith("/etc/initramfs-tools/hooks/")  # the plan's path
     assert osvars["__nvidia_driver_nouveau_initramfs_mode"] == "0755"
     hook = tmp_path / "gpufleet-omit-nouveau"
     hook.write_text(osvars["__nvidia_driver_nouveau_initramfs_content"])

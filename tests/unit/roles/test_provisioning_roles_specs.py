@@ -54,7 +54,7 @@ def test_internal_vars_are_prefixed(role):
 @pytest.mark.parametrize("role", ["cuda_toolkit", "cudnn"])
 def test_main_reads_as_a_table_of_contents(role):
     names = [t["name"] for t in load(role, "tasks/main.yml")]
-    assert names == ["Preflight", "Sources", "Install", "Configure", "Verify"]
+    assert names == ["Preflight", "Remove", "Sources", "Install", "Configure", "Verify"]
 
 
 @pytest.mark.parametrize("role", sorted(PREFIX))

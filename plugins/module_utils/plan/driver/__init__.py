@@ -16,7 +16,9 @@ plan/roles.py), and in tests. One concern per module:
   :func:`versionlock_missing`;
 * ``state`` -- what the plan reads of the facts; ``compat_input`` -- nvidia_compat's inputs and wording;
 * ``nogpu`` -- a host without an NVIDIA GPU: nothing planned there unless ``install_without_gpu``;
-* ``nvidia_role`` -- the variables of NVIDIA's own driver role, each refused with gpufleet's to set instead.
+* ``nvidia_role`` -- the variables of NVIDIA's own driver role, each refused with gpufleet's to set instead;
+* ``record`` -- the role's files and its record of the driver packages its installs added (what removal,
+  plan/removal.py, takes).
 
 This module holds :func:`decide` -- ``decide(request, facts, compat=None)``: the one plan of a run.
 ``request`` holds the role's variables without their ``nvidia_driver_`` prefix, ``facts`` what
@@ -65,6 +67,15 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.reboot
     reboot_after,
     reboot_decision,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.record import (
+    after_install,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.record import (
+    before as record_before,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.record import (
+    files as driver_files,
+)
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.request import (
     REQUEST_KEYS,
     DriverPlanError,
@@ -81,6 +92,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state 
 # The entry points used outside the plan (plan/roles.py: the plan and the later phases of nvidia_plan).
 __all__ = [
     "NVIDIA_ROLE_VARIABLES",
+    "after_install",
     "REQUEST_KEYS",
     "variable_errors",
     "DriverPlanError",
@@ -145,6 +157,8 @@ def decide(request, facts, compat=None):
         return {"made": False, "errors": [*errors, str(exc)], "warnings": warnings, "flavor": flavor}
     _add_state(plan, req, state, errors, warnings)
     _add_tasks(plan, req, state)
+    # the files the tasks write, and what the record of the packages this run adds starts from
+    plan.update(files=driver_files(plan["family"]), record=record_before(facts))
     return plan
 
 

@@ -92,6 +92,11 @@ _DRIVER_CORE = re.compile(
 )
 
 
+def driver_core(name):
+    """The package is the driver itself (its module, userspace core or metapackage), not a tool beside it."""
+    return bool(_DRIVER_CORE.match(str(name or "")))
+
+
 def accepted_origins(source, family):
     """The repositories whose driver packages ``source`` manages on an OS family."""
     if source == "nvidia_repo":

@@ -80,8 +80,9 @@ def _package_state(value):
         )
     if text == "absent":
         return (
-            "no equivalent: gpufleet removes no driver; set nvidia_driver_enabled: false to leave this host "
-            "alone and remove the packages yourself"
+            "set nvidia_driver_state: absent instead: gpufleet removes the driver it installed (as its "
+            "record says) and refuses one someone else installed; nvidia_driver_enabled: false leaves the "
+            "host alone"
         )
     return (
         "no equivalent: gpufleet installs nvidia_driver_version (empty: the newest of nvidia_driver_branch) "

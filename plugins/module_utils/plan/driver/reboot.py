@@ -195,3 +195,38 @@ def _after_reboot_failure(state, plan):
         installed, loaded = f"{installed} {flavors[0]}", f"{loaded} {flavors[1]}"
     loaded = loaded or "none"
     return f"health check: after the reboot the installed module {installed} is not loaded (loaded: {loaded})"
+
+
+def removal_reboot(policy, state, removing, *, is_controller=False):
+    """The reboot after the driver's removal (nvidia_driver_state: absent), decided before it from the facts
+    (``state``: host_state): the removed driver's module stays loaded until the host reboots, and nouveau
+    loads again from the next boot on. auto reboots when a module is loaded and packages go; always when
+    packages go; never reports it. Containers and the controller itself are never rebooted."""
+    if policy not in REBOOT_POLICIES:
+        raise DriverPlanError(bad("nvidia_driver_reboot", policy, ", ".join(REBOOT_POLICIES)))
+    if not removing:
+        return {"reboot": False, "needed": False, "reason": "nothing of gpufleet's driver is removed"}
+    loaded = state["loaded_version"]
+    needed = bool(loaded)
+    why = (
+        f"the removed driver's module {loaded} stays loaded until the host reboots"
+        if needed
+        else "no NVIDIA module is loaded: nothing to unload"
+    )
+    want = needed if policy == "auto" else policy == "always"
+    if not want:
+        never = policy == "never" and needed
+        return {
+            "reboot": False,
+            "needed": needed,
+            "reason": why + ("; reboot policy is never: reboot it yourself" if never else ""),
+        }
+    if state["container"]:
+        return {"reboot": False, "needed": needed, "reason": f"{why}; a container is never rebooted"}
+    if is_controller:
+        return {
+            "reboot": False,
+            "needed": needed,
+            "reason": f"{why}; this is the Ansible controller itself: never rebooted, reboot it yourself",
+        }
+    return {"reboot": True, "needed": needed, "reason": why}

@@ -25,6 +25,8 @@ KEY = (Path(__file__).resolve().parents[3] / "data" / "keys" / "test-signing-key
 FPR = "C3B19113CF573F8BF336BC36548F7B3414DA5E58"
 DEFAULTS = {
     "state": "present",
+    "repo": None,
+    "remove": [],
     "packages_for": None,
     "specs": None,
     "cuda_major": "",
@@ -639,3 +641,140 @@ def test_the_roles_ca_path_verifies_the_keys_server_empty_is_the_systems(
     params = {"repo": plan_repo("Ubuntu", "24.04", repo_server, FPR, tmp_path), "ca_path": given}
     nvidia_repo.run(FakeModule(params, check_mode=True))
     assert seen == [(True, used)]
+
+
+# ---------------------------------------------------------------- removal (issue 36: <role>_state: absent)
+PURGE_SIM = (
+    "Reading package lists...\n"
+    "Purg libcudnn9-dev-cuda-13 [9.14.0.64-1]\nPurg libcudnn9-cuda-13 [9.14.0.64-1]\n"
+    "Purg libcudnn9-headers-cuda-13 [9.14.0.64-1]\nRemv zlib-old [1-1]\nPurg libfoo-dep:amd64 [2-1]\n"
+)
+
+
+class RemovalModule(FakeModule):
+    """apt's answers by the whole command: the simulations and the purge."""
+
+    def __init__(self, params, installed_out, answers=None, check_mode=False):
+        super().__init__(params, installed_out, check_mode=check_mode)
+        self.by_command = answers or {}
+
+    def run_command(self, cmd, environ_update=None):
+        self.commands.append(list(cmd))
+        key = (
+            "purge" if "purge" in cmd and "--simulate" in cmd else cmd[-1] if "--simulate" in cmd else "real"
+        )
+        return self.by_command.get(key, (0, "", ""))
+
+
+@pytest.fixture
+def cudnn_record(tmp_path, monkeypatch):
+    """gpufleet's pin file of the cuDNN set under a fake root: libcudnn9-cuda-13 and -dev, -headers its own,
+    zlib-ish there before it."""
+    monkeypatch.setattr(nvidia_repo, "HOST_ROOT", str(tmp_path))
+    text = install_repo.pin_file(
+        "cudnn",
+        [
+            (n, "9.14.0.64-1")
+            for n in ("libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13")
+        ]
+        + [("zlib-ish", "1-1")],
+        ["zlib-ish"],
+    )["content"]
+    fakeroot.write(tmp_path, "/etc/apt/preferences.d/gpufleet-cudnn.pref", text)
+    fakeroot.dpkg_db(tmp_path, [])
+    fakeroot.write(
+        tmp_path,
+        "/var/lib/apt/extended_states",
+        "Package: libfoo-dep\nArchitecture: amd64\nAuto-Installed: 1\n\n"
+        "Package: zlib-old\nArchitecture: amd64\nAuto-Installed: 1\n",
+    )
+    return tmp_path / "etc/apt/preferences.d/gpufleet-cudnn.pref"
+
+
+CUDNN_SET = "\n".join(
+    f"{n}\t9.14.0.64-1\thold"
+    for n in ("libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13")
+)
+OWN = ["libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13"]
+
+
+def _absent(**kw):
+    return dict({"state": "absent", "packages_for": "cudnn", "remove": OWN, "repo": None}, **kw)
+
+
+def test_absent_purges_the_recorded_set_and_what_only_it_pulled_in(cudnn_record):
+    answers = {"autoremove": (0, "Remv zlib-old [1-1]\n", ""), "purge": (0, PURGE_SIM, "")}
+    check = RemovalModule(_absent(), CUDNN_SET, answers, check_mode=True)
+    res = nvidia_repo.run(check)
+    # zlib-old was unneeded before (someone else's to autoremove): not taken; libfoo-dep only ours needed
+    assert res["packages"] == {"remove": OWN, "also": ["libfoo-dep"]}
+    assert res["changed"] is True and res["removed"] == [str(cudnn_record)]
+    assert all("--simulate" in c for c in check.commands) and cudnn_record.exists()
+    real = RemovalModule(_absent(), CUDNN_SET, answers)
+    nvidia_repo.run(real)
+    assert real.commands[-1] == [
+        "apt-get", "--yes", "--allow-change-held-packages", "purge", *OWN, "libfoo-dep"
+    ]  # fmt: skip
+    assert not cudnn_record.exists()  # the record goes with what it listed
+    # the plan of the removed host asks for nothing: nothing changes
+    again = nvidia_repo.run(RemovalModule(_absent(remove=[]), ""))
+    assert (again["changed"], again["packages"]["remove"], again["removed"]) == (False, [], [])
+
+
+def test_absent_refuses_a_name_gpufleet_did_not_install(cudnn_record):
+    """zlib-ish is in the pin file, but it was there before gpufleet: never removed by it."""
+    with pytest.raises(install_repo.RepoError, match=r"^remove: zlib-ish not in gpufleet's record of cudnn"):
+        nvidia_repo.run(RemovalModule(_absent(remove=[*OWN, "zlib-ish"]), CUDNN_SET))
+    assert cudnn_record.exists()
+
+
+def test_absent_refuses_what_would_take_a_package_someone_installed(cudnn_record):
+    sim = PURGE_SIM + "Remv torch-cudnn-user [1.0]\n"
+    module = RemovalModule(_absent(), CUDNN_SET, {"purge": (0, sim, "")})
+    with pytest.raises(install_repo.RepoError) as refused:
+        nvidia_repo.run(module)
+    assert str(refused.value).startswith(
+        "cudnn_state=absent: removing gpufleet's libcudnn9-cuda-13 libcudnn9-dev-cuda-13 "
+        "libcudnn9-headers-cuda-13 would also remove torch-cudnn-user, which gpufleet did not install"
+    )
+    assert not any("--yes" in c for c in module.commands) and cudnn_record.exists()
+
+
+def test_absent_removes_gpufleets_own_source_only_when_asked(cudnn_record, tmp_path):
+    repo = plan_repo("Debian", "12", "http://127.0.0.1:9/cuda/repos", FPR, tmp_path)
+    own = _earlier_run(repo)
+    keep = nvidia_repo.run(RemovalModule(_absent(remove=[]), "", check_mode=True))
+    assert keep["removed"] == [str(cudnn_record)]  # no repo given: the source stays
+    repo["remove_own"] = [repo["path"], repo["keyring"]]
+    res = nvidia_repo.run(RemovalModule(_absent(remove=[], repo=repo), ""))
+    assert res["removed"] == [str(cudnn_record), repo["path"], repo["keyring"]]
+    assert not own.exists() and not Path(repo["keyring"]).exists()
+
+
+def test_absent_on_dnf_asks_rpm_what_needs_the_packages(tmp_path, monkeypatch):
+    monkeypatch.setattr(nvidia_repo, "HOST_ROOT", str(tmp_path))
+    fakeroot.write(
+        tmp_path,
+        "/var/lib/gpufleet/nvidia_driver.record",
+        "# Managed by gpufleet (nvidia_driver): the driver packages\npackage: kmod-nvidia-open-dkms\n",
+    )
+    fakeroot.rpm_db(tmp_path)
+    monkeypatch.setattr(probe_packages, "rpm_removal_blockers", lambda root, names: ["cuda-12-8-1.x86_64"])
+    params = {"state": "absent", "packages_for": "nvidia_driver", "remove": ["kmod-nvidia-open-dkms"]}
+    with pytest.raises(install_repo.RepoError, match="would also remove cuda-12-8-1.x86_64"):
+        nvidia_repo.run(RemovalModule(params, "kmod-nvidia-open-dkms\t580.95.05-1\tinstall"))
+    monkeypatch.setattr(probe_packages, "rpm_removal_blockers", lambda root, names: [])
+    module = RemovalModule(params, "kmod-nvidia-open-dkms\t580.95.05-1\tinstall")
+    res = nvidia_repo.run(module)
+    assert module.commands == [["dnf", "--assumeyes", "remove", "kmod-nvidia-open-dkms"]]
+    assert res["removed"] == [str(tmp_path / "var/lib/gpufleet/nvidia_driver.record")]
+
+
+def test_the_simulations_parse_apts_words():
+    assert install_repo.simulated_removals(PURGE_SIM) == sorted(
+        ["libcudnn9-dev-cuda-13", "libcudnn9-cuda-13", "libcudnn9-headers-cuda-13", "zlib-old", "libfoo-dep"]
+    )
+    assert install_repo.removal_set(["a"], ["a", "b", "c", "d"], {"c"}, {"b", "c"}) == {
+        "also": ["b"],
+        "others": ["d"],
+    }

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import repo as install_repo
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import packages as probe_packages
 
 KEYS = Path(__file__).resolve().parents[4] / "data" / "keys"
 TEST_KEY = (KEYS / "test-signing-key.asc").read_bytes()
@@ -206,9 +207,28 @@ def test_apt_update_unreachable():
 
 
 def test_someone_elses_pin_file_is_not_taken_for_gpufleets_record():
-    assert install_repo.parse_pin_file("Package: x\nPin: version 1\nPin-Priority: 1001\n") == []
+    assert probe_packages.parse_pin_record("Package: x\nPin: version 1\nPin-Priority: 1001\n") == []
     text = install_repo.pin_file("cudnn", [("a", "1-1"), ("b", "2-1")])["content"]
-    assert install_repo.parse_pin_file(text) == [("a", "1-1"), ("b", "2-1")]
+    assert probe_packages.parse_pin_record(text) == [
+        {"name": "a", "version": "1-1", "owned": True},
+        {"name": "b", "version": "2-1", "owned": True},
+    ]
+
+
+def test_the_pin_file_records_which_packages_were_there_before_gpufleet():
+    """issue 36: removal takes only what gpufleet installed; a package of the set that was installed before
+    gpufleet pinned it is marked in its stanza, read back as not owned, and stays so on later runs."""
+    installed = {"b": {"version": "2-1", "held": False}}
+    pins = [("a", "1-1"), ("b", "2-1")]
+    assert install_repo.not_owned(pins, [], installed) == ["b"]
+    text = install_repo.pin_file("cuda_toolkit", pins, ["b"])["content"]
+    assert "b stays at 2-1; installed before gpufleet, kept by removal\n" in text
+    record = probe_packages.parse_pin_record(text)
+    assert [(r["name"], r["owned"]) for r in record] == [("a", True), ("b", False)]
+    # the next run: both installed now, the record decides (a stays gpufleet's, b stays the admin's); a
+    # package new to the set and not installed yet is gpufleet's
+    both = dict(installed, a={"version": "1-1", "held": False})
+    assert install_repo.not_owned([*pins, ("c", "3-1")], record, both) == ["b"]
 
 
 H200_CUDA_SET = [

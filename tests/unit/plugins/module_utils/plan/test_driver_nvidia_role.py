@@ -119,7 +119,7 @@ def test_each_refusal_names_it_its_value_and_only_gpufleets_real_variables(name)
         (
             "nvidia_driver_package_state",
             "absent",
-            "set nvidia_driver_enabled: false to leave this host alone",
+            "set nvidia_driver_state: absent instead",
         ),
     ],
 )

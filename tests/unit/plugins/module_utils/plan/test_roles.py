@@ -87,12 +87,13 @@ def test_every_variable_a_request_reads_is_the_roles_own():
             [],
         ),
         ("cudnn", {"cudnn_prefix": "/srv/cudnn"}, ["gpu", "driver", "owners"], ["/srv/cudnn"], []),
-        ("nvidia_driver", {}, ["gpu", "driver", "sources"], [], []),
-        ("nvidia_driver", {"nvidia_driver_repo_use_existing": True}, ["gpu", "driver"], [], []),
+        # packages: gpufleet's record of the driver packages its installs added (issue 36)
+        ("nvidia_driver", {}, ["gpu", "driver", "packages", "sources"], [], []),
+        ("nvidia_driver", {"nvidia_driver_repo_use_existing": True}, ["gpu", "driver", "packages"], [], []),
         (
             "nvidia_driver",
             {"nvidia_driver_mok_key": "/k.priv", "nvidia_driver_mok_cert": "/k.der"},
-            ["gpu", "driver", "sources"],
+            ["gpu", "driver", "packages", "sources"],
             [],
             ["/k.priv", "/k.der"],
         ),
@@ -107,7 +108,7 @@ def test_one_gathering_for_a_stack_is_the_union():
     wanted = roles.merge_wanted(
         roles.facts_wanted(r, defaults(r)) for r in ("nvidia_driver", "cuda_toolkit", "cudnn")
     )
-    assert wanted["gather_subset"] == ["gpu", "driver", "sources", "cuda", "owners"]
+    assert wanted["gather_subset"] == ["gpu", "driver", "packages", "sources", "cuda", "owners"]
     assert wanted["owner_paths"] == ["/opt/nvidia/cudnn"]
 
 

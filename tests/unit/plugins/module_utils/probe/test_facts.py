@@ -420,8 +420,10 @@ def test_h200_packages_subset(h200_live, monkeypatch):
     assert facts["gather_subset"] == ["packages"]
     assert facts["probes"]["packages"]["state"] == "ok"
     packages = facts["packages"]
-    assert set(packages) == {"manager", "installed", "python_apt", "reasons"}
+    assert set(packages) == {"manager", "installed", "python_apt", "records", "reasons"}
     assert (packages["manager"], packages["reasons"]) == ("apt", [])
+    # NVIDIA's guide installed the H200's packages, not gpufleet: no record of gpufleet's (issue 36)
+    assert packages["records"] == {"cudnn": None, "cuda_toolkit": None, "nvidia_driver": None, "dir": None}
     installed = packages["installed"]
     assert len(installed) == 45  # every NVIDIA package of the H200 (dpkg-query-nvidia-cuda.tsv)
     assert installed["libcudnn9-cuda-13"] == {"version": "9.14.0.64-1", "held": True}
@@ -484,6 +486,7 @@ def test_packages_of_an_rpm_host(tmp_path, monkeypatch):
             "nvidia-driver": {"version": "580.95.05-1.el9", "held": True},
         },
         "python_apt": None,  # not an apt host
+        "records": {"cudnn": None, "cuda_toolkit": None, "nvidia_driver": None, "dir": None},
         "reasons": [],
     }
 

@@ -165,3 +165,95 @@ def test_python_apt_importable_asks_this_interpreter(monkeypatch):
     monkeypatch.setattr(packages.importlib.util, "find_spec", seen.append)
     assert packages.python_apt_importable() is False
     assert seen == ["apt_pkg"]
+
+
+# ------------------------------------------------------------------ gpufleet's records (issue 36: removal)
+PIN = (
+    "Explanation: Managed by gpufleet (cudnn): libcudnn9-cuda-13 stays at 9.14.0.64-1\n"
+    "Package: libcudnn9-cuda-13\nPin: version 9.14.0.64-1\nPin-Priority: 1001\n\n"
+    "Explanation: Managed by gpufleet (cudnn): zlib-ish stays at 1-1; "
+    "installed before gpufleet, kept by removal\n"
+    "Package: zlib-ish\nPin: version 1-1\nPin-Priority: 1001\n"
+)
+DRIVER = (
+    "# Managed by gpufleet (nvidia_driver): the driver packages its installs added\n"
+    "package: nvidia-smi\npackage: libcuda1\nmodule: nvidia-driver:580-open\nversionlock: *nvidia*580*\n"
+    "package: bad name\n"
+)
+
+
+def test_records_are_read_from_gpufleets_own_files_only(tmp_path):
+    fakeroot.write(tmp_path, "/etc/apt/preferences.d/gpufleet-cudnn.pref", PIN)
+    # someone else's file at gpufleet's name is no record: never read as what gpufleet installed
+    foreign = "Package: x\nPin: version 1\n"
+    fakeroot.write(tmp_path, "/etc/apt/preferences.d/gpufleet-cuda-toolkit.pref", foreign)
+    fakeroot.write(tmp_path, "/var/lib/gpufleet/nvidia_driver.record", DRIVER)
+    found = packages.records(Root(str(tmp_path)))
+    assert found["cudnn"] == {
+        "path": "/etc/apt/preferences.d/gpufleet-cudnn.pref",
+        "packages": [
+            {"name": "libcudnn9-cuda-13", "version": "9.14.0.64-1", "owned": True},
+            {"name": "zlib-ish", "version": "1-1", "owned": False},
+        ],
+    }
+    assert found["cuda_toolkit"] is None
+    assert found["nvidia_driver"] == {
+        "path": "/var/lib/gpufleet/nvidia_driver.record",
+        "packages": ["nvidia-smi", "libcuda1"],  # a line that is not one token is skipped
+        "module": "nvidia-driver:580-open",
+        "versionlock": ["*nvidia*580*"],
+    }
+    assert found["dir"] == ["nvidia_driver.record"]
+    assert packages.pin_record(str(tmp_path), "cuda_toolkit") == []
+    assert packages.recorded_names(found) == ["libcuda1", "libcudnn9-cuda-13", "nvidia-smi", "zlib-ish"]
+
+
+def test_no_records_on_a_host_gpufleet_never_installed_packages_on(tmp_path):
+    found = packages.records(Root(str(tmp_path)))
+    assert found == {"cudnn": None, "cuda_toolkit": None, "nvidia_driver": None, "dir": None}
+
+
+def test_a_recorded_package_is_kept_whatever_its_name(tmp_path):
+    """A package of a recorded set whose name says nothing of NVIDIA (nsight-compute-*) is still gpufleet's to
+    remove: the reader keeps the names the records hold besides RELEVANT's."""
+    text = PIN.replace("zlib-ish", "nsight-compute-2025.3.1")
+    fakeroot.write(tmp_path, "/etc/apt/preferences.d/gpufleet-cudnn.pref", text)
+    fakeroot.dpkg_db(
+        tmp_path,
+        [
+            ("nsight-compute-2025.3.1", "1-1", "install ok installed", "amd64"),
+            ("zlib1g", "1:1.3", "install ok installed", "amd64"),
+        ],
+    )
+    reader = packages.Packages(Root(str(tmp_path)))
+    assert reader.installed() == {"nsight-compute-2025.3.1": {"version": "1-1", "held": False}}
+
+
+def test_apt_auto_installed_marks(tmp_path):
+    fakeroot.write(
+        tmp_path,
+        "/var/lib/apt/extended_states",
+        "Package: libfoo\nArchitecture: amd64\nAuto-Installed: 1\n\n"
+        "Package: bar\nArchitecture: amd64\nAuto-Installed: 0\n",
+    )
+    assert packages.auto_installed(str(tmp_path)) == {"libfoo"}
+    assert packages.auto_installed(str(tmp_path / "none")) == set()
+
+
+def test_rpm_names_what_needs_the_packages_a_removal_takes(monkeypatch):
+    calls = []
+
+    def run(argv, timeout=10.0, env=None):
+        calls.append(argv)
+        err = "error: Failed dependencies:\n\tnvidia-driver is needed by (installed) "
+        err += "cuda-12-8-12.8.1-1.x86_64\n"
+        return 1, "", err, "rpm exited 1"
+
+    monkeypatch.setattr(packages, "which", lambda name, root=None: f"/usr/bin/{name}")
+    monkeypatch.setattr(packages, "run_command", run)
+    assert packages.rpm_removal_blockers("/", ["nvidia-driver"]) == ["cuda-12-8-12.8.1-1.x86_64"]
+    assert calls == [["/usr/bin/rpm", "--root", "/", "-e", "--test", "--", "nvidia-driver"]]
+    monkeypatch.setattr(packages, "run_command", lambda argv, timeout=10.0, env=None: (0, "", "", None))
+    assert packages.rpm_removal_blockers("/", ["nvidia-driver"]) == []
+    monkeypatch.setattr(packages, "run_command", lambda argv, timeout=10.0, env=None: (2, "", "boom", "x"))
+    assert packages.rpm_removal_blockers("/", ["nvidia-driver"]) is None  # cannot tell: refused upstream

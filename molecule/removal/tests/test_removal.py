@@ -1,0 +1,78 @@
+"""removal: after install and removal, the host is as it was before the install, but for what was never
+gpufleet's; the install had put gpufleet's things there, and the check-mode removal changed nothing."""
+
+import json
+
+import pytest
+
+testinfra_hosts = ["ansible://removal"]
+
+WORK = "/var/tmp/removal"  # removal_work in group_vars/removal.yml
+ROOTS = "/etc/apt:/etc/modprobe.d:/etc/initramfs-tools:/etc/dkms:/var/lib/gpufleet"  # removal_roots
+# what gpufleet's first install made and the removal cannot tell from one that was there: the directory
+# cudnn_prefix (/opt/nvidia/cudnn, removed) sits in (docs/roles.md, "Removal")
+LEFT = {"/opt/nvidia"}
+
+
+def manifest(host, *args):
+    run = host.run(f"MANIFEST_ROOTS={ROOTS} python3 {WORK}/manifest.py " + " ".join(args))
+    return json.loads(run.stdout)
+
+
+@pytest.fixture(scope="module")
+def repo_host(host):
+    return "removal_repo" in host.backend.get_variables()["group_names"]
+
+
+def test_every_path_is_as_before_the_install(host):
+    result = manifest(host, "compare", f"{WORK}/before.json")
+    assert result["ok"], result  # nothing that was there changed or went (the runfile's 13.1 included)
+    assert set(result["added_paths"]) <= LEFT, result  # and gpufleet's things are gone
+
+
+def test_the_packages_are_as_before_the_install(host):
+    now = host.check_output("dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n' | sort")
+    before = host.file(f"{WORK}/before-packages.txt").content_string.strip()
+    assert now.splitlines() == before.splitlines()
+    verify = host.run("dpkg -V | sort").stdout.strip()
+    assert verify == host.file(f"{WORK}/before-verify.txt").content_string.strip()
+
+
+def test_what_was_there_before_gpufleet_stayed(host, repo_host):
+    assert host.file("/usr/local/cuda-13.1/bin/cuda-uninstaller").exists
+    if repo_host:  # in gpufleet's set, marked as there before it, kept
+        assert host.package("cuda-cudart-13-0").is_installed
+
+
+def test_the_install_had_put_gpufleets_things_there(host, repo_host):
+    installed = json.loads(host.file(f"{WORK}/installed.json").content_string)
+    expected = ["/etc/modprobe.d/nvidia-gpufleet.conf", "/var/lib/gpufleet/nvidia_driver.record"]
+    if repo_host:
+        expected += [
+            "/etc/apt/preferences.d/gpufleet-cudnn.pref",
+            "/etc/apt/preferences.d/gpufleet-cuda-toolkit.pref",
+            "/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources",
+            "/opt/nvidia/cudnn/current-cuda12",
+        ]
+    else:
+        expected += ["/usr/local/cuda-13.0/.gpufleet-redist.json", "/opt/nvidia/cudnn/current-cuda13"]
+    assert [p for p in expected if p not in installed] == []
+    for path in expected:
+        assert not host.file(path).exists, path
+
+
+def test_the_check_mode_removal_changed_nothing(host):
+    result = json.loads(host.file(f"{WORK}/check.json").content_string)
+    assert result["ok"] and result["added"] == 0, result
+
+
+def test_nothing_of_gpufleets_is_left(host):
+    for path in (
+        "/etc/apt/sources.list.d/gpufleet-debian-nonfree.sources",
+        "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc",
+        "/etc/ld.so.conf.d/gpufleet-cuda.conf",
+        "/etc/ld.so.conf.d/gpufleet-cudnn.conf",
+        "/etc/profile.d/gpufleet-cuda.sh",
+        "/var/lib/gpufleet",
+    ):
+        assert not host.file(path).exists, path
