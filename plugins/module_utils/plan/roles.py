@@ -128,7 +128,7 @@ def cuda_request(variables, machine, stamp):
         "default": v["cuda_toolkit_default"],
         "source": v["cuda_toolkit_source"],
         "base_url": v["cuda_toolkit_redist_base_url"],
-        "components": list(v["cuda_toolkit_redist_components"]),
+        "components": [str(c) for c in v["cuda_toolkit_redist_components"]],
         "releases": dict(v["cuda_toolkit_redist_releases"]),
         "controller_cache": v["cuda_toolkit_controller_cache"],
         "controller_cache_dir": v["cuda_toolkit_controller_cache_dir"],
@@ -181,10 +181,13 @@ def _cuda_plan(variables, facts, context):
 
 def cuda_progress(plan):
     """What the install step downloads and installs, in words for its task's name: each redist toolkit's
-    release, components and tree, or the package specs."""
+    release, components (cuda_toolkit_redist_components' sets and names: toolkit, compiler) and tree, or the
+    package specs."""
     if plan["source"] != "redist":
         return f"packages {' '.join(plan['packages']['specs']) or 'none'} from {plan['source']}"
-    parts = [f"CUDA {t['release']} ({', '.join(t['components'])}) into {t['dest']}" for t in plan["install"]]
+    parts = [
+        f"CUDA {t['release']} ({', '.join(t['component_sets'])}) into {t['dest']}" for t in plan["install"]
+    ]
     return "; ".join(parts) or "nothing to install"
 
 

@@ -115,6 +115,9 @@ CLASSES = [
     ("cuda_toolkit", "cuda_toolkit_redist_releases", ["13.0.2"]),
     ("cuda_toolkit", "cuda_toolkit_redist_components", [["cuda_nvcc"]]),
     ("cuda_toolkit", "cuda_toolkit_redist_components", ["cuda_nvcc/../../x"]),
+    # issue 36: nothing to install, and the manifest's driver pieces, are no CUDA toolkit
+    ("cuda_toolkit", "cuda_toolkit_redist_components", []),
+    ("cuda_toolkit", "cuda_toolkit_redist_components", ["toolkit", "nvidia_driver"]),
     ("nvidia_driver", "nvidia_driver_debian_mirror", "javascript:alert(1)"),
     ("nvidia_driver", "nvidia_driver_reboot_timeout", -5),
     ("nvidia_driver", "nvidia_driver_mok_key", "keys/mok.priv"),
@@ -182,3 +185,10 @@ def test_credentials_in_a_url_are_refused_never_shown_and_the_message_says_how(r
 def test_what_admins_write_is_accepted(role, name, value):
     with pytest.raises(AssertionError, match="ran a module on the host"):
         refusal(role, name, value)
+
+
+def test_a_driver_piece_of_the_manifest_is_refused_saying_what_it_is():
+    """Issue 36: the CUDA manifest also carries the driver, nvidia-fs, Fabric Manager...: no toolkit's."""
+    message = refusal("cuda_toolkit", "cuda_toolkit_redist_components", ["compiler", "fabricmanager"])
+    assert "cuda_toolkit_redist_components[1]='fabricmanager'" in message, message
+    assert "NVIDIA Fabric Manager for NVSwitch systems (a driver piece), not part of a CUDA" in message

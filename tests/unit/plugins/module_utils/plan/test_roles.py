@@ -262,11 +262,16 @@ def test_without_the_sources_facts_the_repository_is_todays():
 
 def test_the_plans_say_what_their_install_steps_install():
     """Issue 37: the install tasks' names say what they download and install, in the plans' words."""
-    cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit"), DEBIAN12)
-    assert cuda["progress"] == (
-        "CUDA 13.0.2 (cuda_nvcc, cuda_crt, libnvvm, cuda_cudart, cuda_cccl, cuda_nvrtc) "
-        "into /usr/local/cuda-13.0"
+    cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit", cuda_toolkit_source="redist"), DEBIAN12)
+    assert cuda["progress"] == "CUDA 13.0.2 (toolkit) into /usr/local/cuda-13.0"
+    compiler = defaults(
+        "cuda_toolkit", cuda_toolkit_source="redist", cuda_toolkit_redist_components=["compiler"]
     )
+    cuda, _ = roles.plan("cuda_toolkit", compiler, DEBIAN12)
+    assert cuda["progress"] == "CUDA 13.0.2 (compiler) into /usr/local/cuda-13.0"
+    assert cuda["toolkits"][0]["components"] == [
+        "cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cudart", "cuda_cccl", "cuda_nvrtc"
+    ]  # fmt: skip
     cudnn, _ = roles.plan("cudnn", defaults("cudnn"), DEBIAN12)
     assert cudnn["progress"] == "cuDNN 9.14.0 for CUDA 13 (cudnn) under /opt/nvidia/cudnn"
     cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit", cuda_toolkit_source="nvidia_repo"), UBUNTU)
