@@ -18,6 +18,9 @@ from tests.playbook import ROOT, run
 MIRROR = f"file://{ROOT}/tests/data/redist/mirror"
 BASE = {
     "ansible_become": False,  # this machine, as the user running the tests; check mode writes nothing
+    # the redist path, from the manifests of tests/data/redist/mirror (the roles' default is nvidia_repo)
+    "cuda_toolkit_source": "redist",
+    "cudnn_source": "redist",
     "cuda_toolkit_redist_base_url": MIRROR,
     "cudnn_redist_base_url": MIRROR,
     "cudnn_cuda_major": "13",

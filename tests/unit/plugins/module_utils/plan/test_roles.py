@@ -63,7 +63,9 @@ def test_every_variable_a_request_reads_is_the_roles_own():
 @pytest.mark.parametrize(
     ("role", "given", "subsets", "owner_paths", "mok_paths"),
     [
-        ("cuda_toolkit", {}, ["gpu", "driver", "cuda", "owners"], [], []),
+        # the defaults: NVIDIA's repository (issue 36), whose packages and sources the plan reads
+        ("cuda_toolkit", {}, ["gpu", "driver", "cuda", "owners", "packages", "sources"], [], []),
+        ("cuda_toolkit", {"cuda_toolkit_source": "redist"}, ["gpu", "driver", "cuda", "owners"], [], []),
         ("cuda_toolkit", {"cuda_toolkit_source": "distro"}, ["gpu", "driver", "packages"], [], []),
         (
             "cudnn",
@@ -86,7 +88,14 @@ def test_every_variable_a_request_reads_is_the_roles_own():
             [],
             [],
         ),
-        ("cudnn", {"cudnn_prefix": "/srv/cudnn"}, ["gpu", "driver", "owners"], ["/srv/cudnn"], []),
+        (
+            "cudnn",
+            {"cudnn_source": "redist", "cudnn_prefix": "/srv/cudnn"},
+            ["gpu", "driver", "owners"],
+            ["/srv/cudnn"],
+            [],
+        ),
+        ("cudnn", {}, ["gpu", "driver", "owners", "packages", "sources"], ["/opt/nvidia/cudnn"], []),
         ("nvidia_driver", {}, ["gpu", "driver", "sources"], [], []),
         ("nvidia_driver", {"nvidia_driver_repo_use_existing": True}, ["gpu", "driver"], [], []),
         (
@@ -107,7 +116,7 @@ def test_one_gathering_for_a_stack_is_the_union():
     wanted = roles.merge_wanted(
         roles.facts_wanted(r, defaults(r)) for r in ("nvidia_driver", "cuda_toolkit", "cudnn")
     )
-    assert wanted["gather_subset"] == ["gpu", "driver", "sources", "cuda", "owners"]
+    assert wanted["gather_subset"] == ["gpu", "driver", "sources", "cuda", "owners", "packages"]
     assert wanted["owner_paths"] == ["/opt/nvidia/cudnn"]
 
 
@@ -197,8 +206,22 @@ def test_apt_without_python_apt_is_refused_before_any_change():
 
 
 def test_redist_plans_no_packages():
-    plan, _ = roles.plan("cudnn", defaults("cudnn"), DEBIAN12)
+    plan, _ = roles.plan("cudnn", defaults("cudnn", cudnn_source="redist"), DEBIAN12)
     assert plan["repo"] == {} and plan["packages"]["specs"] == []
+
+
+def test_the_defaults_install_from_nvidias_repository_as_nvidias_guide_does():
+    """Issue 36: cuda_toolkit_source and cudnn_source default to nvidia_repo, as the driver's does."""
+    cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit"), DEBIAN12)
+    cudnn, _ = roles.plan("cudnn", defaults("cudnn"), DEBIAN12)
+    assert cuda["packages"]["specs"] == ["cuda-toolkit-13-0"]
+    assert cudnn["packages"]["specs"] == [
+        "libcudnn9-cuda-13=9.14.0*", "libcudnn9-dev-cuda-13=9.14.0*", "libcudnn9-headers-cuda-13=9.14.0*"
+    ]  # fmt: skip
+    for plan in (cuda, cudnn):
+        assert (
+            plan["repo"]["url"] == "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
+        )
 
 
 # ---------------------------------------------------------------- a host that already has NVIDIA's repository
@@ -272,7 +295,8 @@ def test_the_plans_say_what_their_install_steps_install():
     assert cuda["toolkits"][0]["components"] == [
         "cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cudart", "cuda_cccl", "cuda_nvrtc"
     ]  # fmt: skip
-    cudnn, _ = roles.plan("cudnn", defaults("cudnn"), DEBIAN12)
+    cudnn, _ = roles.plan("cudnn", defaults("cudnn", cudnn_source="redist"), DEBIAN12)
     assert cudnn["progress"] == "cuDNN 9.14.0 for CUDA 13 (cudnn) under /opt/nvidia/cudnn"
     cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit", cuda_toolkit_source="nvidia_repo"), UBUNTU)
     assert cuda["progress"] == "packages cuda-toolkit-13-0 from nvidia_repo"
+
