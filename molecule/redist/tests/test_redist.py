@@ -16,7 +16,7 @@ def test_toolkit_tree_and_marker(host, ver):
     assert nvcc.mode & 0o111
     marker = json.loads(host.file(f"/usr/local/cuda-{ver}/.gpufleet-redist.json").content_string)
     got = {a["component"] for a in marker["artifacts"]}
-    # the whole toolkit (issue 36): the libraries of the lab's mirror beside the compiler; never a driver piece
+    # the whole toolkit (issue 36): the lab mirror's libraries beside the compiler; never a driver piece
     assert got >= {"cuda_nvcc", "cuda_cudart", "cuda_crt", "libnvvm", "libcublas", "libcurand", "libcufft",
                    "libcusolver", "libcusparse", "cuda_cupti", "libnvjitlink", "cuda_nvtx"}  # fmt: skip
     assert not got & {"nvidia_driver", "nvidia_fs", "fabricmanager", "imex", "libnvidia_nscq"}

@@ -133,8 +133,8 @@ def test_h200_cudnn_adopt_uses_the_packages_copy_only_at_the_same_release(h200):
 
 
 def test_h200_the_default_source_keeps_nvidias_packages_as_they_are(h200):
-    """Issue 36: with the roles' default source (nvidia_repo) the H200's own NVIDIA packages are the toolkit and
-    the cuDNN the plans want: nothing is refused, moved or backed up, and the alternatives stay on 13.0."""
+    """Issue 36: with the roles' default source (nvidia_repo) the H200's own NVIDIA packages are the toolkit
+    and the cuDNN the plans want: nothing is refused, moved or backed up; the alternatives stay on 13.0."""
     plan = cuda_plan(h200, source="nvidia_repo")
     (toolkit,) = plan["toolkits"]
     assert toolkit["action"] == "install" and toolkit["existing"]["owner"] == "package"
