@@ -37,10 +37,14 @@ def test_the_whole_toolkit_is_installed_from_the_repository(host):
     assert not host.file("/usr/local/cuda-13.0/.gpufleet-redist.json").exists
 
 
-def test_the_toolkit_set_is_pinned(host):
+def test_the_toolkit_set_is_pinned_and_held(host):
     pins = host.file("/etc/apt/preferences.d/gpufleet-cuda-toolkit.pref").content_string
-    for name in TOOLKIT:
-        assert f"Package: {name}\n" in pins, name
+    pinned = set(re.findall(r"^Package: (\S+)$", pins, re.M))
+    assert set(TOOLKIT) <= pinned
+    # cuda_toolkit_hold (default true): every package of the set, as cudnn_hold holds cuDNN's (issue 36)
+    held = set(host.check_output("apt-mark showhold").split())
+    assert pinned <= held, sorted(pinned - held)
+    assert set(CUDNN_SET) <= held
 
 
 def test_cudnn_packages_are_installed_and_held(host):

@@ -173,10 +173,26 @@ def _cuda_plan(variables, facts, context):
     plan.update(repo={}, packages=dict(NO_PACKAGES))
     if req["source"] != "redist":
         plan.update(package_plan("cuda_toolkit", variables, facts, plan["package_versions"]))
+    plan.update(cuda_hold(variables, plan))
     compat = plan.pop("compat")
     plan["summary"] = cuda_summary(plan)
     plan["progress"] = cuda_progress(plan)
     return plan, compat
+
+
+def cuda_hold(variables, plan):
+    """{hold, versionlock}: whether the toolkit's packages are held (cuda_toolkit_hold, NVIDIA's repository
+    only: a redist tree has no package, the distribution's toolkit follows the distribution) and, on dnf, the
+    versionlock patterns of the packages of each release the plan installs (plan/repo.toolkit_lock_patterns);
+    apt holds the set's names (packages.hold_missing, from the index where it is read)."""
+    hold = bool(variables["cuda_toolkit_hold"]) and plan["source"] == "nvidia_repo"
+    dnf = (plan.get("repo") or {}).get("manager") == "dnf"
+    versions = plan["package_versions"] if hold and dnf else []
+    try:
+        patterns = plan_repo.toolkit_lock_patterns(versions)
+    except plan_repo.RepoPlanError as exc:
+        raise PlanError(str(exc)) from None
+    return {"hold": hold, "versionlock": patterns}
 
 
 def cuda_progress(plan):
@@ -194,6 +210,7 @@ def cuda_progress(plan):
 def cuda_summary(plan):
     """One line: versions, source, default, and what the plan does to what exists."""
     parts = [f"CUDA toolkit {', '.join(plan['versions'])} from {plan['source']}, default {plan['default']}"]
+    parts += ["packages held (cuda_toolkit_hold)"] if plan.get("hold") else []
     parts += [f"adopted as it is: {t['dest']} ({t['existing']['owned_by']})" for t in plan["toolkits"]
               if t["action"] == "adopt"]  # fmt: skip
     parts += [f"moved aside: {r['path']} -> {r['backup']}" for r in plan["retire"] + plan["link_backups"]]

@@ -300,3 +300,23 @@ def test_the_plans_say_what_their_install_steps_install():
     cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit", cuda_toolkit_source="nvidia_repo"), UBUNTU)
     assert cuda["progress"] == "packages cuda-toolkit-13-0 from nvidia_repo"
 
+
+def test_the_toolkits_packages_are_held_like_cudnns():
+    """Issue 36: cuda_toolkit_hold, as cudnn_hold and nvidia_driver_hold (default true)."""
+    cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit"), DEBIAN12)
+    assert cuda["hold"] is True and cuda["versionlock"] == []  # apt holds the set's names
+    assert cuda["packages"]["hold"] == cuda["packages"]["hold_missing"] == ["cuda-toolkit-13-0"]
+    assert "packages held (cuda_toolkit_hold)" in cuda["summary"]
+    off, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit", cuda_toolkit_hold=False), DEBIAN12)
+    assert off["hold"] is False and "held" not in off["summary"]
+    redist, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit", cuda_toolkit_source="redist"), DEBIAN12)
+    assert redist["hold"] is False  # a redist tree has no package to hold
+    rocky = {
+        **DEBIAN12,
+        "host": {**DEBIAN12["host"], "os": {"distribution": "Rocky", "version": "9", "key": "rhel9"}},
+    }
+    variables = defaults(
+        "cuda_toolkit", cuda_toolkit_versions=["12.9", "13.0"], cuda_toolkit_repo_key_fingerprint="A" * 40
+    )
+    dnf, _ = roles.plan("cuda_toolkit", variables, rocky)
+    assert dnf["versionlock"] == ["cuda-*-12-9", "lib*-12-9", "cuda-*-13-0", "lib*-13-0"]
