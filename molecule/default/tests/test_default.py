@@ -5,7 +5,7 @@ from packages, as NVIDIA's installation guide installs them (issue 36)."""
 import re
 
 import pytest
-from testinfra_helpers import cudnn_loaded, dpkg_status, nvcc_builds_sm90
+from testinfra_helpers import cuda_libraries_build, cudnn_loaded, dpkg_status, nvcc_builds_sm90
 
 CUDNN_SET = ["libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13"]
 # cuda-toolkit-13-0 is the whole toolkit: the compiler and, beside it, the libraries a program links
@@ -76,3 +76,12 @@ def test_the_default_toolkit_is_13_0(host, name):
 def test_nvcc_builds_an_sm90_cubin_and_links_cudart(host):
     ldd = nvcc_builds_sm90(host, "/usr/local/cuda-13.0/bin/nvcc", "/tmp/td")
     assert "libcudart.so.13 => /usr/local/cuda" in ldd
+
+
+def test_a_program_that_calls_cublas_and_curand_builds_and_links(host):
+    """Issue 36: a program that links cuBLAS failed on a host gpufleet provisioned with CUDA 13.0. The role's
+    verify built and linked it in converge (no GPU here to run it); the loader finds both libraries of the
+    default toolkit through the linker cache."""
+    ldd = cuda_libraries_build(host, "/usr/local/cuda-13.0/bin/nvcc", "/tmp/tdl")
+    assert "libcublas.so.13 => /usr/local/cuda" in ldd, ldd
+    assert "libcurand.so.10 => /usr/local/cuda" in ldd, ldd

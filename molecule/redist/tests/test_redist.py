@@ -4,7 +4,7 @@ and CUDA 12 (side by side) from the lab's mirror."""
 import json
 
 import pytest
-from testinfra_helpers import cudnn_loaded, nvcc_builds_sm90
+from testinfra_helpers import cuda_libraries_build, cudnn_loaded, nvcc_builds_sm90
 
 CUDNN = "/opt/nvidia/cudnn"
 
@@ -80,3 +80,12 @@ def test_cudnn_get_version(host, lib, where):
 
 def test_no_downloads_left_behind(host):
     assert not host.run("find /var/cache/gpufleet/redist -name '*.tar.xz' -o -name '*.part'").stdout.strip()
+
+
+def test_a_program_that_calls_cublas_and_curand_builds_and_links(host):
+    """Issue 36: a program that links cuBLAS failed on a host gpufleet provisioned with CUDA 13.0. The role's
+    verify built and linked it in converge (no GPU here to run it); the loader finds both libraries of the
+    default toolkit through the linker cache."""
+    ldd = cuda_libraries_build(host, "/usr/local/cuda-13.0/bin/nvcc", "/tmp/trl")
+    assert "libcublas.so.13 => /usr/local/cuda" in ldd, ldd
+    assert "libcurand.so.10 => /usr/local/cuda" in ldd, ldd
