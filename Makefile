@@ -21,12 +21,13 @@ TEST_BUDGET ?= 1800
 # The VM guests (the longest stage) start beside the docker stages at nice 10: they mostly wait for the foreground,
 # so test-all lasts about the foreground plus the guests alone.
 TEST_ALL_STAGES ?= bg:lab lint sanity importer wait:lab bg:test-vm unit integration molecule-all matrix gpu wait:test-vm
-# molecule scenarios of `make test`: one per role path (redist, NVIDIA's repository, the driver, the audit),
-# brownfield (what gpufleet does not own) and journey (README.md's commands on the installed tarball), each on
-# one platform (NAME:PLATFORM), MOLECULE_JOBS at a time (scripts/molecule_run.sh prints each one's time).
-# `make molecule-all` runs MOLECULE_ALL_SCENARIOS on every platform each lists.
-MOLECULE_SCENARIOS ?= repo:debian12 brownfield:debian13 default:debian12 journey audit driver
-MOLECULE_ALL_SCENARIOS ?= smoke default brownfield repo airgap facts driver audit journey removal
+# molecule scenarios of `make test`: one per role path (the roles' defaults: NVIDIA's repository, the redist
+# archives, the driver, the audit), brownfield (what gpufleet does not own) and journey (README.md's commands on
+# the installed tarball), each on one platform (NAME:PLATFORM), MOLECULE_JOBS at a time
+# (scripts/molecule_run.sh prints each one's time). repo (an admin's upgrades and tampered repositories on the
+# same path as default) runs in `make molecule-all`, which runs MOLECULE_ALL_SCENARIOS on every platform each lists.
+MOLECULE_SCENARIOS ?= default:debian12 brownfield:debian13 redist:debian12 journey audit driver
+MOLECULE_ALL_SCENARIOS ?= smoke default redist brownfield repo airgap facts driver audit journey removal
 MOLECULE_JOBS ?= 2
 export MOLECULE_JOBS
 # molecule scenarios on lab VM guests (QEMU; SKIPPED where it cannot run or with GPUFLEET_VM=0): `make vm` runs

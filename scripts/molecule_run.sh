@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make molecule`: run molecule scenarios in order, MOLECULE_JOBS at a time (default 1: one after another, its
 # output on the terminal), stop at the first that fails, and end with how long each took.
-#   MOLECULE_JOBS=2 scripts/molecule_run.sh repo:debian12 default:debian12 audit
+#   MOLECULE_JOBS=2 scripts/molecule_run.sh repo:debian12 redist:debian12 audit
 # NAME runs every platform of the scenario; NAME:PLATFORM only its platform gpufleet-NAME-PLATFORM
 # (`molecule test -p`), which must be one of the platforms that molecule/NAME/molecule.yml lists. Every
 # NAME:PLATFORM is checked before the first scenario runs, so a typo fails at once, not half an hour in.

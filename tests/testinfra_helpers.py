@@ -7,6 +7,10 @@ what every caller checks the same way.
 
 import json
 import shlex
+from pathlib import Path
+
+# The cuda_toolkit role's program that calls cuBLAS and cuRAND (its verify builds the same file).
+CUDA_LIBS = Path(__file__).resolve().parents[1] / "roles" / "cuda_toolkit" / "files" / "cuda_libs.cu"
 
 # Runs on the host: load a libcudnn (a soname or a path) and report cudnnGetVersion() and the file mapped.
 CUDNN_LOADED = """
@@ -59,3 +63,17 @@ def nvcc_builds_sm90(host, nvcc, workdir):
     assert 90 in (flags & 0xFF, (flags >> 8) & 0xFF), hex(flags)
     host.check_output(f"{nvcc} -arch=sm_90 -cudart shared -o {workdir}/k {workdir}/k.cu")
     return host.check_output(f"ldd {workdir}/k")
+
+
+def cuda_libraries_build(host, nvcc, workdir):
+    """`nvcc` builds the cuda_toolkit role's library program (CUDA_LIBS: cublasSgemm and cuRAND's uniform
+    generator) against the toolkit's libcublas and libcurand (no GPU needed to build it); the program's ldd
+    output (which libraries it finds is the caller's to check)."""
+    source = CUDA_LIBS.read_text(encoding="utf-8")
+    host.check_output(f"mkdir -p {workdir} && printf '%s' {shlex.quote(source)} > {workdir}/cuda_libs.cu")
+    lib = nvcc.rsplit("/bin/", 1)[0] + "/lib64"
+    host.check_output(
+        f"{nvcc} -DGPUFLEET_CUBLAS -DGPUFLEET_CURAND -o {workdir}/libs {workdir}/cuda_libs.cu "
+        f"-L{lib} -lcublas -lcurand"
+    )
+    return host.check_output(f"ldd {workdir}/libs")

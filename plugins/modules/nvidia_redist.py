@@ -62,7 +62,10 @@ options:
     elements: str
     required: true
   optional_components:
-    description: Components of O(components) that may be absent from the manifest.
+    description:
+      - Components of O(components) that may be absent from the manifest, or have no build there for
+        O(platform) - the cuda_toolkit plan's C(toolkits[].optional_components) (the C(toolkit) set's
+        components that NVIDIA publishes for some platforms or releases only). They are skipped then.
     type: list
     elements: str
     default: []

@@ -283,11 +283,12 @@ packages:
   description:
     - The resolved set (apt, index read) - specs (name=version of the whole set), names, installed (name ->
       version on the target), missing (specs not installed at their version), unhold (held packages whose
-      version the set changes, or that it replaces or removes), hold (names to hold - cuDNN's set and what
-      stays pinned; toolkits none) and index (true).
+      version the set changes, or that it replaces or removes), hold (names the role holds with
+      C(<role>_hold) - the set and what stays pinned), hold_missing (those of hold not held now - what the
+      install adds or moves, and any the admin released) and index (true).
     - From the set gpufleet pinned before (its pin file) that the new set lacks and the host still has -
       replaced (cuDNN packages of another CUDA major, which apt replaces with the new set; NVIDIA's packages
-      conflict), remove (with O(remove_unlisted)) and kept (still pinned, and held for cuDNN).
+      conflict), remove (with O(remove_unlisted)) and kept (still pinned, and held).
     - Without an index (a first run in check mode) or with dnf - specs (O(specs)) and index (false); the
       plan's packages stand.
     - With O(state=absent) - remove (the packages of O(remove) that were installed) and also (what only they

@@ -6,6 +6,8 @@ Environment (read on the machine running pytest):
   GPUFLEET_EXPECT_GPU     a part of the GPU name that must be seen (e.g. H200); optional
   GPUFLEET_NVCC           nvcc to use on the target (default: /usr/local/cuda/bin/nvcc, PATH, newest cuda-*)
   GPUFLEET_CUDNN_HOME     cuDNN tree on the target (include/ + lib/); default: the first of the usual places
+  GPUFLEET_CUBLAS_HOME    the toolkit whose cuBLAS and cuRAND to build against (include/ + lib64/ or lib/);
+                          default: nvcc's own toolkit, then the usual places (tests/gpu/README.md)
 """
 
 import os
@@ -18,7 +20,7 @@ import pytest
 # sys.path: the helpers module beside this file is made importable here, for conftest and test_gpu.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from gpuhelpers import CUDNN_PLACES, CUDNN_PREFIX, must, sh
+from gpuhelpers import CUBLAS_PLACES, CUDNN_PLACES, CUDNN_PREFIX, must, sh
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +92,25 @@ def cudnn_paths(host):
             return inc, lib, names[0]
     tried = ", ".join(f"{i} + {lib}" for i, lib in places)
     raise AssertionError(f"no cuDNN (cudnn_version.h + libcudnn.so*) on the target; tried {tried}")
+
+
+@pytest.fixture(scope="module")
+def cuda_libraries(host, nvcc):
+    """(include dir, lib dir) where the target's cuBLAS and cuRAND are (cublas_v2.h, curand.h, libcublas.so,
+    libcurand.so), found the way cudnn_paths finds cuDNN: $GPUFLEET_CUBLAS_HOME, nvcc's own toolkit, then the
+    usual places."""
+    home = os.environ.get("GPUFLEET_CUBLAS_HOME")
+    cuda = nvcc.rsplit("/bin/", 1)[0]
+    if home:
+        places = ((f"{home}/include", f"{home}/lib64"), (f"{home}/include", f"{home}/lib"))
+    else:
+        places = ((f"{cuda}/include", f"{cuda}/lib64"), *CUBLAS_PLACES)
+    for inc, lib in places:
+        if not all(host.file(f"{inc}/{h}").exists for h in ("cublas_v2.h", "curand.h")):
+            continue
+        if all(host.file(f"{lib}/{so}").exists for so in ("libcublas.so", "libcurand.so")):
+            return inc, lib
+    tried = ", ".join(f"{i} + {lib}" for i, lib in places)
+    raise AssertionError(
+        f"no cuBLAS and cuRAND (headers + libcublas.so, libcurand.so) on the target; tried {tried}"
+    )

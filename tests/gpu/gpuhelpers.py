@@ -8,6 +8,9 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parent / "src"
 PROJECT = Path(__file__).resolve().parents[2]
+# The cuda_toolkit role's program that calls cuBLAS (cublasSgemm) and cuRAND, checked on the host: the role's
+# verify builds this very file.
+CUDA_LIBS = PROJECT / "roles" / "cuda_toolkit" / "files" / "cuda_libs.cu"
 
 # (include dir, lib dir) searched in this order on the target, after the cudnn role's switched trees
 # (<prefix>/current-cuda<M>, listed on the target by the cudnn_paths fixture): NVIDIA's Debian/Ubuntu
@@ -18,6 +21,16 @@ CUDNN_PLACES = (
     ("/usr/include", "/usr/lib/x86_64-linux-gnu"),
     ("/usr/include", "/usr/lib64"),
     ("/usr/local/cuda/include", "/usr/local/cuda/lib64"),
+)
+
+
+# (include dir, lib dir) of the toolkit's libraries, searched in this order after $GPUFLEET_CUBLAS_HOME and
+# the tested nvcc's own toolkit (<cuda>/include + <cuda>/lib64, as the cuda_libraries fixture lists them):
+# NVIDIA's packages' target directory, then the distribution's (Debian/Ubuntu libcublas-dev).
+CUBLAS_PLACES = (
+    ("/usr/local/cuda/targets/x86_64-linux/include", "/usr/local/cuda/targets/x86_64-linux/lib"),
+    ("/usr/local/cuda/targets/sbsa-linux/include", "/usr/local/cuda/targets/sbsa-linux/lib"),
+    ("/usr/include", "/usr/lib/x86_64-linux-gnu"),
 )
 
 

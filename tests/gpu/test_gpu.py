@@ -12,7 +12,18 @@ import subprocess
 import sys
 
 import pytest
-from gpuhelpers import PROJECT, SRC, expected_cudnn, gencode_flags, must, parse_result, put, sh, sm_targets
+from gpuhelpers import (
+    CUDA_LIBS,
+    PROJECT,
+    SRC,
+    expected_cudnn,
+    gencode_flags,
+    must,
+    parse_result,
+    put,
+    sh,
+    sm_targets,
+)
 
 
 # --------------------------------------------------------------------------- seen
@@ -112,6 +123,40 @@ def test_cuda_kernel_built_for_the_gpu_runs_and_is_right(host, gpus, nvcc, saxpy
         assert archs == sorted(sm_targets(gpus)), elves
         ptx = sh(host, f"{cuobjdump} --list-ptx {exe}")
         assert ".ptx" not in ptx.stdout, ptx.stdout
+
+
+@pytest.fixture(scope="module")
+def cuda_libraries_run(host, gpus, nvcc, cuda_libraries, workdir):
+    """The cuda_toolkit role's own library program (its verify builds the same file), built for the GPUs'
+    architectures against the target's cuBLAS and cuRAND, and run."""
+    inc, lib = cuda_libraries
+    src, exe = f"{workdir}/cuda_libs.cu", f"{workdir}/cuda_libs"
+    put(host, src, CUDA_LIBS.read_text(encoding="utf-8"))
+    cmd = (
+        f"{shlex.quote(nvcc)} {gencode_flags(gpus)} -DGPUFLEET_CUBLAS -DGPUFLEET_CURAND -I{shlex.quote(inc)} "
+        f"-L{shlex.quote(lib)} -Xlinker -rpath={shlex.quote(lib)} -o {exe} {src} -lcublas -lcurand"
+    )
+    must(sh(host, cmd), "nvcc cuda_libs.cu")
+    res = sh(host, f"CUDA_VISIBLE_DEVICES=0 {exe}")
+    ldd = sh(host, f"ldd {exe}").stdout
+    print(f"cuBLAS and cuRAND from {inc} + {lib}: {res.stdout}")
+    assert res.rc == 0, f"cuda_libs rc={res.rc} (from {inc} + {lib}): {res.stdout}{res.stderr}"
+    return parse_result(res.stdout.strip().splitlines()[-1]), ldd, cuda_libraries
+
+
+def test_cublas_and_curand_compute_the_right_results_on_the_gpu(cuda_libraries_run):
+    """Issue 36: a program that links cuBLAS (cublasSgemm, checked against the product computed on the
+    host) and cuRAND (4096 uniform floats in (0, 1], mean near 0.5) runs on the GPU against the toolkit's
+    libraries."""
+    data, ldd, paths = cuda_libraries_run
+    assert data["status"] == "ok", (data, paths)
+    assert (data["cublas"], data["cublas_bad"]) == ("ok", "0"), data
+    assert (data["curand"], data["curand_outside"]) == ("ok", "0"), data
+    assert 0.45 <= float(data["curand_mean"]) <= 0.55, data
+    assert int(data["cublas_version"]) > 0 and int(data["curand_version"]) > 0, data
+    for name in ("libcublas.so", "libcurand.so"):
+        found = [line for line in ldd.splitlines() if line.strip().startswith(name)]
+        assert found and "not found" not in found[0], ldd
 
 
 @pytest.fixture(scope="module")

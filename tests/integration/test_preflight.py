@@ -71,8 +71,8 @@ def test_preflight_with_no_variables_checks_the_default_stack(tmp_path, debian12
     assert rc == 0, out
     assert "OK: GPUs none; 0 error(s)" in out, out
     assert "nvidia_driver: driver branch 580 (open module) from nvidia_repo" in out, out
-    assert "cuda_toolkit: CUDA toolkit 13.0 from redist, default 13.0" in out, out
-    assert "cudnn: cuDNN 9.14.0 for CUDA 13 (redist)" in out, out
+    assert "cuda_toolkit: CUDA toolkit 13.0 from nvidia_repo, default 13.0" in out, out
+    assert "cudnn: cuDNN 9.14.0 for CUDA 13 (nvidia_repo)" in out, out
     assert "changed=0" in out
 
 
@@ -83,8 +83,8 @@ def test_preflight_plans_no_driver_on_a_host_without_a_gpu(tmp_path, debian12):
     assert "OK: GPUs none; 0 error(s)" in out, out
     assert "nvidia_driver: no NVIDIA GPU on this host: the driver is not installed (set" in out, out
     assert "branch 580" not in out, out
-    assert "cuda_toolkit: CUDA toolkit 13.0 from redist, default 13.0" in out, out
-    assert "cudnn: cuDNN 9.14.0 for CUDA 13 (redist)" in out, out
+    assert "cuda_toolkit: CUDA toolkit 13.0 from nvidia_repo, default 13.0" in out, out
+    assert "cudnn: cuDNN 9.14.0 for CUDA 13 (nvidia_repo)" in out, out
 
 
 def test_preflight_refuses_a_foreign_toolkit_exactly_as_cuda_yml(tmp_path, debian12):
@@ -115,12 +115,15 @@ def test_preflight_fails_cuda_13_on_a_volta_host_naming_the_users_variable(tmp_p
     assert "changed=0" in out
 
 
+REDIST = {"cuda_toolkit_source": "redist", "cudnn_source": "redist"}
+
+
 def test_preflight_of_the_h200_host_names_what_the_roles_would_refuse(tmp_path, h200):
-    """NVIDIA's packages own /usr/local/cuda-13.0 and libcudnn.so.9 there: the defaults refuse both."""
-    rc, out = preflight(tmp_path, h200)
+    """NVIDIA's packages own /usr/local/cuda-13.0 and libcudnn.so.9 there: redist's policies refuse both."""
+    rc, out = preflight(tmp_path, h200, REDIST)
     assert rc == 2, out
     assert "package cuda-nvcc-13-0" in out, out
-    rc, out = preflight(tmp_path, h200, {"cuda_toolkit_existing": "adopt", "cudnn_existing": "adopt"})
+    rc, out = preflight(tmp_path, h200, dict(REDIST, cuda_toolkit_existing="adopt", cudnn_existing="adopt"))
     assert rc == 0, out
     assert "OK: GPUs NVIDIA H200; 0 error(s)" in out, out
     assert (
@@ -129,8 +132,18 @@ def test_preflight_of_the_h200_host_names_what_the_roles_would_refuse(tmp_path, 
     )
 
 
+def test_preflight_of_the_h200_host_with_the_defaults_keeps_nvidias_packages(tmp_path, h200):
+    """Issue 36: the roles' default source is NVIDIA's repository, whose packages the H200 already has: the
+    toolkit and cuDNN are those packages, nothing is refused."""
+    rc, out = preflight(tmp_path, h200)
+    assert rc == 0, out
+    assert "cuda_toolkit: CUDA toolkit 13.0 from nvidia_repo, default 13.0" in out, out
+    assert "cudnn: cuDNN 9.14.0 for CUDA 13 (nvidia_repo)" in out, out
+
+
 def test_preflight_checks_every_cuda_version_and_cudnn_with_its_major(tmp_path, h200):
     plan = {
+        **REDIST,
         "cuda_toolkit_versions": ["12.8", "13.2"],
         "cuda_toolkit_redist_releases": {"13.2": "13.2.0"},
         "cuda_toolkit_existing": "adopt",
@@ -166,7 +179,7 @@ def test_preflight_checks_cudnn_with_the_default_cuda_of_the_toolkit_role(tmp_pa
     """cudnn_cuda_major empty: the major of the one default CUDA (the last listed), as the cudnn role does."""
     rc, out = preflight(tmp_path, debian12, {"cuda_toolkit_versions": ["12.9"]})
     assert rc == 0, out
-    assert "cudnn: cuDNN 9.14.0 for CUDA 12 (redist)" in out, out
+    assert "cudnn: cuDNN 9.14.0 for CUDA 12 (nvidia_repo)" in out, out
 
 
 def test_preflight_plans_a_role_only_where_site_yml_runs_it(tmp_path, debian12):
@@ -185,7 +198,7 @@ def test_preflight_of_a_login_node_plans_the_toolkit_only(tmp_path, debian12):
     assert rc == 0, out
     assert "OK: GPUs none; 0 error(s)" in out, out
     assert "nvidia_driver: disabled by nvidia_driver_enabled: false (nothing planned" in out, out
-    assert "cuda_toolkit: CUDA toolkit 13.0 from redist, default 13.0" in out, out
+    assert "cuda_toolkit: CUDA toolkit 13.0 from nvidia_repo, default 13.0" in out, out
     assert "cudnn: disabled by cudnn_enabled: false (nothing planned" in out, out
     rc, out = preflight(tmp_path, debian12, dict(login, cudnn_enabled=True))
     assert rc == 2, out

@@ -18,6 +18,9 @@ from tests.playbook import ROOT, run
 MIRROR = f"file://{ROOT}/tests/data/redist/mirror"
 BASE = {
     "ansible_become": False,  # this machine, as the user running the tests; check mode writes nothing
+    # the redist path, from the manifests of tests/data/redist/mirror (the roles' default is nvidia_repo)
+    "cuda_toolkit_source": "redist",
+    "cudnn_source": "redist",
     "cuda_toolkit_redist_base_url": MIRROR,
     "cudnn_redist_base_url": MIRROR,
     "cudnn_cuda_major": "13",
@@ -121,7 +124,7 @@ def test_site_tags_cudnn_runs_every_cudnn_phase_and_nothing_else(runs):
 def test_the_install_tasks_say_what_they_install(runs):
     """Issue 37: a long install names what it downloads and installs (the plan's words, not Jinja's)."""
     ran = runs[("cuda_toolkit", "cuda_toolkit_install")].tasks("localhost")
-    assert MARKERS["cuda_toolkit"]["install"] + ": CUDA 13.0.2 (cuda_nvcc, " in " ".join(ran), ran
+    assert MARKERS["cuda_toolkit"]["install"] + ": CUDA 13.0.2 (toolkit) into " in " ".join(ran), ran
     ran = runs[("cudnn", "cudnn_install")].tasks("localhost")
     cudnn = ": cuDNN 9.14.0 for CUDA 13 (cudnn) under /opt/nvidia/cudnn"
     assert MARKERS["cudnn"]["install"] + cudnn in ran, ran

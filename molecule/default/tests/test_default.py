@@ -1,81 +1,87 @@
-"""default: CUDA 13.0 (default) and 13.1 side by side, cuDNN 9.14 for CUDA 13 (main) and CUDA 12
-(side by side) from the lab's mirror."""
+"""default: the roles' defaults only, against the lab's signed NVIDIA-layout repository given as the site's
+mirror: the whole CUDA 13.0 toolkit (cuda-toolkit-13-0 and what it depends on) and cuDNN 9.14 for CUDA 13,
+from packages, as NVIDIA's installation guide installs them (issue 36)."""
 
-import json
+import re
 
 import pytest
-from testinfra_helpers import cudnn_loaded, nvcc_builds_sm90
+from testinfra_helpers import cuda_libraries_build, cudnn_loaded, dpkg_status, nvcc_builds_sm90
 
-CUDNN = "/opt/nvidia/cudnn"
+CUDNN_SET = ["libcudnn9-cuda-13", "libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13"]
+# cuda-toolkit-13-0 is the whole toolkit: the compiler and, beside it, the libraries a program links
+# (NVIDIA's package names; the lab's repository carries them in NVIDIA's names and versions)
+TOOLKIT = [
+    "cuda-toolkit-13-0",
+    "cuda-nvcc-13-0",
+    "cuda-cudart-dev-13-0",
+    "libcublas-13-0",
+    "libcublas-dev-13-0",
+    "libcurand-13-0",
+    "libcurand-dev-13-0",
+    "libcufft-13-0",
+    "libcusolver-13-0",
+    "libcusparse-13-0",
+    "libnvjitlink-13-0",
+]
 
 
-@pytest.mark.parametrize("ver", ["13.0", "13.1"])
-def test_toolkit_tree_and_marker(host, ver):
-    nvcc = host.file(f"/usr/local/cuda-{ver}/bin/nvcc")
-    assert nvcc.exists
-    assert nvcc.mode & 0o111
-    marker = json.loads(host.file(f"/usr/local/cuda-{ver}/.gpufleet-redist.json").content_string)
-    assert {a["component"] for a in marker["artifacts"]} >= {
-        "cuda_nvcc",
-        "cuda_cudart",
-        "cuda_crt",
-        "libnvvm",
-    }
-    assert host.file(f"/usr/local/cuda-{ver}/lib64").linked_to == f"/usr/local/cuda-{ver}/lib"
-    assert host.file(f"/usr/local/cuda-{ver}/include/cuda_runtime.h").exists
-    assert not host.run(f"ls -d /usr/local/cuda-{ver}.gpufleet-*").stdout
-    assert f"release {ver}," in host.check_output(f"/usr/local/cuda-{ver}/bin/nvcc --version")
+def test_the_whole_toolkit_is_installed_from_the_repository(host):
+    got = dpkg_status(host, TOOLKIT)
+    for name in TOOLKIT:
+        assert got[name][1].endswith("ok installed"), (name, got[name])
+    assert got["cuda-toolkit-13-0"][0].startswith("13.0.")
+    assert host.check_output("dpkg -S /usr/local/cuda-13.0/bin/nvcc").startswith("cuda-nvcc-13-0:")
+    assert host.file("/usr/local/cuda-13.0/include/cublas_v2.h").exists
+    assert host.file("/usr/local/cuda-13.0/lib64/libcublas.so").exists
+    # no redist tree: the packages are the toolkit
+    assert not host.file("/usr/local/cuda-13.0/.gpufleet-redist.json").exists
+
+
+def test_the_toolkit_set_is_pinned_and_held(host):
+    pins = host.file("/etc/apt/preferences.d/gpufleet-cuda-toolkit.pref").content_string
+    pinned = set(re.findall(r"^Package: (\S+)$", pins, re.M))
+    assert set(TOOLKIT) <= pinned
+    # cuda_toolkit_hold (default true): every package of the set, as cudnn_hold holds cuDNN's (issue 36)
+    held = set(host.check_output("apt-mark showhold").split())
+    assert pinned <= held, sorted(pinned - held)
+    assert set(CUDNN_SET) <= held
+
+
+def test_cudnn_packages_are_installed_and_held(host):
+    got = dpkg_status(host, CUDNN_SET)
+    for name in CUDNN_SET:
+        assert got[name][0].startswith("9.14.0."), (name, got[name])
+        assert got[name][1] == "hold ok installed", (name, got[name])
+    assert cudnn_loaded(host, "libcudnn.so.9")["version"] == 91400
+
+
+def test_one_source_of_the_repository_the_sites_mirror_with_the_pinned_key(host):
+    source = host.file("/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources").content_string
+    assert re.search(r"/cuda/repos/debian1[23]/x86_64/\n", source), source
+    assert "Signed-By: /etc/apt/keyrings/gpufleet-nvidia-cuda.asc\n" in source
+    listed = host.check_output("grep -rls 'cuda/repos' /etc/apt/sources.list.d || true").split()
+    assert listed == ["/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources"], listed
+    update = host.run(
+        "apt-get update -o Dir::Etc::SourceList=/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources "
+        "-o Dir::Etc::SourceParts=/nonexistent -o APT::Get::List-Cleanup=0"
+    )
+    assert update.rc == 0 and not re.search(r"^(W|E|Err):", update.stdout + update.stderr, re.M), update
 
 
 @pytest.mark.parametrize("name", ["cuda", "cuda-13"])
-def test_alternatives(host, name):
-    out = host.check_output(f"update-alternatives --query {name}")
-    assert "Value: /usr/local/cuda-13.0" in out
-    assert "Alternative: /usr/local/cuda-13.1" in out  # the other toolkit is registered, not the default
+def test_the_default_toolkit_is_13_0(host, name):
     assert host.file(f"/usr/local/{name}").linked_to == "/usr/local/cuda-13.0"
 
 
-def test_profile_and_ld_conf(host):
-    assert "/usr/local/cuda/bin" in host.file("/etc/profile.d/gpufleet-cuda.sh").content_string
-    assert host.check_output("bash -lc 'command -v nvcc'") == "/usr/local/cuda/bin/nvcc"
-    assert "/usr/local/cuda/lib64" in host.file("/etc/ld.so.conf.d/gpufleet-cuda.conf").content_string
-    assert "/usr/local/cuda/lib64/libcudart.so.13" in host.check_output("ldconfig -p")
+def test_nvcc_builds_an_sm90_cubin_and_links_cudart(host):
+    ldd = nvcc_builds_sm90(host, "/usr/local/cuda-13.0/bin/nvcc", "/tmp/td")
+    assert "libcudart.so.13 => /usr/local/cuda" in ldd
 
 
-@pytest.mark.parametrize("ver", ["13.0", "13.1"])
-def test_nvcc_compiles_an_sm90_cubin_and_links_cudart(host, ver):
-    ldd = nvcc_builds_sm90(host, f"/usr/local/cuda-{ver}/bin/nvcc", "/tmp/tv")
-    # the loader finds libcudart.so.13 through the default toolkit's ld.so.conf.d entry
-    assert "/usr/local/cuda/lib64/libcudart.so.13" in ldd
-
-
-@pytest.mark.parametrize(("major", "full"), [("13", "9.14.0.64"), ("12", "9.14.0.64")])
-def test_cudnn_trees_side_by_side(host, major, full):
-    link = host.file(f"{CUDNN}/current-cuda{major}")
-    assert link.is_symlink
-    assert link.linked_to == f"{CUDNN}/{full}-cuda{major}"
-    assert host.file(f"{CUDNN}/{full}-cuda{major}/lib/libcudnn.so.9").exists
-    assert host.file(f"{CUDNN}/{full}-cuda{major}/include/cudnn_version.h").exists
-
-
-def test_ld_cache_resolves_the_cuda13_cudnn(host):
-    lines = [line for line in host.check_output("ldconfig -p").splitlines() if "libcudnn.so.9 " in line]
-    assert len(lines) == 1, lines
-    assert lines[0].split("=>")[1].strip() == f"{CUDNN}/current-cuda13/lib/libcudnn.so.9"
-
-
-@pytest.mark.parametrize(
-    ("lib", "where"),
-    [
-        ("libcudnn.so.9", "9.14.0.64-cuda13"),
-        (f"{CUDNN}/current-cuda12/lib/libcudnn.so.9", "9.14.0.64-cuda12"),
-    ],
-)
-def test_cudnn_get_version(host, lib, where):
-    out = cudnn_loaded(host, lib)
-    assert out["version"] == 91400
-    assert f"/{where}/lib/" in out["path"]
-
-
-def test_no_downloads_left_behind(host):
-    assert not host.run("find /var/cache/gpufleet/redist -name '*.tar.xz' -o -name '*.part'").stdout.strip()
+def test_a_program_that_calls_cublas_and_curand_builds_and_links(host):
+    """Issue 36: a program that links cuBLAS failed on a host gpufleet provisioned with CUDA 13.0. The role's
+    verify built and linked it in converge (no GPU here to run it); the loader finds both libraries of the
+    default toolkit through the linker cache."""
+    ldd = cuda_libraries_build(host, "/usr/local/cuda-13.0/bin/nvcc", "/tmp/tdl")
+    assert "libcublas.so.13 => /usr/local/cuda" in ldd, ldd
+    assert "libcurand.so.10 => /usr/local/cuda" in ldd, ldd

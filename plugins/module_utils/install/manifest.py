@@ -175,12 +175,14 @@ def select_artifacts(
     """The artifacts for ``names`` on ``platform`` (and ``cudaN`` variant where the component has one).
 
     Returns a list of dicts: component, version, relative_path, sha256, size. Raises ManifestError naming
-    what is missing and what the manifest offers. Names in ``optional`` are skipped when absent.
+    what is missing and what the manifest offers. Names in ``optional`` are skipped when the manifest lacks
+    them or has no build of them for ``platform`` (NVIDIA publishes some toolkit components for one platform
+    only, e.g. cuda_opencl for linux-x86_64).
     """
     if platform not in PLATFORMS:
         raise ManifestError("platform {!r} is not one of {}".format(platform, ", ".join(PLATFORMS)))
     prefix = (var + ": ") if var else ""
-    present = set(components(manifest))
+    present = {name for name in components(manifest) if name not in optional or platform in manifest[name]}
     return [
         _select_one(
             manifest, name, platform=platform, cuda_variant=cuda_variant, source=source, prefix=prefix

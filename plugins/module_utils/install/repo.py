@@ -372,8 +372,9 @@ def pinned_packages(what, members, previous, installed, remove_unlisted):
 
     Returns (packages, pins). ``packages``: specs (name=version of the whole set), names, installed, missing
     (not installed at the set's version), unhold (held packages the move changes, replaces or removes), hold
-    (cuDNN: the set and what stays pinned; toolkits: none), and from leftovers() replaced, remove and kept
-    (names). ``pins``: [(name, version)] for the pin file - the set and what stays pinned."""
+    (the set and what stays pinned: what the role holds with <role>_hold), hold_missing (those of hold that
+    are not held now, installed or not), and from leftovers() replaced, remove and kept (names). ``pins``:
+    [(name, version)] for the pin file - the set and what stays pinned."""
     installed = installed or {}
     versions = {name: state["version"] for name, state in installed.items()}
     rest = leftovers(previous, members, versions, what, remove_unlisted)
@@ -381,13 +382,17 @@ def pinned_packages(what, members, previous, installed, remove_unlisted):
     names = [name for name, _version in members]
     state = {name: installed[name] for name in names if name in installed}
     moved = [n for n, v in members if state.get(n, {}).get("held") and state[n]["version"] != v]
+    hold = names + kept
     packages = {
         "specs": [f"{name}={version}" for name, version in members],
         "names": names,
         "installed": {name: s["version"] for name, s in state.items()},
         "missing": [f"{n}={v}" for n, v in members if state.get(n, {}).get("version") != v],
         "unhold": moved + [n for n in rest["replaced"] + rest["remove"] if installed[n]["held"]],
-        "hold": names + kept if what == "cudnn" else [],
+        "hold": hold,
+        # not held now: every package the install adds or moves (their holds released first), and any the
+        # admin released (the role holds them again; a run that changes nothing holds nothing)
+        "hold_missing": [n for n in hold if n in moved or not (installed.get(n) or {}).get("held")],
         "replaced": rest["replaced"],
         "remove": rest["remove"],
         "kept": kept,

@@ -117,14 +117,17 @@ def redist_platform(machine):
 
 
 def _redist_of(version, req):
+    """(release, {components, optional}) of a redist toolkit: cuda_toolkit_redist_components' sets and names
+    for the release's CUDA major (plan/redist.py, kb/cuda_redist.py)."""
+    names = [str(n) for n in req.get("components") or []]
+    if not names:
+        raise PlanError(bad("cuda_toolkit_redist_components", names, plan_redist.SETS_ALLOWED))
     try:
         release = plan_redist.cuda_release(version, req.get("releases"), var="cuda_toolkit_versions")
-        names = req.get("components") or plan_redist.default_components(
-            "cuda", release, "cuda_toolkit_versions"
-        )
+        chosen = plan_redist.toolkit_components(names, release, "cuda_toolkit_versions")
     except plan_redist.RedistPlanError as exc:
         raise PlanError(str(exc)) from None
-    return release, names
+    return release, chosen
 
 
 def toolkits(req):
@@ -142,9 +145,14 @@ def toolkits(req):
             "alternative": f"cuda-{major}",
             "release": None,
             "components": [],
+            "optional_components": [],
+            "component_sets": [],
         }
         if req["source"] == "redist":
-            entry["release"], entry["components"] = _redist_of(version, req)
+            entry["release"], chosen = _redist_of(version, req)
+            entry["components"], entry["optional_components"] = chosen["components"], chosen["optional"]
+            # what cuda_toolkit_redist_components said (its named sets and names), for the lines a user sees
+            entry["component_sets"] = [str(n) for n in req["components"]]
         out.append(entry)
     return out
 
@@ -443,13 +451,27 @@ def verify_arch(arch, gpus):
     return DEFAULT_VERIFY_ARCH
 
 
+def verify_libraries(source, entries):
+    """The libraries verify builds a program against and runs (cuBLAS, cuRAND): all of them for a toolkit of
+    packages (cuda-toolkit-X-Y, the distribution's nvidia-cuda-toolkit), for a redist toolkit those that every
+    listed toolkit's components hold (all with the toolkit set, none with the compiler set)."""
+    if source != "redist":
+        return plan_redist.verified_libraries()
+    held = [set(plan_redist.verified_libraries(e["components"])) for e in entries]
+    return [lib for lib in plan_redist.verified_libraries() if all(lib in h for h in held)]
+
+
 def verify(source, entries, arch):
+    """What verify checks: nvcc's release per toolkit, a kernel built for ``arch`` and linked against cudart
+    in each prefix, and programs that call ``libraries`` (cuBLAS, cuRAND), run where a GPU is."""
+    libraries = verify_libraries(source, entries)
     if source == "distro":
-        return {"arch": arch, "nvcc": [], "prefixes": [DISTRO_PREFIX]}
+        return {"arch": arch, "nvcc": [], "prefixes": [DISTRO_PREFIX], "libraries": libraries}
     return {
         "arch": arch,
         "nvcc": [{"path": e["nvcc"], "expect": f"release {e['xy']},"} for e in entries],
         "prefixes": [e["dest"] for e in entries],
+        "libraries": libraries,
     }
 
 

@@ -28,6 +28,7 @@ import posixpath
 import re
 from urllib.parse import urlsplit
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cuda_redist as kb_redist
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import distributions as kb_distributions
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpus as kb_gpus
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad, control_character
@@ -235,14 +236,33 @@ def modprobe_options(name, value):
     return errors
 
 
+COMPONENTS_ALLOWED = (
+    "a named set (toolkit: the whole CUDA toolkit; compiler: nvcc, its headers and runtime) or a toolkit "
+    "component of NVIDIA's redist manifest, e.g. libcublas"
+)
+
+
 def components(name, value):
-    return [
-        _named(
-            f"{name}[{i}]", item, "a component name of NVIDIA's redist manifest, e.g. cuda_nvcc or libcublas"
-        )
-        for i, item in enumerate(value or [])
-        if not COMPONENT.match(str(item))
-    ]
+    """cuda_toolkit_redist_components: a non-empty list of the named sets and toolkit components; the
+    manifest's driver and datacenter pieces (kb/cuda_redist.py NOT_TOOLKIT) are no part of a toolkit."""
+    if not value:
+        return [
+            _named(
+                name,
+                list(value or []),
+                "a non-empty list: [toolkit] (the whole toolkit, the default), [compiler] (nvcc, its headers "
+                "and runtime) or components of NVIDIA's redist manifest",
+            )
+        ]
+    errors = []
+    for i, item in enumerate(value):
+        text = str(item)
+        if not COMPONENT.match(text):
+            errors.append(_named(f"{name}[{i}]", item, COMPONENTS_ALLOWED))
+        elif text in kb_redist.NOT_TOOLKIT:
+            why = f"{text} is {kb_redist.NOT_TOOLKIT[text]}, not part of a CUDA toolkit"
+            errors.append(_named(f"{name}[{i}]", item, COMPONENTS_ALLOWED, why))
+    return errors
 
 
 def releases(name, value):

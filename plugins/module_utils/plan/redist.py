@@ -5,7 +5,8 @@
 Stdlib only, Python >= 3.9; decisions made on the controller (plan/cuda.py, plan/cudnn.py): a CUDA X.Y
 becomes the manifest release X.Y.Z it is published under (CUDA_REDIST_RELEASES, overridden by
 cuda_toolkit_redist_releases), a cuDNN X.Y.Z[.B] its release X.Y.Z and, when given in full, the exact
-component version; the default components of a toolkit per CUDA major. The plans carry the resolved release
+component version; the components of a toolkit per CUDA major from cuda_toolkit_redist_components' named
+sets (kb/cuda_redist.py: which of a manifest's components a toolkit is). The plans carry the resolved release
 and components; the ``nvidia_redist`` module reads the manifest and selects the artifacts on the target
 (``install/manifest.py``) and fetches, verifies and unpacks them (``install/redist.py``).
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cuda_redist as kb_redist
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import VersionError, parse_version
 
 # Newest redist release per CUDA minor, so that "13.0" in an inventory finds its manifest.
@@ -31,13 +33,14 @@ CUDA_REDIST_RELEASES = {
     "13.0": "13.0.2",  # redistrib_13.0.2.json (also the H200 host's packages: cuda-toolkit 13.0.2)
 }
 
-# Components that make a usable compiler toolkit (nvcc + headers + runtime), per CUDA major.
-# CUDA 13 ships crt (host headers nvcc needs) and libnvvm (cicc) as their own components
-# (redistrib_13.0.2.json); CUDA 12 keeps both inside cuda_nvcc (redistrib_12.9.1.json).
-TOOLKIT_COMPONENTS = {
-    12: ["cuda_nvcc", "cuda_cudart", "cuda_cccl", "cuda_nvrtc"],
-    13: ["cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cudart", "cuda_cccl", "cuda_nvrtc"],
-}
+# The named sets of cuda_toolkit_redist_components: ``toolkit`` (the default) is every toolkit component of
+# kb/cuda_redist.py's TOOLKIT for the CUDA major, ``compiler`` nvcc, its headers and runtime.
+COMPONENT_SETS = ("toolkit", "compiler")
+SETS_ALLOWED = (
+    "a non-empty list of the named sets toolkit (every component of a CUDA toolkit: compiler, libraries, "
+    "tools, profilers, documentation) and compiler (nvcc, its headers and runtime), and of components of "
+    "NVIDIA's redist manifest, e.g. [toolkit] or [compiler, libcublas]"
+)
 
 
 class RedistPlanError(ValueError):
@@ -83,13 +86,54 @@ def cudnn_release(version, var="cudnn_version"):
 
 
 def default_components(product, release, var="release"):
-    """Components installed when none are named: cuDNN's one, or nvcc + headers + runtime per CUDA major."""
+    """Components of a cuDNN build (its one); for CUDA, ``toolkit_components`` of the ``compiler`` set."""
     if product == "cudnn":
         return ["cudnn"]
-    names = TOOLKIT_COMPONENTS.get(int(str(release).split(".", maxsplit=1)[0]), [])
-    if not names:
-        raise RedistPlanError(f"{var}: no default components for CUDA {release}; set the components")
-    return list(names)
+    return toolkit_components(["compiler"], release, var)["components"]
+
+
+def _major(release, var):
+    major = int(str(release).split(".", maxsplit=1)[0])
+    if major not in kb_redist.COMPILER:
+        known = ", ".join(str(m) for m in sorted(kb_redist.COMPILER))
+        raise RedistPlanError(
+            f"{var}: no toolkit components known for CUDA {release} (CUDA {known}); name the components in "
+            "cuda_toolkit_redist_components"
+        )
+    return major
+
+
+def toolkit_components(names, release, var="cuda_toolkit_versions"):
+    """The components of a CUDA toolkit release from cuda_toolkit_redist_components (``names``: the named
+    sets toolkit and compiler, and component names), in kb/cuda_redist.py's order, then the named ones.
+
+    Returns {components, optional}: ``optional`` are those the target's manifest may lack for the host's
+    platform (the ``toolkit`` set's libraries, tools, profilers and documentation are each taken where the
+    release's manifest lists them: NVIDIA publishes some for one platform or some releases only); the compiler
+    set and the libraries the verify runs (kb VERIFY: cuBLAS, cuRAND) must be there, as must every component
+    named explicitly."""
+    major = _major(release, var)
+    compiler = list(kb_redist.COMPILER[major])
+    wanted, required = [], set()
+    if "toolkit" in names:
+        wanted += [row[0] for row in kb_redist.TOOLKIT if major in row[2]]
+        required.update(compiler, kb_redist.VERIFY.values())
+    if "compiler" in names:
+        wanted += compiler
+        required.update(compiler)
+    named = [n for n in names if n not in COMPONENT_SETS]
+    wanted += named
+    required.update(named)
+    components = list(dict.fromkeys(wanted))
+    return {"components": components, "optional": [c for c in components if c not in required]}
+
+
+def verified_libraries(components=None):
+    """The libraries the verify links and runs (kb VERIFY's names: cublas, curand) whose components are among
+    ``components`` (None: all of them, a toolkit of packages)."""
+    return [
+        lib for lib, component in kb_redist.VERIFY.items() if components is None or component in components
+    ]
 
 
 def vkey(text):

@@ -232,6 +232,23 @@ def cudnn_packages(version, cuda_major, rdir, dev=True, var="cudnn_version"):
     raise RepoPlanError(f"{var}: cuDNN {version} is not packaged by gpufleet (8.x and 9.x are)")
 
 
+# NVIDIA names every package of a toolkit release <name>-X-Y, deb and rpm alike (cuda-nvcc-13-0,
+# libcublas-13-0, libcublas-dev-13-0 / libcublas-devel-13-0, cuda-toolkit-13-0; the H200's dpkg database,
+# tests/data/h200-ubuntu2404/dpkg-query-nvidia-cuda.tsv): dnf's versionlock takes them by these patterns (dnf
+# resolves a pattern to the installed packages it matches and locks each at its version). The
+# cuda-toolkit-*config-common packages (ld.so.conf.d, alternatives) are shared by releases and not locked.
+TOOLKIT_LOCK_PATTERNS = ("cuda-*-{major}-{minor}", "lib*-{major}-{minor}")
+
+
+def toolkit_lock_patterns(versions, var="cuda_toolkit_versions"):
+    """dnf versionlock patterns of the toolkits' packages (``TOOLKIT_LOCK_PATTERNS`` per X.Y)."""
+    out = []
+    for value in versions:
+        parsed = _version(value, var, 2)
+        out += [p.format(major=parsed.major, minor=parsed.minor) for p in TOOLKIT_LOCK_PATTERNS]
+    return list(dict.fromkeys(out))
+
+
 def package_names(specs, rdir):
     """Bare names from specs (for holds / versionlock): deb ``name=ver``, rpm ``name-ver`` (ver starts a digit
     right after the CUDA major suffix, so split on the last ``-`` followed by the version's first digits)."""
@@ -294,7 +311,10 @@ def _package_set(
         packages = distro_cuda_plan(distribution, distribution_version, versions)["packages"]
         return packages, packages, packages
     specs = cuda_toolkit_packages(versions, rdir)
-    return specs, package_names(specs, rdir), []
+    names = package_names(specs, rdir)
+    # the toolkit's set, held like cuDNN's (cuda_toolkit_hold); apt's resolved set replaces these names where
+    # the index is read (nvidia_repo state=pinned), dnf locks every package of the release (lock patterns)
+    return specs, names, list(names)
 
 
 def missing_specs(specs, names, installed):
@@ -324,9 +344,10 @@ def package_plan(
     """The packages to install for ``packages_for`` (cudnn, else cuda_toolkit) from ``source`` (nvidia_repo,
     distro), decided against ``installed`` ({name: {version, held}}, the facts' packages.installed).
 
-    Returns specs (pinned specs), names (bare), hold (names to hold: cuDNN's whole set), installed (name ->
-    version of the planned names that are installed), missing (specs not installed at their version) and
-    unhold (missing names that are held: the move releases them). Raises RepoPlanError naming the variable."""
+    Returns specs (pinned specs), names (bare), hold (names to hold: the whole set), hold_missing (those of
+    hold not held yet: installed and not held, or not installed), installed (name -> version of the planned
+    names that are installed), missing (specs not installed at their version) and unhold (missing names that
+    are held: the move releases them). Raises RepoPlanError naming the variable."""
     specs, names, hold = _package_set(
         packages_for,
         source,
@@ -343,6 +364,7 @@ def package_plan(
         "specs": specs,
         "names": names,
         "hold": hold,
+        "hold_missing": [name for name in hold if not (installed.get(name) or {}).get("held")],
         "installed": {name: installed[name]["version"] for name in names if name in installed},
         "missing": missing,
         "unhold": [

@@ -130,7 +130,7 @@ def cuda_request(variables, machine, stamp):
         "default": v["cuda_toolkit_default"],
         "source": v["cuda_toolkit_source"],
         "base_url": v["cuda_toolkit_redist_base_url"],
-        "components": list(v["cuda_toolkit_redist_components"]),
+        "components": [str(c) for c in v["cuda_toolkit_redist_components"]],
         "releases": dict(v["cuda_toolkit_redist_releases"]),
         "controller_cache": v["cuda_toolkit_controller_cache"],
         "controller_cache_dir": v["cuda_toolkit_controller_cache_dir"],
@@ -175,24 +175,44 @@ def _cuda_plan(variables, facts, context):
     plan.update(repo={}, packages=dict(NO_PACKAGES))
     if req["source"] != "redist":
         plan.update(package_plan("cuda_toolkit", variables, facts, plan["package_versions"]))
+    plan.update(cuda_hold(variables, plan))
     compat = plan.pop("compat")
     plan["summary"] = cuda_summary(plan)
     plan["progress"] = cuda_progress(plan)
     return plan, compat
 
 
+def cuda_hold(variables, plan):
+    """{hold, versionlock}: whether the toolkit's packages are held (cuda_toolkit_hold, NVIDIA's repository
+    only: a redist tree has no package, the distribution's toolkit follows the distribution) and, on dnf, the
+    versionlock patterns of the packages of each release the plan installs (plan/repo.toolkit_lock_patterns);
+    apt holds the set's names (packages.hold_missing, from the index where it is read)."""
+    hold = bool(variables["cuda_toolkit_hold"]) and plan["source"] == "nvidia_repo"
+    dnf = (plan.get("repo") or {}).get("manager") == "dnf"
+    versions = plan["package_versions"] if hold and dnf else []
+    try:
+        patterns = plan_repo.toolkit_lock_patterns(versions)
+    except plan_repo.RepoPlanError as exc:
+        raise PlanError(str(exc)) from None
+    return {"hold": hold, "versionlock": patterns}
+
+
 def cuda_progress(plan):
     """What the install step downloads and installs, in words for its task's name: each redist toolkit's
-    release, components and tree, or the package specs."""
+    release, components (cuda_toolkit_redist_components' sets and names: toolkit, compiler) and tree, or the
+    package specs."""
     if plan["source"] != "redist":
         return f"packages {' '.join(plan['packages']['specs']) or 'none'} from {plan['source']}"
-    parts = [f"CUDA {t['release']} ({', '.join(t['components'])}) into {t['dest']}" for t in plan["install"]]
+    parts = [
+        f"CUDA {t['release']} ({', '.join(t['component_sets'])}) into {t['dest']}" for t in plan["install"]
+    ]
     return "; ".join(parts) or "nothing to install"
 
 
 def cuda_summary(plan):
     """One line: versions, source, default, and what the plan does to what exists."""
     parts = [f"CUDA toolkit {', '.join(plan['versions'])} from {plan['source']}, default {plan['default']}"]
+    parts += ["packages held (cuda_toolkit_hold)"] if plan.get("hold") else []
     parts += [f"adopted as it is: {t['dest']} ({t['existing']['owned_by']})" for t in plan["toolkits"]
               if t["action"] == "adopt"]  # fmt: skip
     parts += [f"moved aside: {r['path']} -> {r['backup']}" for r in plan["retire"] + plan["link_backups"]]

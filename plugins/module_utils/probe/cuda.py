@@ -166,6 +166,20 @@ def forward_compat(root, packages, path, major_minor):
     }
 
 
+def release_hold(packages, source, major_minor):
+    """{packages, held} of a package-installed toolkit: how many packages of its release are installed
+    (NVIDIA names each <name>-X-Y, deb and rpm alike: cuda-nvcc-13-0, libcublas-13-0, cuda-toolkit-13-0) and
+    how many of them are held (dpkg hold, dnf versionlock: probe/packages.py); None for a tree no package
+    installed."""
+    if source not in ("deb", "rpm") or major_minor == UNKNOWN:
+        return None
+    suffix = "-" + major_minor.replace(".", "-")
+    found = [p for p in packages.all().values() if p["name"].endswith(suffix)]
+    if not found:
+        return None
+    return {"packages": len(found), "held": sum(1 for p in found if p.get("held"))}
+
+
 def probe(root, live, packages):
     cuda = {"toolkits": [], "default": None, "reasons": {}}
     for path in find_toolkits(root):
@@ -191,6 +205,7 @@ def probe(root, live, packages):
             "gpufleet_marker": owner["kind"] == "gpufleet",
             "owner": owner,
             "compat": forward_compat(root, packages, path, major_minor),
+            "hold": release_hold(packages, source, major_minor),
             "reasons": {},
         }
         if reason:

@@ -64,7 +64,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.rows import
     owner_rows,
     status_text,
 )
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.words import driver_words
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.words import driver_words, hold_words
 
 # the row texts live in report.rows (shared with report.html); re-exported for the callers of this module
 __all__ = [
@@ -184,6 +184,8 @@ def _cuda(c):
                 "nvcc": t.get("nvcc"),
                 "default": False,
                 "owner": owner_shown("cuda", t),
+                # its packages' holds (dpkg hold, dnf versionlock), in the report's words
+                "hold": hold_words(t),
             }
         )
     norm_default = None
@@ -555,7 +557,8 @@ def _md_owners(report):
         return []
     return ["", "## Owners", ""] + [
         f"- **{_md(name)}** {_md(what)} at {_md(path)}: {_md(owner['words'])} (owner_kind `{owner['kind']}`)"
-        for name, what, path, owner in rows
+        + (f", packages {_md(hold)}" if hold else "")
+        for name, what, path, owner, hold in rows
     ]
 
 
@@ -611,7 +614,8 @@ METRICS = (
     ("gpufleet_driver_info", "The NVIDIA driver on the host (version none when not installed)."),
     (
         "gpufleet_cuda_toolkit_info",
-        "One series per CUDA toolkit tree; default=true for /usr/local/cuda; owner_kind: who installed it.",
+        "One series per CUDA toolkit tree; default=true for /usr/local/cuda; owner_kind: who installed it; "
+        "hold: its packages' holds (held, partly held (M of N), not held, none).",
     ),
     (
         "gpufleet_cudnn_info",
@@ -661,6 +665,7 @@ def _toolkit_series(host, t):
         "source": t["source"],
         "default": "true" if t["default"] else "false",
         "owner_kind": t["owner"]["kind"],
+        "hold": t.get("hold", UNKNOWN),
     }
     return labels, 1
 

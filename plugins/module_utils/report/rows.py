@@ -6,7 +6,8 @@ Stdlib only, Python >= 3.9. Reads only the report dict of report.build.build_rep
 - ``host_cells``: one host's cells of the hosts table (Markdown, HTML, the summary printed at the end);
 - ``component_rows``: one row per host x component (CSV, the HTML components table); the toolkit and cuDNN
   rows carry their owner (``owner``: its words, ``owner_kind``), the one report.owner.owner_shown made;
-- ``owner_rows``: one row per toolkit and cuDNN copy with its owner (the Markdown owners list);
+- ``owner_rows``: one row per toolkit and cuDNN copy with its owner and a toolkit's holds (the Markdown
+  owners list);
 - ``finding_groups``: each distinct finding once with its hosts, errors first, then warnings, then info, and
   within a severity the finding on most hosts first (the one order of every findings list: Markdown, HTML).
 """
@@ -232,7 +233,7 @@ def _cuda_rows(h):
             source=t["source"],
             path=t["path"],
             active="default" if t["default"] else "",
-            detail="nvcc" if t.get("nvcc") else "no nvcc",
+            detail=f"{'nvcc' if t.get('nvcc') else 'no nvcc'}, packages {t.get('hold', UNKNOWN)}",
             drift=_drift_for(h, "cuda", t["path"]),
             **_owner_cells(t),
         )
@@ -299,13 +300,18 @@ def component_rows(report):
 
 
 def owner_rows(report):
-    """(host, "CUDA <version>" or "cuDNN <version>", path, owner) of every toolkit and cuDNN copy."""
+    """(host, "CUDA <version>" or "cuDNN <version>", path, owner, hold) of every toolkit and cuDNN copy;
+    hold: the toolkit's packages' hold words (report.words.hold_words), "" for a cuDNN copy (its detail says
+    held)."""
     out = []
     for h in report["hosts"]:
         if h["status"] != "ok":
             continue
-        out += [(h["name"], f"CUDA {t['version']}", t["path"], t["owner"]) for t in h["cuda"]["toolkits"]]
-        out += [(h["name"], f"cuDNN {c['version']}", c["path"], c["owner"]) for c in h["cudnn"]]
+        out += [
+            (h["name"], f"CUDA {t['version']}", t["path"], t["owner"], t.get("hold", UNKNOWN))
+            for t in h["cuda"]["toolkits"]
+        ]
+        out += [(h["name"], f"cuDNN {c['version']}", c["path"], c["owner"], "") for c in h["cudnn"]]
     return out
 
 

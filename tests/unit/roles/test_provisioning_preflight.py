@@ -59,7 +59,11 @@ def run_role(tmp_path, role, role_vars, tasks_from="main.yml"):
             "cuDNN 9.12.0 has no build for CUDA 11 (the last is 9.10.2)",
         ),
         (
-            {"cudnn_redist_base_url": "file:///nonexistent", "cudnn_skip_compat_check": True},
+            {
+                "cudnn_source": "redist",
+                "cudnn_redist_base_url": "file:///nonexistent",
+                "cudnn_skip_compat_check": True,
+            },
             "cudnn_version: 9.14.0: no redist manifest for it",
         ),
     ],
@@ -96,7 +100,9 @@ def test_a_disabled_role_does_nothing_and_says_so(tmp_path, role, role_vars):
 
 def test_cudnn_skip_is_reported(tmp_path):
     rc, out = run_role(
-        tmp_path, "cudnn", {"cudnn_skip_compat_check": True, "cudnn_redist_base_url": "/nonexistent"}
+        tmp_path,
+        "cudnn",
+        {"cudnn_source": "redist", "cudnn_skip_compat_check": True, "cudnn_redist_base_url": "/nonexistent"},
     )
     assert rc != 0
     assert "the nvidia_compat preflight was SKIPPED (cudnn_skip_compat_check: true)" in out, out
@@ -117,6 +123,7 @@ def test_cudnn_skip_is_reported(tmp_path):
             # rightly be refused first, by cuda_toolkit_existing); adopt leaves a /usr/local/cuda link made
             # outside update-alternatives (this machine's) alone
             {
+                "cuda_toolkit_source": "redist",
                 "cuda_toolkit_versions": ["12.9"],
                 "cuda_toolkit_redist_base_url": "file:///nonexistent",
                 "cuda_toolkit_existing": "adopt",
@@ -124,7 +131,11 @@ def test_cudnn_skip_is_reported(tmp_path):
             "cuda_toolkit_versions: 12.9.1: no redist manifest for it (cannot read file:///nonexistent/cuda/redist/",
         ),
         (
-            {"cuda_toolkit_versions": ["11.2"], "cuda_toolkit_skip_compat_check": True},
+            {
+                "cuda_toolkit_source": "redist",
+                "cuda_toolkit_versions": ["11.2"],
+                "cuda_toolkit_skip_compat_check": True,
+            },
             "cuda_toolkit_versions: CUDA 11.2 has no known redist release; known: 12.4",
         ),
     ],
@@ -187,7 +198,12 @@ def test_the_cudnn_build_follows_the_hosts_only_cuda_toolkit(tmp_path):
     rc, out = run_role(
         tmp_path,
         "cudnn",
-        {"cuda_toolkit_versions": ["12.9"], "cudnn_redist_base_url": MIRROR, "cudnn_verify": False},
+        {
+            "cudnn_source": "redist",
+            "cuda_toolkit_versions": ["12.9"],
+            "cudnn_redist_base_url": MIRROR,
+            "cudnn_verify": False,
+        },
     )
     assert rc == 0, out
     assert "9.14.0.64 for CUDA 12 -> /opt/nvidia/cudnn/9.14.0.64-cuda12 (to install)" in out, out

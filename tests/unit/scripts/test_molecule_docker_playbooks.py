@@ -47,7 +47,7 @@ def _create_reads():
 def test_every_platform_key_of_a_docker_scenario_is_read_by_create():
     read = _create_reads()
     scenarios = dict(_docker_scenarios())
-    assert {"smoke", "default", "repo", "audit"} <= set(scenarios)
+    assert {"smoke", "default", "redist", "repo", "audit"} <= set(scenarios)
     for name, platforms in scenarios.items():
         for platform in platforms:
             unread = set(platform) - read - MOLECULE_KEYS
@@ -123,3 +123,20 @@ def test_roles_and_playbooks_read_only_static_gathered_facts():
                 read.setdefault(name, []).append(path.name)
     assert read, "no gathered fact read at all: the pattern is wrong"
     assert set(read) <= STATIC_FACTS, {k: v for k, v in read.items() if k not in STATIC_FACTS}
+
+
+def test_the_default_scenario_sets_no_role_variable_but_the_sites_mirror():
+    """Issue 36: molecule default installs with the roles' defaults only (no source, version or component
+    variable); the lab's repository is given as a site gives its mirror of NVIDIA's repository."""
+    group_vars = ROOT / "molecule" / "default" / "group_vars" / "lab"
+    names = {name for path in group_vars.glob("*.yml") for name in _config(path)}
+    roles = {n for n in names if n.startswith(("cuda_toolkit_", "cudnn_", "nvidia_driver_"))}
+    assert roles == {
+        "cuda_toolkit_repo_base_url",
+        "cuda_toolkit_repo_key_fingerprint",
+        "cudnn_repo_base_url",
+        "cudnn_repo_key_fingerprint",
+    }
+    for role in ("cuda_toolkit", "cudnn"):
+        defaults = _config(ROOT / "roles" / role / "defaults" / "main.yml")
+        assert defaults[f"{role}_source"] == "nvidia_repo"

@@ -115,6 +115,9 @@ CLASSES = [
     ("cuda_toolkit", "cuda_toolkit_redist_releases", ["13.0.2"]),
     ("cuda_toolkit", "cuda_toolkit_redist_components", [["cuda_nvcc"]]),
     ("cuda_toolkit", "cuda_toolkit_redist_components", ["cuda_nvcc/../../x"]),
+    # issue 36: nothing to install, and the manifest's driver pieces, are no CUDA toolkit
+    ("cuda_toolkit", "cuda_toolkit_redist_components", []),
+    ("cuda_toolkit", "cuda_toolkit_redist_components", ["toolkit", "nvidia_driver"]),
     ("nvidia_driver", "nvidia_driver_debian_mirror", "javascript:alert(1)"),
     ("nvidia_driver", "nvidia_driver_reboot_timeout", -5),
     ("nvidia_driver", "nvidia_driver_mok_key", "keys/mok.priv"),
@@ -219,3 +222,10 @@ def test_a_site_behind_a_proxy_is_accepted_as_admins_write_it():
     }
     with pytest.raises(AssertionError, match="ran a module on the host"):
         action_for("cudnn").run(task_vars=task_vars)
+
+
+def test_a_driver_piece_of_the_manifest_is_refused_saying_what_it_is():
+    """Issue 36: the CUDA manifest also carries the driver, nvidia-fs, Fabric Manager...: no toolkit's."""
+    message = refusal("cuda_toolkit", "cuda_toolkit_redist_components", ["compiler", "fabricmanager"])
+    assert "cuda_toolkit_redist_components[1]='fabricmanager'" in message, message
+    assert "NVIDIA Fabric Manager for NVSwitch systems (a driver piece), not part of a CUDA" in message

@@ -51,7 +51,8 @@ def test_only_the_enabled_roles_facts_are_gathered():
     with pytest.raises(Gathered) as gathered:
         run(["nvidia_driver", "cuda_toolkit", "cudnn"], nvidia_driver_enabled=False, cudnn_enabled=False,
             nvidia_driver_mok_key="/etc/mok.priv", nvidia_driver_mok_cert="/etc/mok.der")  # fmt: skip
-    assert gathered.value.args[0]["gather_subset"] == ["gpu", "driver", "cuda", "owners"]
+    subsets = ["gpu", "driver", "cuda", "owners", "packages", "sources"]  # the toolkit from nvidia_repo
+    assert gathered.value.args[0]["gather_subset"] == subsets
     assert "mok_paths" not in gathered.value.args[0] and "owner_paths" not in gathered.value.args[0]
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import manifest
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import redist as plan_redist
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cuda_redist as kb_redist
 
 ManifestError = manifest.ManifestError
 DATA = Path(__file__).resolve().parents[4] / "data" / "redist"
@@ -110,9 +110,26 @@ def test_select_cudnn_missing_variant_names_what_exists():
 
 def test_select_cuda_components():
     man = load("redistrib_13.0.2.json")
-    arts = manifest.select_artifacts(man, plan_redist.TOOLKIT_COMPONENTS[13], platform="linux-x86_64")
-    assert [a["component"] for a in arts] == plan_redist.TOOLKIT_COMPONENTS[13]
+    compiler = list(kb_redist.COMPILER[13])
+    arts = manifest.select_artifacts(man, compiler, platform="linux-x86_64")
+    assert [a["component"] for a in arts] == compiler
     assert {a["component"]: a["version"] for a in arts}["cuda_cudart"] == "13.0.96"
+
+
+def test_optional_components_without_a_build_for_the_platform_are_skipped():
+    """The toolkit set takes cuda_opencl where NVIDIA builds it (linux-x86_64 in redistrib_13.0.2.json): on
+    linux-sbsa it is skipped; named as required it is refused, naming the platforms it has."""
+    man = load("redistrib_13.0.2.json")
+    x86 = man["cuda_nvcc"]["linux-x86_64"]
+    man["cuda_opencl"] = {"name": "CUDA OpenCL", "version": "13.0.85", "linux-x86_64": x86}
+    man["cuda_nvcc"]["linux-sbsa"] = man["cuda_nvcc"]["linux-x86_64"]
+    names = ["cuda_nvcc", "cuda_opencl"]
+    arts = manifest.select_artifacts(man, names, platform="linux-sbsa", optional=["cuda_opencl"])
+    assert [a["component"] for a in arts] == ["cuda_nvcc"]
+    arts = manifest.select_artifacts(man, names, platform="linux-x86_64", optional=["cuda_opencl"])
+    assert [a["component"] for a in arts] == names
+    with pytest.raises(ManifestError, match="cuda_opencl 13.0.85 has no linux-sbsa build; it has: linux-x86"):
+        manifest.select_artifacts(man, names, platform="linux-sbsa")
 
 
 def test_select_missing_component_lists_available():

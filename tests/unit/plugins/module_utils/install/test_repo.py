@@ -310,8 +310,10 @@ def test_pinned_unlisted_toolkit_stays_pinned_unless_its_removal_is_asked():
     have = installed(("cuda-toolkit-12-9", "12.9.1-1", False), ("cuda-nvcc-12-9", "12.9.86-1", False))
     packages, pins = install_repo.pinned_packages("cuda_toolkit", members, previous, have, False)
     assert packages["kept"] == ["cuda-nvcc-12-9", "cuda-toolkit-12-9"]
-    assert (packages["remove"], packages["hold"]) == ([], [])
-    assert pins == members + previous  # nothing moves behind the user's back
+    # the kept set stays pinned and, with cuda_toolkit_hold, held (issue 36): nothing moves behind one's back
+    assert (packages["remove"], packages["hold"]) == ([], ["cuda-toolkit-13-0", *packages["kept"]])
+    assert packages["hold_missing"] == packages["hold"]  # none of them held yet
+    assert pins == members + previous
     asked, pins = install_repo.pinned_packages("cuda_toolkit", members, previous, have, True)
     assert (asked["remove"], asked["kept"], asked["unhold"]) == (
         ["cuda-nvcc-12-9", "cuda-toolkit-12-9"],
@@ -331,3 +333,20 @@ def test_pinned_dropping_the_dev_packages_keeps_them_held_unless_removal_is_aske
     asked, pins = install_repo.pinned_packages("cudnn", previous[:1], previous, have, True)
     assert asked["remove"] == CUDNN9[1:] and asked["unhold"] == CUDNN9[1:]
     assert asked["hold"] == CUDNN9[:1] and pins == previous[:1]
+
+
+def test_only_the_holds_not_in_place_are_set_again():
+    """A run that changes nothing holds nothing; a package the install moves is held again after it."""
+    members = [
+        ("cuda-nvcc-13-0", "13.0.88-1"),
+        ("cuda-toolkit-13-0", "13.0.2-1"),
+        ("libcublas-13-0", "13.1.0.3-1"),
+    ]
+    have = installed(
+        ("cuda-nvcc-13-0", "13.0.88-1", True),
+        ("cuda-toolkit-13-0", "13.0.1-1", True),
+        ("libcublas-13-0", "13.1.0.3-1", False),
+    )
+    packages, _pins = install_repo.pinned_packages("cuda_toolkit", members, [], have, False)
+    assert packages["unhold"] == ["cuda-toolkit-13-0"]  # the move releases it first
+    assert packages["hold_missing"] == ["cuda-toolkit-13-0", "libcublas-13-0"]

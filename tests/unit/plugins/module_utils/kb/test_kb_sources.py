@@ -162,6 +162,7 @@ TABLE_SOURCED = {
 }
 # Tables of words, not facts.
 NAMING_ROWS = {
+    ("cuda_redist.py", "GROUPS"): "gpufleet's words for the groups of a toolkit's components",
     ("driver.py", "BRANCH_TYPE_NAMES"): "the wording of NVIDIA's branch types (LTSB/PB/NFB)",
     ("facts.py", "SUBSETS"): "the names of nvidia_facts' gather subsets (gpufleet's own)",
     ("facts.py", "NAMED_ONLY"): "the subsets `all` leaves out (gpufleet's own)",

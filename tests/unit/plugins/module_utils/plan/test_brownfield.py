@@ -32,7 +32,7 @@ def cuda_plan(root, versions=("13.0",), **kw):
         "source": "redist",
         "verify_arch": "",
         "releases": {},
-        "components": [],
+        "components": ["toolkit"],
         "machine": "x86_64",
         "skip_compat": True,
         "stamp": STAMP,
@@ -130,6 +130,18 @@ def test_h200_cudnn_adopt_uses_the_packages_copy_only_at_the_same_release(h200):
     assert plan["ld_conf"]["wanted"] is False and plan["ld_conf"]["remove"] is False
     message = refused(cudnn_plan, h200, version="9.19.0", existing="adopt")
     assert "cudnn_existing=adopt" in message and "cuDNN 9.14.0, not 9.19.0" in message
+
+
+def test_h200_the_default_source_keeps_nvidias_packages_as_they_are(h200):
+    """Issue 36: with the roles' default source (nvidia_repo) the H200's own NVIDIA packages are the toolkit
+    and the cuDNN the plans want: nothing is refused, moved or backed up; the alternatives stay on 13.0."""
+    plan = cuda_plan(h200, source="nvidia_repo")
+    (toolkit,) = plan["toolkits"]
+    assert toolkit["action"] == "install" and toolkit["existing"]["owner"] == "package"
+    assert plan["retire"] == [] and plan["link_backups"] == [] and plan["default_changes"] == []
+    assert plan["verify"]["libraries"] == ["cublas", "curand"]
+    cudnn = cudnn_plan(h200, source="nvidia_repo")
+    assert cudnn["transition"] in (None, {}) and cudnn["redist_install"] == []
 
 
 # --------------------------------------------------------------------------------------- other owners

@@ -14,7 +14,7 @@ def request(**kwargs):
         "source": "redist",
         "verify_arch": "",
         "releases": {},
-        "components": [],
+        "components": ["toolkit"],
         "controller_cache": False,
         "controller_cache_dir": "/var/tmp/gpufleet-redist",
         "base_url": "https://developer.download.nvidia.com/compute",
@@ -329,3 +329,33 @@ def test_switching_from_gpufleets_redist_tree_to_packages_is_explicit():
 def test_an_unknown_policy_names_the_variable():
     with pytest.raises(stack.PlanError, match=r"cuda_toolkit_existing=keep \(allowed: refuse"):
         plan_with(H200_DEB_TOOLKIT, existing="keep")
+
+
+def test_the_default_redist_toolkit_is_the_whole_toolkit_and_verify_proves_cublas_and_curand():
+    """Issue 36: a program that links cuBLAS failed on a host gpufleet provisioned with CUDA 13.0."""
+    plan = cuda.plan(request(skip_compat=True), facts={})
+    toolkit = plan["toolkits"][0]
+    assert {"libcublas", "libcufft", "libcurand", "libcusolver", "libcusparse"} <= set(toolkit["components"])
+    assert "libcublas" not in toolkit["optional_components"]
+    assert "nsight_systems" in toolkit["optional_components"]
+    assert "nvidia_driver" not in toolkit["components"]
+    assert toolkit["component_sets"] == ["toolkit"]
+    assert plan["verify"]["libraries"] == ["cublas", "curand"]
+
+
+def test_the_compiler_set_verifies_no_library_and_packages_verify_them_all():
+    compiler = cuda.plan(request(components=["compiler"], skip_compat=True), facts={})
+    assert compiler["verify"]["libraries"] == []
+    assert compiler["toolkits"][0]["optional_components"] == []
+    both = request(versions=["12.9", "13.0"], components=["compiler", "libcublas"], skip_compat=True)
+    both = cuda.plan(both)
+    assert both["verify"]["libraries"] == ["cublas"]
+    for source in ("nvidia_repo", "distro"):
+        plan = cuda.plan(request(source=source, components=["compiler"], skip_compat=True), facts={})
+        assert plan["verify"]["libraries"] == ["cublas", "curand"], source
+        assert plan["toolkits"][0]["components"] == []
+
+
+def test_no_component_at_all_is_refused_naming_the_variable():
+    with pytest.raises(stack.PlanError, match=r"^cuda_toolkit_redist_components=\[\] \(allowed: a non-empty"):
+        cuda.plan(request(components=[], skip_compat=True), facts={})

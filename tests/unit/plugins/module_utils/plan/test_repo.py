@@ -253,6 +253,7 @@ def test_cudnn_plan_reports_missing_and_holds_the_set():
         "names": CUDNN9,
         # every package of the set is held (NVIDIA's images hold each one they install)
         "hold": CUDNN9,
+        "hold_missing": CUDNN9,  # none held yet
         "installed": {"libcudnn9-cuda-13": "9.14.0.64-1", "libcudnn9-dev-cuda-13": "9.12.0.46-1"},
         "missing": ["libcudnn9-dev-cuda-13=9.14.0.64-1", "libcudnn9-headers-cuda-13=9.14.0.64-1"],
         "unhold": [],
@@ -286,8 +287,12 @@ def test_rpm_toolkit_plan_and_versions_without_epoch():
     )
     assert plan["specs"] == ["cuda-toolkit-12-9-12.9.1", "cuda-toolkit-13-0-13.0.2"]
     assert plan["names"] == ["cuda-toolkit-12-9", "cuda-toolkit-13-0"]
-    assert plan["missing"] == plan["specs"] and plan["hold"] == []
+    # cuda_toolkit_hold: the toolkits' packages are held like cuDNN's (issue 36); dnf locks them by pattern
+    assert plan["missing"] == plan["specs"] and plan["hold"] == plan["names"] == plan["hold_missing"]
     assert plan["installed"] == {"cuda-toolkit-13-0": "13.0.1-1"}
+    assert repo_plan.toolkit_lock_patterns(["12.9.1", "13.0", "13.0.2"]) == [
+        "cuda-*-12-9", "lib*-12-9", "cuda-*-13-0", "lib*-13-0"
+    ]  # fmt: skip
 
 
 def test_distro_toolkit_plan_and_the_distro_cudnn_refusal():

@@ -63,7 +63,9 @@ def test_every_variable_a_request_reads_is_the_roles_own():
 @pytest.mark.parametrize(
     ("role", "given", "subsets", "owner_paths", "mok_paths"),
     [
-        ("cuda_toolkit", {}, ["gpu", "driver", "cuda", "owners"], [], []),
+        # the defaults: NVIDIA's repository (issue 36), whose packages and sources the plan reads
+        ("cuda_toolkit", {}, ["gpu", "driver", "cuda", "owners", "packages", "sources"], [], []),
+        ("cuda_toolkit", {"cuda_toolkit_source": "redist"}, ["gpu", "driver", "cuda", "owners"], [], []),
         ("cuda_toolkit", {"cuda_toolkit_source": "distro"}, ["gpu", "driver", "packages"], [], []),
         (
             "cudnn",
@@ -86,7 +88,14 @@ def test_every_variable_a_request_reads_is_the_roles_own():
             [],
             [],
         ),
-        ("cudnn", {"cudnn_prefix": "/srv/cudnn"}, ["gpu", "driver", "owners"], ["/srv/cudnn"], []),
+        (
+            "cudnn",
+            {"cudnn_source": "redist", "cudnn_prefix": "/srv/cudnn"},
+            ["gpu", "driver", "owners"],
+            ["/srv/cudnn"],
+            [],
+        ),
+        ("cudnn", {}, ["gpu", "driver", "owners", "packages", "sources"], ["/opt/nvidia/cudnn"], []),
         # packages: gpufleet's record of the driver packages its installs added (issue 36)
         ("nvidia_driver", {}, ["gpu", "driver", "packages", "sources"], [], []),
         ("nvidia_driver", {"nvidia_driver_repo_use_existing": True}, ["gpu", "driver", "packages"], [], []),
@@ -198,8 +207,22 @@ def test_apt_without_python_apt_is_refused_before_any_change():
 
 
 def test_redist_plans_no_packages():
-    plan, _ = roles.plan("cudnn", defaults("cudnn"), DEBIAN12)
+    plan, _ = roles.plan("cudnn", defaults("cudnn", cudnn_source="redist"), DEBIAN12)
     assert plan["repo"] == {} and plan["packages"]["specs"] == []
+
+
+def test_the_defaults_install_from_nvidias_repository_as_nvidias_guide_does():
+    """Issue 36: cuda_toolkit_source and cudnn_source default to nvidia_repo, as the driver's does."""
+    cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit"), DEBIAN12)
+    cudnn, _ = roles.plan("cudnn", defaults("cudnn"), DEBIAN12)
+    assert cuda["packages"]["specs"] == ["cuda-toolkit-13-0"]
+    assert cudnn["packages"]["specs"] == [
+        "libcudnn9-cuda-13=9.14.0*", "libcudnn9-dev-cuda-13=9.14.0*", "libcudnn9-headers-cuda-13=9.14.0*"
+    ]  # fmt: skip
+    for plan in (cuda, cudnn):
+        assert (
+            plan["repo"]["url"] == "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
+        )
 
 
 # ---------------------------------------------------------------- a host that already has NVIDIA's repository
@@ -263,12 +286,38 @@ def test_without_the_sources_facts_the_repository_is_todays():
 
 def test_the_plans_say_what_their_install_steps_install():
     """Issue 37: the install tasks' names say what they download and install, in the plans' words."""
-    cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit"), DEBIAN12)
-    assert cuda["progress"] == (
-        "CUDA 13.0.2 (cuda_nvcc, cuda_crt, libnvvm, cuda_cudart, cuda_cccl, cuda_nvrtc) "
-        "into /usr/local/cuda-13.0"
+    cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit", cuda_toolkit_source="redist"), DEBIAN12)
+    assert cuda["progress"] == "CUDA 13.0.2 (toolkit) into /usr/local/cuda-13.0"
+    compiler = defaults(
+        "cuda_toolkit", cuda_toolkit_source="redist", cuda_toolkit_redist_components=["compiler"]
     )
-    cudnn, _ = roles.plan("cudnn", defaults("cudnn"), DEBIAN12)
+    cuda, _ = roles.plan("cuda_toolkit", compiler, DEBIAN12)
+    assert cuda["progress"] == "CUDA 13.0.2 (compiler) into /usr/local/cuda-13.0"
+    assert cuda["toolkits"][0]["components"] == [
+        "cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cudart", "cuda_cccl", "cuda_nvrtc"
+    ]  # fmt: skip
+    cudnn, _ = roles.plan("cudnn", defaults("cudnn", cudnn_source="redist"), DEBIAN12)
     assert cudnn["progress"] == "cuDNN 9.14.0 for CUDA 13 (cudnn) under /opt/nvidia/cudnn"
     cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit", cuda_toolkit_source="nvidia_repo"), UBUNTU)
     assert cuda["progress"] == "packages cuda-toolkit-13-0 from nvidia_repo"
+
+
+def test_the_toolkits_packages_are_held_like_cudnns():
+    """Issue 36: cuda_toolkit_hold, as cudnn_hold and nvidia_driver_hold (default true)."""
+    cuda, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit"), DEBIAN12)
+    assert cuda["hold"] is True and cuda["versionlock"] == []  # apt holds the set's names
+    assert cuda["packages"]["hold"] == cuda["packages"]["hold_missing"] == ["cuda-toolkit-13-0"]
+    assert "packages held (cuda_toolkit_hold)" in cuda["summary"]
+    off, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit", cuda_toolkit_hold=False), DEBIAN12)
+    assert off["hold"] is False and "held" not in off["summary"]
+    redist, _ = roles.plan("cuda_toolkit", defaults("cuda_toolkit", cuda_toolkit_source="redist"), DEBIAN12)
+    assert redist["hold"] is False  # a redist tree has no package to hold
+    rocky = {
+        **DEBIAN12,
+        "host": {**DEBIAN12["host"], "os": {"distribution": "Rocky", "version": "9", "key": "rhel9"}},
+    }
+    variables = defaults(
+        "cuda_toolkit", cuda_toolkit_versions=["12.9", "13.0"], cuda_toolkit_repo_key_fingerprint="A" * 40
+    )
+    dnf, _ = roles.plan("cuda_toolkit", variables, rocky)
+    assert dnf["versionlock"] == ["cuda-*-12-9", "lib*-12-9", "cuda-*-13-0", "lib*-13-0"]

@@ -66,12 +66,12 @@ def test_the_report_of_a_login_node_names_each_disabled_role():
         "cudnn": variables("cudnn", cudnn_enabled=False),
     }
     wanted = roles.merge_wanted(roles.facts_wanted(r, v) for r, v in planned.items())
-    assert wanted["gather_subset"] == ["gpu", "driver", "cuda", "owners"]
+    assert wanted["gather_subset"] == ["gpu", "driver", "cuda", "owners", "packages", "sources"]
     plans, compat = {}, {}
     for role, values in planned.items():
         plans[role], compat[role] = roles.plan(role, values, DEBIAN12)
     lines = roles.report_lines(list(planned), plans, compat, {})
     assert lines[0] == "OK: GPUs none; 0 error(s), 0 warning(s)"
     assert lines[1].startswith("nvidia_driver: disabled by nvidia_driver_enabled: false")
-    assert lines[2].startswith("cuda_toolkit: CUDA toolkit 13.0 from redist")
+    assert lines[2].startswith("cuda_toolkit: CUDA toolkit 13.0 from nvidia_repo")
     assert lines[3].startswith("cudnn: disabled by cudnn_enabled: false")

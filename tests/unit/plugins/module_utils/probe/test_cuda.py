@@ -7,6 +7,8 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import cuda 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.packages import Packages
 
+from tests.data.facts import fakeroot
+
 
 def _toolkit(root, name, marker):
     tree = root / "usr/local" / name
@@ -25,3 +27,24 @@ def test_marker_is_reported_per_toolkit(tmp_path):
     cuda = probe_cuda.probe(root, False, Packages(root))
     marks = {t["path"]: t["gpufleet_marker"] for t in cuda["toolkits"]}
     assert marks == {"/usr/local/cuda-12.9": False, "/usr/local/cuda-13.0": True}
+
+
+def test_the_hold_state_of_a_package_toolkits_release(tmp_path):
+    """Issue 36: the audit reports the toolkit's holds as it reports cuDNN's. The H200's dpkg database holds
+    none of its cuda-*-13-0 / lib*-13-0 packages (apt-mark showhold: cuDNN and NCCL only)."""
+    fakeroot.h200(tmp_path)
+    root = Root(str(tmp_path))
+    packages = Packages(root)
+    (toolkit,) = probe_cuda.probe(root, False, packages)["toolkits"]
+    suffix = [n for n in packages.all() if n.endswith("-13-0")]
+    assert toolkit["source"] == "deb"
+    assert toolkit["hold"] == {"packages": len(suffix), "held": 0} and len(suffix) > 20
+    assert probe_cuda.release_hold(packages, "redist", "13.0") is None  # no package installed that tree
+    assert probe_cuda.release_hold(packages, "deb", "12.9") is None  # no package of that release
+
+
+def test_a_gpufleet_redist_tree_has_no_hold(tmp_path):
+    _toolkit(tmp_path, "cuda-13.0", marker=True)
+    root = Root(str(tmp_path))
+    (toolkit,) = probe_cuda.probe(root, False, Packages(root))["toolkits"]
+    assert toolkit["hold"] is None

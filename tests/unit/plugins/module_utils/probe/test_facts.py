@@ -282,7 +282,7 @@ ADDED_SINCE_THE_AUDIT_FIXTURE = {
     },
 }
 # keys of each toolkit (facts.cuda.toolkits[]) added since the fixture
-ADDED_TO_TOOLKITS = {"owner", "compat"}
+ADDED_TO_TOOLKITS = {"owner", "compat", "hold"}  # hold: issue 36
 ADDED_TO_CUDNN_COPIES = {"owner"}
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import build as rp
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.report import words
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.report.html import decode_table, render_html
 
 from tests.unit.plugins.module_utils.report.test_build import parse_exposition
@@ -46,10 +47,18 @@ def no_driver():
     return f
 
 
+def held_h200():
+    """The H200 with most of its CUDA 13.0 packages held (cuda_toolkit_hold's state after an admin released
+    some): the toolkit's hold words in every format (issue 36)."""
+    f = facts("h200")
+    f["cuda"]["toolkits"][0]["hold"] = {"packages": 44, "held": 40}
+    return f
+
+
 @pytest.fixture(scope="module")
 def report():
     records = [
-        {"name": "gpu01", "status": "ok", "facts": facts("h200"), "baseline": {"driver_branch": "575"}},
+        {"name": "gpu01", "status": "ok", "facts": held_h200(), "baseline": {"driver_branch": "575"}},
         {"name": "login01", "status": "ok", "facts": facts("nogpu")},
         {"name": "nodrv01", "status": "ok", "facts": no_driver()},
         rp.record_from_result("gpu99", {"unreachable": True, "msg": "ssh: connect to host gpu99: No route"}),
@@ -90,6 +99,7 @@ def from_json(report):
             "install_method": d.get("install_method", "unknown"),
             "driver_cuda": d.get("cuda_driver_version", "unknown"),
             "cuda": listed(t["version"] for t in h["cuda"]["toolkits"]) if audited else "unknown",
+            "cuda_hold": listed(t["hold"] for t in h["cuda"]["toolkits"]) if audited else "unknown",
             "cudnn": listed(c["version"] for c in h["cudnn"]) if audited else "unknown",
             "drift": DRIFT_STATUS.get(h["drift_status"], str(len(h["drift"]))),
             "findings": findings_words(counts),
@@ -174,7 +184,8 @@ def _component_fields(rows):
         assert len(status) == 1, (name, status)
         fields = {"status": status.pop()}
         if rs[0]["component"] == "host":
-            fields.update(dict.fromkeys(("gpus", "gpu_models", "driver", "cuda", "cudnn"), "unknown"))
+            unread = ("gpus", "gpu_models", "driver", "cuda", "cuda_hold", "cudnn")
+            fields.update(dict.fromkeys(unread, "unknown"))
             fields["drift"] = rs[0]["drift"]
             out[name] = fields
             continue
@@ -193,6 +204,11 @@ def _component_fields(rows):
             install_method=driver["source"],
             driver_cuda=cuda,
             cuda=listed(r["version"] for r in rs if r["component"] == "cuda" and r["name"] != "(expected)"),
+            cuda_hold=listed(
+                r["detail"].split(", packages ", 1)[1]
+                for r in rs
+                if r["component"] == "cuda" and r["name"] != "(expected)"
+            ),
             cudnn=listed(r["version"] for r in rs if r["component"] == "cudnn" and r["name"] != "(expected)"),
             drift=_drift_word(drift, messages),
         )
@@ -218,7 +234,9 @@ def _prom_host(fam, name):
     counts = {labels["severity"]: int(v) for labels, v in of("gpufleet_findings")}
     fields["findings"] = findings_words(counts)
     if not up[1]:
-        fields.update(dict.fromkeys(("gpus", "gpu_models", "driver", "cuda", "cudnn", "drift"), "unknown"))
+        fields.update(
+            dict.fromkeys(("gpus", "gpu_models", "driver", "cuda", "cuda_hold", "cudnn", "drift"), "unknown")
+        )
         return fields
     ((driver, _v),) = of("gpufleet_driver_info")
     ((_l, gpus),) = of("gpufleet_gpus")
@@ -233,6 +251,7 @@ def _prom_host(fam, name):
         install_method=driver["install_method"],
         driver_cuda=driver["cuda_version"],
         cuda=listed(labels["version"] for labels, _v in of("gpufleet_cuda_toolkit_info")),
+        cuda_hold=listed(labels["hold"] for labels, _v in of("gpufleet_cuda_toolkit_info")),
         cudnn=listed(labels["version"] for labels, _v in of("gpufleet_cudnn_info")),
         drift="no baseline set" if not baseline else (str(int(drift[0][1])) if drift[0][1] else "none"),
     )
@@ -248,9 +267,21 @@ def from_prometheus(report):
     return {name: _prom_host(fam, name) for name in HOSTS}
 
 
+def from_markdown_owners(report):
+    """The Markdown owners list: each toolkit's line ends with its packages' holds."""
+    md = rp.render_markdown(report)
+    found = {}
+    for line in md.splitlines():
+        m = re.match(r"^- \*\*(\S+)\*\* CUDA \S+ at .*\(owner_kind `\w+`\), packages (.+)$", line)
+        if m:
+            found.setdefault(m.group(1), []).append(m.group(2))
+    return {name: {"cuda_hold": listed(holds)} for name, holds in found.items()}
+
+
 READERS = {
     "csv": from_csv,
     "markdown": from_markdown,
+    "markdown owners": from_markdown_owners,
     "html hosts": from_html_hosts,
     "html components": from_html_components,
     "prometheus": from_prometheus,
@@ -262,7 +293,8 @@ READERS = {
 def test_every_format_says_what_the_json_says(report, fmt):
     expected = from_json(report)
     got = READERS[fmt](report)
-    assert sorted(got) == sorted(HOSTS)
+    # the owners list names the audited hosts with a toolkit only
+    assert sorted(got) == (["gpu01", "login01", "nodrv01"] if fmt == "markdown owners" else sorted(HOSTS))
     wrong = [
         (name, field, value, expected[name][field])
         for name, fields in got.items()
@@ -280,3 +312,14 @@ def test_the_fleet_covers_every_case(report):
     assert [seen["nodrv01"][k] for k in ("driver", "branch", "kernel_module", "driver_cuda")] == ["none"] * 4
     assert (seen["gpu99"]["status"], seen["old01"]["status"]) == ("unreachable", "failed")
     assert seen["old01"]["driver"] == "unknown" and seen["old01"]["findings"] == "1 error, 0 warning, 0 info"
+
+
+def test_the_toolkits_holds_are_one_word_in_every_format(report):
+    """Issue 36: the audit reports the toolkit's holds as it reports cuDNN's: a package toolkit's words, none
+    for a redist tree."""
+    seen = from_json(report)
+    assert seen["gpu01"]["cuda_hold"] == "partly held (40 of 44)"
+    assert seen["login01"]["cuda_hold"] == "none"  # gpufleet's redist tree: no package to hold
+    assert words.hold_words({"source": "deb"}) == "unknown"  # facts of an older probe
+    assert words.hold_words({"source": "deb", "hold": {"packages": 3, "held": 3}}) == "held"
+    assert words.hold_words({"source": "rpm", "hold": {"packages": 3, "held": 0}}) == "not held"
