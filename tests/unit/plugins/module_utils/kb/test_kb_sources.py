@@ -169,7 +169,7 @@ NAMING_ROWS = {
     ("gpus.py", "FACT_ITEM_KEYS"): "the keys of a gpus item that a GPU of the facts fills (gpufleet's names)",
     ("gpufleet.py", "PIN_FILES"): "where gpufleet keeps its pin files (its own file names)",
     ("gpufleet.py", "DRIVER_FILES"): "the files the nvidia_driver role writes (its own file names)",
-    ("gpufleet.py", "DRIVER_INITRAMFS_FILES"): "the driver role's initramfs hook per OS family (its own names)",
+    ("gpufleet.py", "DRIVER_INITRAMFS_FILES"): "the driver role's initramfs hook per OS family (own names)",
     ("gpufleet.py", "DRIVER_DIRS"): "the directories of the driver role's files (their own names)",
 }
 
