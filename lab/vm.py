@@ -24,6 +24,7 @@ from lab.hosts import SSH_OPTS, ensure_key, inventory_vars
 
 VM_DIR = STATE / "vm"
 GUESTS_DIR = VM_DIR / "guests"
+CONSOLES_DIR = VM_DIR / "consoles"  # a deleted guest's last serial console log (its boots, for a failed run)
 INVENTORY = STATE / "vm-inventory.yml"
 QEMU = "qemu-system-x86_64"
 OVMF_DIR = "/usr/share/OVMF"
@@ -524,10 +525,23 @@ def stop(name, delete=False, timeout=90, log=print):
         else:
             log(f"vm: {name}: not running")
         if delete:
+            kept = keep_console(guest)
             shutil.rmtree(guest.dir)
-            log(f"vm: {name}: deleted")
+            log(f"vm: {name}: deleted" + (f" (its serial console log kept: {kept})" if kept else ""))
             _prune(log)
         refresh_inventory()
+
+
+def keep_console(guest):
+    """Copy the guest's serial console log to ``CONSOLES_DIR/<name>.log`` before the guest is deleted, so a
+    scenario that failed (molecule destroys its guests) still shows what the guest's boots printed; the copy
+    replaces the previous one of that name. The copy's path, or None when the guest had no console log."""
+    if not guest.console.is_file():
+        return None
+    CONSOLES_DIR.mkdir(parents=True, exist_ok=True)
+    kept = CONSOLES_DIR / f"{guest.name}.log"
+    shutil.copyfile(guest.console, kept)
+    return kept
 
 
 def _wait_exit(guest, pid, timeout):

@@ -21,6 +21,8 @@ import re
 import shlex
 from dataclasses import dataclass, field, replace
 
+import yaml
+
 INSTALL = "Install"
 FIRST_RUN = "A first run"
 MAIN_JOBS = "The main jobs"
@@ -153,8 +155,6 @@ def _named_yaml(section_blocks):
 
 
 def _load_yaml(name, block, kind):
-    import yaml  # noqa: PLC0415 - only the journey and its unit test need it
-
     try:
         data = yaml.safe_load(block.text)
     except yaml.YAMLError as exc:

@@ -2,7 +2,9 @@
 
 Run by converge.yml on the controller:
 
-    journey.py --project CHECKOUT --work DIR --key SSH_KEY --host GROUP=CONTAINER ...
+    PYTHONPATH=CHECKOUT journey.py --project CHECKOUT --work DIR --key SSH_KEY --host GROUP=CONTAINER ...
+
+(the toolchain's Python, .venv: the docker SDK, as the lab uses it; PYTHONPATH for tests/readme_journey.py)
 
 1. builds the collection's tarball from the checkout (README.md's build line, with --output-path DIR) and
    installs it with README.md's offline install line into DIR/collections, the only collections path;
@@ -31,11 +33,12 @@ import sys
 import time
 from pathlib import Path
 
+import docker
 import yaml
 
+from tests import readme_journey
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1] / "tests"))
-import readme_journey  # noqa: E402
 
 # The journey's own commands after README.md's, each with why it is there. README's own commands never plan
 # the driver on the login node (its first run's driver play is on gpu_nodes, its main jobs pass
@@ -127,8 +130,6 @@ class Runner:
 
 def parse_hosts(items):
     """--host GROUP=CONTAINER ... -> {group: {container: {ansible_host: its address on the lab network}}}"""
-    import docker  # noqa: PLC0415 - the docker SDK of the toolchain (.venv), as the lab uses it
-
     client, hosts = docker.from_env(), {}
     for item in items:
         group, name = item.split("=", 1)

@@ -272,3 +272,24 @@ def test_prune_keeps_used_and_current_bases(tmp_path, monkeypatch):
     vm.save(_guest(tmp_path, monkeypatch, base="debian12-111111111111.raw"))
     vm._prune(lambda line: None)
     assert {p.name for p in base_dir.iterdir()} == current | {"debian12-111111111111.raw"}
+
+
+def test_a_deleted_guest_leaves_its_serial_console_log(tmp_path, monkeypatch):
+    """molecule's destroy deletes a failed scenario's guest: its console (what its boots printed) stays."""
+    guest = _guest(tmp_path, monkeypatch, name="gpufleet-deb13")
+    monkeypatch.setattr(vm, "VM_DIR", tmp_path)
+    monkeypatch.setattr(vm, "CONSOLES_DIR", tmp_path / "consoles")
+    monkeypatch.setattr(vm, "_prune", lambda log: None)
+    monkeypatch.setattr(vm, "refresh_inventory", lambda: None)
+    vm.save(guest)
+    console = "Booting Linux...\nA stop job is running for nvidia-persistenced\n"
+    guest.console.write_text(console, encoding="utf-8")
+    said = []
+    vm.stop("gpufleet-deb13", delete=True, log=said.append)
+    kept = tmp_path / "consoles" / "gpufleet-deb13.log"
+    assert not guest.dir.exists()
+    assert kept.read_text(encoding="utf-8") == console
+    assert f"its serial console log kept: {kept}" in said[-1]
+    vm.save(guest)  # a guest that never booted has no console: nothing to keep, and no old copy is claimed
+    vm.stop("gpufleet-deb13", delete=True, log=said.append)
+    assert said[-1] == "vm: gpufleet-deb13: deleted"

@@ -13,8 +13,9 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import 
 
 from tests.data.roles import ROLES, variables
 
-# NVIDIA/ansible-role-nvidia-driver defaults/main.yml at f68d4a7 (its newest commit), every variable
-NVIDIA_DEFAULTS = """
+# NVIDIA/ansible-role-nvidia-driver defaults/main.yml at f68d4a7 (its newest commit), every variable and value
+# (its long quoted values wrapped with YAML's escaped line break, which adds nothing to the value)
+NVIDIA_DEFAULTS = r"""
 nvidia_driver_package_state: present
 nvidia_driver_package_version: ''
 nvidia_driver_persistence_mode_on: yes
@@ -23,10 +24,14 @@ nvidia_driver_module_file: /etc/modprobe.d/nvidia.conf
 nvidia_driver_module_params: ''
 nvidia_driver_add_repos: yes
 nvidia_driver_branch: "515"
-epel_package: "https://dl.fedoraproject.org/pub/epel/epel-release-latest-{{ ansible_distribution_major_version }}.noarch.rpm"
-epel_repo_key: "https://dl.fedoraproject.org/pub/epel/RPM-GPG-KEY-EPEL-{{ ansible_distribution_major_version }}"
-nvidia_driver_rhel_cuda_repo_baseurl: "https://developer.download.nvidia.com/compute/cuda/repos/{{ _rhel_repo_dir }}/"
-nvidia_driver_rhel_cuda_repo_gpgkey: "https://developer.download.nvidia.com/compute/cuda/repos/{{ _rhel_repo_dir }}/D42D0685.pub"
+epel_package: "https://dl.fedoraproject.org/pub/epel/\
+  epel-release-latest-{{ ansible_distribution_major_version }}.noarch.rpm"
+epel_repo_key: "https://dl.fedoraproject.org/pub/epel/\
+  RPM-GPG-KEY-EPEL-{{ ansible_distribution_major_version }}"
+nvidia_driver_rhel_cuda_repo_baseurl: "https://developer.download.nvidia.com/compute/cuda/\
+  repos/{{ _rhel_repo_dir }}/"
+nvidia_driver_rhel_cuda_repo_gpgkey: "https://developer.download.nvidia.com/compute/cuda/repos/\
+  {{ _rhel_repo_dir }}/D42D0685.pub"
 nvidia_driver_rhel_branch: "{{ nvidia_driver_branch }}"
 nvidia_driver_ubuntu_branch: "{{ nvidia_driver_branch }}"
 nvidia_driver_ubuntu_install_from_cuda_repo: no
@@ -34,11 +39,13 @@ nvidia_driver_ubuntu_packages_suffix: "-server"
 nvidia_driver_ubuntu_packages:
 - "nvidia-headless-{{ nvidia_driver_ubuntu_branch }}{{ nvidia_driver_ubuntu_packages_suffix }}"
 old_nvidia_driver_ubuntu_cuda_repo_gpgkey_id: "7fa2af80"
-nvidia_driver_ubuntu_cuda_repo_baseurl: "https://developer.download.nvidia.com/compute/cuda/repos/{{ _ubuntu_repo_dir }}"
+nvidia_driver_ubuntu_cuda_repo_baseurl: "https://developer.download.nvidia.com/compute/cuda/\
+  repos/{{ _ubuntu_repo_dir }}"
 nvidia_driver_ubuntu_cuda_keyring_package: "cuda-keyring_1.0-1_all.deb"
-nvidia_driver_ubuntu_cuda_keyring_url: "{{ nvidia_driver_ubuntu_cuda_repo_baseurl }}/{{ nvidia_driver_ubuntu_cuda_keyring_package }}"
+nvidia_driver_ubuntu_cuda_keyring_url: "{{ nvidia_driver_ubuntu_cuda_repo_baseurl }}/\
+  {{ nvidia_driver_ubuntu_cuda_keyring_package }}"
 nvidia_driver_ubuntu_cuda_package: "cuda-drivers-{{ nvidia_driver_ubuntu_branch }}"
-"""  # noqa: E501
+"""
 OURS = set(variables("nvidia_driver"))
 MODPROBE_ITEMS = ["NVreg_EnableGpuFirmware=0", 'NVreg_A=1 NVreg_B="x"']
 
