@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -246,6 +247,23 @@ def fetch_wheel(dist, version, log=print):
         raise LabError(f"downloading {dist}=={version} failed ({last}): check the network or pip config")
     log(f"mirror: downloaded {found.name} in {time.monotonic() - start:.0f}s")
     return found
+
+
+# pip downloads at once: a fresh machine's mirror is ~1.3 GB of wheels, and the time is the network's
+FETCH_WORKERS = 6
+
+
+def fetch_wheels(wanted, log=print, workers=FETCH_WORKERS):
+    """fetch_wheel for each (dist, version) of ``wanted``, the missing ones downloaded ``workers`` at a time
+    (each its own pip, its own file); the paths in ``wanted``'s order. Every download is waited for; then the
+    first failure in ``wanted``'s order is raised, so the message does not depend on which finished first."""
+    wanted = list(dict.fromkeys(wanted))
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = [pool.submit(fetch_wheel, dist, version, log) for dist, version in wanted]
+    for future in futures:
+        if future.exception() is not None:
+            raise future.exception()
+    return [future.result() for future in futures]
 
 
 def validate_cudnn_version(version):
@@ -545,13 +563,10 @@ def build(
     for release in cuda_releases:
         validate_cuda_release(release)
     start = time.monotonic()
-    # every wheel first: a version that is not on the index fails before any packing
-    for version in cudnn_versions:
-        for major in variants:
-            fetch_wheel(f"nvidia-cudnn-cu{major}", version, log)
-    for release in cuda_releases:
-        for comp, (_, ver) in CUDA_RELEASES[release].items():
-            fetch_wheel(WHEEL_OF[comp], ver, log)
+    # every wheel first, several at a time: a version that is not on the index fails before any packing
+    wanted = [(f"nvidia-cudnn-cu{major}", version) for version in cudnn_versions for major in variants]
+    wanted += [(WHEEL_OF[c], v) for release in cuda_releases for c, (_, v) in CUDA_RELEASES[release].items()]
+    fetch_wheels(wanted, log)
     manifests, wheels = [], []
     for release in cuda_releases:
         path, used = build_cuda(release, log)

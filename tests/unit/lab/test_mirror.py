@@ -2,7 +2,10 @@ import hashlib
 import json
 import subprocess
 import tarfile
+import threading
+import time
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -84,6 +87,50 @@ def test_version_not_on_index_is_one_line(lab_state, monkeypatch):
     assert "\n" not in msg
     assert "nvidia-cudnn-cu13==9.99.0.1 is not on the package index" in msg
     assert "pip index versions nvidia-cudnn-cu13" in msg
+
+
+def _fake_pip(monkeypatch, fail=(), delay=0.2):
+    """pip download as a stub: sleeps, writes the wheel (or fails for a dist in ``fail``); records overlap."""
+    seen = {"now": 0, "most": 0, "order": []}
+    lock = threading.Lock()
+
+    def fake_run(cmd, **kw):
+        dist, version = cmd[-1].split("==")
+        with lock:
+            seen["now"] += 1
+            seen["most"] = max(seen["most"], seen["now"])
+        time.sleep(delay)
+        with lock:
+            seen["now"] -= 1
+            seen["order"].append(dist)
+        if dist in fail:
+            return subprocess.CompletedProcess(cmd, 1, "", f"ERROR: No matching distribution for {dist}")
+        name = f"{mirror.wheel_file_name(dist)}-{version}-py3-none-x86_64.whl"
+        wheel = Path(cmd[cmd.index("-d") + 1]) / name
+        wheel.write_bytes(b"PK")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(mirror.subprocess, "run", fake_run)
+    return seen
+
+
+def test_missing_wheels_are_downloaded_several_at_a_time(lab_state, monkeypatch):
+    """A fresh machine downloads the mirror's ~1.3 GB of wheels: not one pip after another."""
+    seen = _fake_pip(monkeypatch)
+    wanted = [(f"nvidia-lib{i}", "1.0") for i in range(8)]
+    wanted.append(("nvidia-lib0", "1.0"))  # asked twice: fetched once
+    paths = mirror.fetch_wheels(wanted, log=lambda m: None, workers=4)
+    assert [p.name.split("-")[0] for p in paths] == [f"nvidia_lib{i}" for i in range(8)]
+    assert seen["most"] == 4
+    assert len(seen["order"]) == 8
+
+
+def test_a_failed_download_is_raised_after_the_others_ended_in_the_asked_order(lab_state, monkeypatch):
+    seen = _fake_pip(monkeypatch, fail={"nvidia-lib1", "nvidia-lib3"})
+    with pytest.raises(LabError, match=r"^nvidia-lib1==1.0 is not on the package index"):
+        mirror.fetch_wheels([(f"nvidia-lib{i}", "1.0") for i in range(5)], log=lambda m: None, workers=5)
+    assert len(seen["order"]) == 5  # none left running behind the error
+    assert mirror.find_wheel("nvidia-lib4", "1.0") is not None
 
 
 def test_cached_wheel_is_not_downloaded(cudnn_wheel, monkeypatch):
