@@ -136,7 +136,18 @@ def owner_of_tree(root, packages, tree):
                 return package_owner(package, others)
     if root.exists(f"{tree}/{RUNFILE_UNINSTALLER}"):
         return owner("runfile", tree)
-    return _tree_owner(root, real) or owner("unknown")
+    return _tree_owner(root, real) or _packages_inside(root, index, real) or owner("unknown")
+
+
+def _packages_inside(root, index, real):
+    """The package owner of a tree with no key file but packages' files inside (an admin's cuda-cudart-13-0
+    alone puts only /usr/local/cuda-13.0/targets/.../libcudart.so.13 there), else None."""
+    prefix = real.rstrip("/") + "/"
+    inside = sorted((f, p["name"]) for f, p in index.items() if f.startswith(prefix) and not root.isdir(f))
+    if not inside:
+        return None
+    first = inside[0][1]
+    return package_owner(index[inside[0][0]], {name for _f, name in inside} - {first})
 
 
 def _entry(root, packages, path, *, tree):

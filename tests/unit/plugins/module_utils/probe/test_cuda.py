@@ -48,3 +48,33 @@ def test_a_gpufleet_redist_tree_has_no_hold(tmp_path):
     root = Root(str(tmp_path))
     (toolkit,) = probe_cuda.probe(root, False, Packages(root))["toolkits"]
     assert toolkit["hold"] is None
+
+
+def test_a_tree_of_packages_without_nvcc_or_headers_is_owned_by_its_packages(tmp_path):
+    """Issue 36 (molecule removal): an admin's cuda-cudart-13-0 alone from NVIDIA's repository puts only
+    targets/.../libcudart.so.13 under /usr/local/cuda-13.0: no key file (nvcc, version.json, headers). The
+    tree is the packages', not 'unknown', so the toolkit role's nvidia_repo install completes it with apt
+    instead of refusing a tree 'gpufleet does not own'."""
+    lib = "/usr/local/cuda-13.0/targets/x86_64-linux/lib"
+    files = {
+        "cuda-cudart-13-0": ["/usr/local/cuda-13.0", f"{lib}/libcudart.so.13", f"{lib}/libcudart.so.13.0.96"],
+        "cuda-toolkit-13-0-config-common": ["/etc/ld.so.conf.d/988_cuda-13.conf"],
+    }
+    fakeroot.dpkg_db(
+        tmp_path,
+        [
+            ("cuda-cudart-13-0", "13.0.96-1", "install ok installed", "amd64"),
+            ("cuda-toolkit-13-0-config-common", "13.0.96-1", "install ok installed", "all"),
+        ],
+        files,
+    )
+    for path in files["cuda-cudart-13-0"][1:]:
+        fakeroot.write(tmp_path, path, "\x7fELF")
+    root = Root(str(tmp_path))
+    (toolkit,) = probe_cuda.probe(root, False, Packages(root))["toolkits"]
+    assert toolkit["path"] == "/usr/local/cuda-13.0"
+    assert (toolkit["owner"]["kind"], toolkit["owner"]["name"]) == ("package", "cuda-cudart-13-0")
+    fakeroot.write(tmp_path, "/usr/local/cuda-12.9/targets/x86_64-linux/lib/libcudart.so.12", "\x7fELF")
+    root = Root(str(tmp_path))
+    other = [t for t in probe_cuda.probe(root, False, Packages(root))["toolkits"] if "12.9" in t["path"]]
+    assert other[0]["owner"]["kind"] == "unknown"  # files no package lists: still nobody's
