@@ -284,7 +284,8 @@ packages:
     - The resolved set (apt, index read) - specs (name=version of the whole set), names, installed (name ->
       version on the target), missing (specs not installed at their version), unhold (held packages whose
       version the set changes, or that it replaces or removes), hold (names the role holds with
-      C(<role>_hold) - the set and what stays pinned), hold_missing (those of hold not held now - what the
+      C(<role>_hold) - the set and what stays pinned, but for the packages installed before gpufleet and not
+      held: their hold state stays the admin's), hold_missing (those of hold not held now - what the
       install adds or moves, and any the admin released) and index (true).
     - From the set gpufleet pinned before (its pin file) that the new set lacks and the host still has -
       replaced (cuDNN packages of another CUDA major, which apt replaces with the new set; NVIDIA's packages
@@ -439,8 +440,9 @@ def pinned(module, repo, result):
     previous = [(r["name"], r["version"]) for r in record]
     installed = probe_packages.installed_state(HOST_ROOT)
     packages, pins = install_repo.pinned_packages(what, members, previous, installed, p["remove_unlisted"])
-    result["packages"] = dict(packages, index=True)
-    pin = install_repo.pin_file(what, pins, install_repo.not_owned(pins, record, installed))
+    theirs = install_repo.not_owned(pins, record, installed)
+    result["packages"] = dict(install_repo.hold_ours(packages, theirs, installed), index=True)
+    pin = install_repo.pin_file(what, pins, theirs)
     result["pin"] = pin
     if _read(pin["path"]) != pin["content"].encode():
         result["changed"] = True

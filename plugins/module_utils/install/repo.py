@@ -340,6 +340,19 @@ def not_owned(pins, previous, installed):
     return sorted(name for name, _version in pins if not known.get(name, name not in (installed or {})))
 
 
+def hold_ours(packages, theirs, installed):
+    """``packages`` (pinned_packages) with hold and hold_missing cut to what is gpufleet's to hold: a package
+    of the set installed before gpufleet (``theirs``, not_owned) is pinned with the set and recorded, but its
+    hold state stays the admin's: one the admin did not hold is never held (<role>_state: absent then leaves
+    the host's selections as they were); one the admin held is held again after a move releases it."""
+    theirs = {n for n in theirs if not ((installed or {}).get(n) or {}).get("held")}
+    return dict(
+        packages,
+        hold=[n for n in packages["hold"] if n not in theirs],
+        hold_missing=[n for n in packages["hold_missing"] if n not in theirs],
+    )
+
+
 _CUDNN_FAMILY = re.compile(r"^libcudnn([0-9]+)(?:-dev|-headers)?-cuda-([0-9]+)$")
 
 

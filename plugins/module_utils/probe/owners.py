@@ -22,6 +22,9 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpufleet import
 
 GPUFLEET_HEADER = "# Managed by gpufleet"  # the first line of every file gpufleet writes under /etc (a
 # script's: the line after its #!)
+# the first line of the driver role's modprobe options file before it took GPUFLEET_HEADER: ansible_managed
+# (whatever ansible.cfg made of it), then these words
+GPUFLEET_LEGACY_SUFFIX = "(gpufleet nvidia_driver)"
 RUNFILE_UNINSTALLER = "bin/cuda-uninstaller"
 KINDS = ("gpufleet", "package", "runfile", "conda", "pip", "tarball", "unknown", "absent")
 # The files a tree's owner is read from, most telling first (a toolkit: nvcc, then its runtime).
@@ -179,7 +182,9 @@ def _entry(root, packages, path, *, tree):
     )
     if link is not None and who["kind"] in ("unknown", "absent"):
         who = owner_of_path(root, packages, real) if not reason else who
-    gpufleet_file = head.startswith(GPUFLEET_HEADER)
+    gpufleet_file = head.startswith(GPUFLEET_HEADER) or (
+        head.startswith("#") and head.rstrip().endswith(GPUFLEET_LEGACY_SUFFIX)
+    )
     if gpufleet_file and who["kind"] == "unknown":
         who = owner("gpufleet", path)
     return {"type": kind, "target": link, "real": real, "owner": who, "gpufleet_file": gpufleet_file}

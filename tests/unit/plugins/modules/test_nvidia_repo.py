@@ -377,6 +377,18 @@ def test_pinned_decides_on_the_installed_state_it_read_once(index_file):
     assert [c[:2] for c in module.commands] == [["apt-get", "indextargets"]]
 
 
+def test_a_package_of_the_set_installed_before_gpufleet_keeps_its_own_hold_state(index_file):
+    """molecule removal: an admin's package of the set is pinned and recorded as theirs, never held by the
+    role (its dpkg selection stays the admin's, so the removal leaves the host's selections as they were)."""
+    out = "libcudnn9-cuda-13\t9.14.0.64-1\tinstalled\n"
+    result = nvidia_repo.run(FakeModule(_pinned(["9.14.0.64"]), installed_out=out, answers=index_file))
+    packages = result["packages"]
+    assert "libcudnn9-cuda-13" in packages["names"] and "libcudnn9-cuda-13" in packages["installed"]
+    assert "libcudnn9-cuda-13" not in packages["hold"] + packages["hold_missing"]
+    assert packages["hold_missing"] == ["libcudnn9-dev-cuda-13", "libcudnn9-headers-cuda-13"]
+    assert "libcudnn9-cuda-13 stays at 9.14.0.64-1; installed before gpufleet" in result["pin"]["content"]
+
+
 def test_the_installed_state_comes_from_the_one_package_database_reader(tmp_path, index_file, monkeypatch):
     monkeypatch.setattr(probe_packages, "installed_state", REAL_INSTALLED_STATE)  # under a fake root
     fakeroot.dpkg_db(

@@ -9,7 +9,9 @@ changes nothing).
 
 import json
 import shutil
+from pathlib import Path
 
+import jinja2
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.install import repo as install_repo
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpufleet import MARKER
@@ -250,6 +252,35 @@ def test_the_drivers_removal_follows_nvidias_guide_for_what_gpufleet_installed(t
     assert plan["reboot"]["reboot"] is False  # no module loaded in this root: nothing to unload
     assert (plan["install"], plan["host_managed"], plan["commands"]) == (False, False, [])
     assert roles.driver_target(plan) is None  # CUDA and cuDNN are checked against the loaded driver
+
+
+ROLE_TEMPLATES = Path(__file__).resolve().parents[5] / "roles/nvidia_driver/templates"
+MODPROBE_TEMPLATE = ROLE_TEMPLATES / "nvidia-modprobe.conf.j2"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        jinja2.Template(MODPROBE_TEMPLATE.read_text()).render(
+            ansible_managed="Ansible managed", __nvidia_driver_plan={"modprobe_options": ["NVreg_A=1"]}
+        ),
+        "# Ansible managed (gpufleet nvidia_driver)\n# Options for the NVIDIA kernel module\n",  # before
+        "# {site's ansible_managed} (gpufleet nvidia_driver)\noptions nvidia NVreg_A=1\n",
+    ],
+    ids=["the-role-template", "its-old-header", "its-old-header-with-a-site-ansible-managed"],
+)
+def test_the_drivers_removal_takes_the_module_options_file_the_role_wrote(tmp_path, content):
+    """molecule removal: the options file the role's template writes is gpufleet's (its header), and so is
+    one an older gpufleet wrote with ansible_managed first; an admin's file at that name is kept."""
+    root = driver_host(fakeroot.bare(tmp_path, gpu="0x2330"), DRIVER, DRIVER, files=False)
+    fakeroot.write(root, "/etc/modprobe.d/nvidia-gpufleet.conf", content)
+    assert plan_of("nvidia_driver", root)["remove"]["files"] == ["/etc/modprobe.d/nvidia-gpufleet.conf"]
+    fakeroot.write(root, "/etc/modprobe.d/nvidia-gpufleet.conf", "# mine\noptions nvidia NVreg_A=1\n")
+    plan = plan_of("nvidia_driver", root)
+    assert plan["remove"]["files"] == []
+    (kept,) = plan["kept"]
+    assert kept.startswith("/etc/modprobe.d/nvidia-gpufleet.conf (unknown")
+    assert kept.endswith("not gpufleet's file)")
 
 
 def test_a_driver_someone_else_installed_is_refused_naming_the_variable(tmp_path):
