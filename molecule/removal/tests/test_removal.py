@@ -10,8 +10,10 @@ testinfra_hosts = ["ansible://removal"]
 WORK = "/var/tmp/removal"  # removal_work in group_vars/removal.yml
 ROOTS = "/etc/apt:/etc/modprobe.d:/etc/initramfs-tools:/etc/dkms:/var/lib/gpufleet"  # removal_roots
 # what gpufleet's first install made and the removal cannot tell from one that was there: the directory
-# cudnn_prefix (/opt/nvidia/cudnn, removed) sits in (docs/roles.md, "Removal")
-LEFT = {"/opt/nvidia"}
+# cudnn_prefix (/opt/nvidia/cudnn, removed) sits in, and /etc/modprobe.d, which the driver role makes where
+# the image has none (no kmod in the lab's images; DKMS's kmod, purged with the driver, left it to
+# gpufleet's files) (docs/roles.md, "Removal")
+LEFT = {"/opt/nvidia", "/etc/modprobe.d"}
 
 
 def manifest(host, *args):
@@ -36,15 +38,17 @@ def test_the_packages_are_as_before_the_install(host):
     the driver's DKMS pulls libkmod2, which systemd recommends). apt's autoremove keeps it
     (APT::AutoRemove::RecommendsImportant) and so does the removal: it is apt-marked automatic, and apt's
     own autoremove would not take it."""
-    now = host.check_output("dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n' | sort")
-    before = host.file(f"{WORK}/before-packages.txt").content_string.strip()
-    extra = sorted(set(now.splitlines()) - set(before.splitlines()))
-    assert sorted(set(before.splitlines()) - set(now.splitlines())) == []
+    query = "dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n'"
+    now = {" ".join(line.split()) for line in host.check_output(query).splitlines()}
+    recorded = host.file(f"{WORK}/before-packages.txt").content_string.splitlines()
+    before = {" ".join(line.split()) for line in recorded if line.strip()}
+    extra = sorted(now - before)
+    assert sorted(before - now) == []
     names = {line.split()[0] for line in extra}
     auto = set(host.check_output("apt-mark showauto").split())
     autoremovable = host.check_output("apt-get -s autoremove | sed -n 's/^Remv \\([^ ]*\\).*/\\1/p'").split()
     assert names <= auto and not names & set(autoremovable), extra
-    there = {line.split()[0] for line in before.splitlines()}
+    there = {line.split()[0] for line in before}
     only_recommends = "--no-pre-depends --no-depends --no-suggests --no-conflicts --no-breaks --no-replaces"
     for name in names:  # and a package that was there before recommends it
         out = host.check_output(f"apt-cache rdepends --installed {only_recommends} --no-enhances {name}")
