@@ -285,7 +285,7 @@ packages:
       version on the target), missing (specs not installed at their version), unhold (held packages whose
       version the set changes, or that it replaces or removes), hold (names the role holds with
       C(<role>_hold) - the set and what stays pinned, but for the packages installed before gpufleet and not
-      held: their hold state stays the admin's), hold_missing (those of hold not held now - what the
+      held, whose hold state stays the admin's), hold_missing (those of hold not held now - what the
       install adds or moves, and any the admin released) and index (true).
     - From the set gpufleet pinned before (its pin file) that the new set lacks and the host still has -
       replaced (cuDNN packages of another CUDA major, which apt replaces with the new set; NVIDIA's packages
