@@ -113,6 +113,12 @@ APT_FLAVOR_SWITCH = {
     "debian": {"open": ("nvidia-open",), "proprietary": ("cuda-drivers",)},
 }
 DNF_MODULE_SWITCH = ["dnf", "-y", "module", "switch-to", "{module}", "--allowerasing"]
+# The stream enabled explicitly before its profile is installed, as the R620 guide's RHEL 8/9 table does
+# ("dnf module enable nvidia-driver:580-open", high; kernel-modules.html above). Left to ansible.builtin.dnf's
+# `@nvidia-driver:<stream>/<profile>`, an enabled other stream is switched silently where the dnf CLI refuses,
+# and after `dnf module reset` a stream whose packages are installed stays disabled (tried on an EL 9-shaped
+# host with dnf 4.14, libdnf 0.69: issue 38). `dnf module enable` of the enabled stream is "Nothing to do".
+DNF_MODULE_ENABLE = ["dnf", "-y", "module", "enable", "{module}"]
 DNF_INSTALL_SWITCH = ["dnf", "-y", "install", "--allowerasing", "{package}"]
 
 # ---------------------------------------------------------------------------------------------------

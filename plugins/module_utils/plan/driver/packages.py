@@ -119,6 +119,7 @@ def _empty_plan(os_name, source, b, flavor, *, version, build_kernel_module):
         "header_packages": [],
         "dnf_module": None,
         "dnf_module_reset": None,
+        "dnf_module_enable": [],
         "fabricmanager_packages": [],
         "fabricmanager_service": kb_packages.FABRICMANAGER_SERVICE,
         "dcgm_packages": [],
@@ -258,6 +259,10 @@ def _plan_nvidia_dnf(plan, os_name, b, flavor, version):
         stream = f"{b}-open" if flavor == "open" else f"{b}-dkms"
         plan["dnf_module"] = f"@nvidia-driver:{stream}/default"
         plan["dnf_module_reset"] = "nvidia-driver"
+        # enabled explicitly before the profile's install (DNF_MODULE_ENABLE, high)
+        plan["dnf_module_enable"] = [
+            a.format(module=f"nvidia-driver:{stream}") for a in kb_packages.DNF_MODULE_ENABLE
+        ]
         plan["packages"] = []
         plan["kernel_packages"] = []
         plan["kernel_build"] = "dkms"
@@ -271,6 +276,7 @@ def _plan_nvidia_dnf(plan, os_name, b, flavor, version):
             plan["packages"] = [_dnf_versioned("nvidia-driver", version)]
         if not plan["build_kernel_module"]:
             plan["dnf_module"] = None
+            plan["dnf_module_enable"] = []
             plan["flavor_switch"] = {"apt_packages": [], "argv": []}
             plan["packages"] = [_dnf_versioned("nvidia-driver-cuda", version), "nvidia-persistenced"]
             plan["warnings"].append(

@@ -158,6 +158,19 @@ def test_rhel_module_streams(os_name, flavor, module):
     ]
     fm = build_plan(os_name, "nvidia_repo", "580", flavor, fabricmanager=True)
     assert fm["dnf_module"].endswith("/fm")
+    # issue 38: the stream is enabled explicitly before its profile is installed (NVIDIA's "dnf module
+    # enable nvidia-driver:580-open"), not left to the dnf module, which switches an enabled other stream
+    # silently and leaves a reset stream disabled where its packages stay
+    stream = module[1:].split("/")[0]
+    assert plan["dnf_module_enable"] == fm["dnf_module_enable"] == ["dnf", "-y", "module", "enable", stream]
+
+
+def test_no_stream_is_enabled_where_no_module_is_installed():
+    """RHEL 10 has no streams; RHEL 9 userspace-only installs packages by name."""
+    assert build_plan("rhel10", "nvidia_repo", "580", "open")["dnf_module_enable"] == []
+    assert build_plan("ubuntu2404", "nvidia_repo", "580", "open")["dnf_module_enable"] == []
+    nobuild = build_plan("rhel9", "nvidia_repo", "580", "open", build_kernel_module=False)
+    assert (nobuild["dnf_module"], nobuild["dnf_module_enable"]) == (None, [])
 
 
 @pytest.mark.parametrize(
