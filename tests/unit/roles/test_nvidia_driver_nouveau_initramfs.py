@@ -45,3 +45,20 @@ def test_nouveau_is_deleted_and_every_other_module_kept(tmp_path):
 def test_a_destdir_without_modules_is_fine(tmp_path):
     res = subprocess.run([_hook(tmp_path)], env={"DESTDIR": str(tmp_path / "empty")}, check=False)
     assert res.returncode == 0
+
+
+def test_the_initramfs_file_gets_its_directory_first_on_every_family():
+    """Issue 38: a minimal EL host has no /etc/dracut.conf.d until dracut is installed (the driver's packages
+    pull it in after this file is written): the role makes the plan's initramfs_dir first, under the same
+    conditions as the file."""
+    for family in ("debian", "ubuntu", "rhel"):
+        found = driver_files(family)
+        assert found["initramfs_dir"] == str(Path(found["initramfs"]).parent)
+    assert driver_files("rhel")["initramfs_dir"] == "/etc/dracut.conf.d"
+    tasks = yaml.safe_load((ROLE / "tasks" / "modprobe.yml").read_text())
+    names = [t["name"] for t in tasks]
+    made = names.index("Configure | Initramfs configuration directory")
+    written = names.index("Configure | Keep nouveau out of the initramfs")
+    assert made < written
+    assert tasks[made]["ansible.builtin.file"]["path"] == "{{ __nvidia_driver_plan.files.initramfs_dir }}"
+    assert tasks[made]["when"] == tasks[written]["when"]

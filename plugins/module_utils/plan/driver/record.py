@@ -30,14 +30,18 @@ DNF_MODULE = "nvidia-driver"  # the module of NVIDIA's RHEL 8/9 streams (dnf mod
 
 def files(family):
     """The files the role writes on a host of ``family`` (debian, ubuntu, rhel) and their directories:
-    {blacklist, modprobe, mok, nonfree_source, initramfs, record, modprobe_dir, mok_dir, record_dir}."""
+    {blacklist, modprobe, mok, nonfree_source, initramfs, record, modprobe_dir, mok_dir, record_dir,
+    initramfs_dir} (a minimal EL image has no /etc/dracut.conf.d until dracut is installed: the role makes
+    it)."""
+    initramfs = kb_gpufleet.DRIVER_INITRAMFS_FILES.get(family, "")
     return {
         **kb_gpufleet.DRIVER_FILES,
-        "initramfs": kb_gpufleet.DRIVER_INITRAMFS_FILES.get(family, ""),
+        "initramfs": initramfs,
         "record": kb_gpufleet.DRIVER_RECORD,
         "modprobe_dir": kb_gpufleet.DRIVER_DIRS["modprobe"],
         "mok_dir": kb_gpufleet.DRIVER_DIRS["mok"],
         "record_dir": kb_gpufleet.RECORD_DIR,
+        "initramfs_dir": initramfs.rsplit("/", 1)[0] if initramfs else "",
     }
 
 
