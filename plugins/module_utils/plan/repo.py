@@ -182,12 +182,18 @@ def _version(value, var, minimum=1):
     return parsed
 
 
+def toolkit_name(version, var="cuda_toolkit_versions"):
+    """The meta package of a toolkit release in NVIDIA's repositories (apt and dnf): cuda-toolkit-13-0."""
+    parsed = _version(version, var, 2)
+    return f"cuda-toolkit-{parsed.major}-{parsed.minor}"
+
+
 def cuda_toolkit_packages(versions, rdir, var="cuda_toolkit_versions"):
     """NVIDIA repo package specs: cuda-toolkit-13-0 (X.Y) or cuda-toolkit-13-0=13.0.2-1 / -13.0.2 (X.Y.Z)."""
     out = []
     for value in versions:
         parsed = _version(value, var, 2)
-        name = f"cuda-toolkit-{parsed.major}-{parsed.minor}"
+        name = toolkit_name(value, var)
         if len(parsed.parts) >= 3:
             ver = f"{parsed.major}.{parsed.minor}.{parsed.patch}"
             name += ("={}-1" if is_deb(rdir) else "-{}").format(ver)

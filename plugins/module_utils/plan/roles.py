@@ -183,18 +183,25 @@ def _cuda_plan(variables, facts, context):
 
 
 def cuda_hold(variables, plan):
-    """{hold, versionlock}: whether the toolkit's packages are held (cuda_toolkit_hold, NVIDIA's repository
-    only: a redist tree has no package, the distribution's toolkit follows the distribution) and, on dnf, the
-    versionlock patterns of the packages of each release the plan installs (plan/repo.toolkit_lock_patterns);
-    apt holds the set's names (packages.hold_missing, from the index where it is read)."""
+    """{hold, versionlock, versionlock_release}: whether the toolkit's packages are held (cuda_toolkit_hold,
+    NVIDIA's repository only: a redist tree has no package, the distribution's toolkit follows the
+    distribution); on dnf the versionlock patterns of the packages of each release the plan installs
+    (plan/repo.toolkit_lock_patterns) and those of each release whose locked toolkit the plan moves to another
+    version (packages.unhold: a pinned X.Y.Z up or down), released before the install and locked again after
+    it (the lock would filter the move out: "All matches were filtered out by exclude filtering"). apt holds
+    the set's names (packages.hold_missing, from the index where it is read) and releases packages.unhold."""
     hold = bool(variables["cuda_toolkit_hold"]) and plan["source"] == "nvidia_repo"
     dnf = (plan.get("repo") or {}).get("manager") == "dnf"
-    versions = plan["package_versions"] if hold and dnf else []
+    versions = plan["package_versions"] if dnf else []
+    moving = set((plan.get("packages") or {}).get("unhold") or [])
     try:
-        patterns = plan_repo.toolkit_lock_patterns(versions)
+        patterns = plan_repo.toolkit_lock_patterns(versions if hold else [])
+        release = plan_repo.toolkit_lock_patterns(
+            [v for v in versions if plan_repo.toolkit_name(v) in moving]
+        )
     except plan_repo.RepoPlanError as exc:
         raise PlanError(str(exc)) from None
-    return {"hold": hold, "versionlock": patterns}
+    return {"hold": hold, "versionlock": patterns, "versionlock_release": release}
 
 
 def cuda_progress(plan):

@@ -321,3 +321,32 @@ def test_the_toolkits_packages_are_held_like_cudnns():
     )
     dnf, _ = roles.plan("cuda_toolkit", variables, rocky)
     assert dnf["versionlock"] == ["cuda-*-12-9", "lib*-12-9", "cuda-*-13-0", "lib*-13-0"]
+
+
+def test_a_locked_toolkit_moved_to_another_version_is_released_first_on_dnf():
+    """Issue 38: dnf filters a locked package's move out ("All matches were filtered out by exclude
+    filtering"), so a pinned X.Y.Z moved up or down releases that release's locks (its patterns), not the
+    other releases'; nothing is released when nothing moves, and apt releases packages.unhold instead."""
+    rocky = {
+        **DEBIAN12,
+        "host": {**DEBIAN12["host"], "os": {"distribution": "Rocky", "version": "9", "key": "rhel9"}},
+        "gather_subset": [*DEBIAN12["gather_subset"], "packages"],
+    }
+    locked = {"cuda-toolkit-12-9": {"version": "12.9.1-1", "held": True},
+              "cuda-toolkit-13-0": {"version": "13.0.2-1", "held": True}}  # fmt: skip
+    facts = dict(rocky, packages={"installed": locked})
+    variables = defaults(
+        "cuda_toolkit", cuda_toolkit_versions=["12.9.1", "13.0.1"], cuda_toolkit_repo_key_fingerprint="A" * 40
+    )
+    dnf, _ = roles.plan("cuda_toolkit", variables, facts)
+    assert dnf["packages"]["missing"] == ["cuda-toolkit-13-0-13.0.1"]
+    assert dnf["versionlock_release"] == ["cuda-*-13-0", "lib*-13-0"]
+    same, _ = roles.plan("cuda_toolkit", dict(variables, cuda_toolkit_versions=["12.9.1", "13.0.2"]), facts)
+    assert same["versionlock_release"] == [] and same["packages"]["missing"] == []
+    unheld, _ = roles.plan("cuda_toolkit", dict(variables, cuda_toolkit_hold=False), facts)
+    # a lock of an earlier run still binds
+    assert unheld["versionlock_release"] == ["cuda-*-13-0", "lib*-13-0"]
+    apt, _ = roles.plan(
+        "cuda_toolkit", defaults("cuda_toolkit"), dict(DEBIAN12, packages={"installed": locked})
+    )
+    assert apt["versionlock_release"] == []
