@@ -16,11 +16,11 @@ description:
     about which repository or packages.
   - O(state=present) downloads the repository key, checks its OpenPGP fingerprint against
     O(repo.key_fingerprint), renders the source file from O(repo.url) and O(repo.keyring) (apt - a deb822
-    C(.sources) whose C(Signed-By) names that keyring; dnf - a C(.repo) with C(gpgcheck=1) and that
-    C(gpgkey)) and writes the key and the source file atomically. With apt it also refreshes apt's index of
-    this repository only (C(apt-get update) of its source file); a new key or source is tried from a staging
-    copy first, so a Release whose signature does not verify with the pinned key, an index whose hash differs
-    from the signed Release, or an unreachable repository fails with the reason before anything in
+    C(.sources) whose C(Signed-By) names that keyring; dnf - a C(.repo) with C(gpgcheck=1), C(repo_gpgcheck=1)
+    and that C(gpgkey)) and writes the key and the source file atomically. With apt it also refreshes apt's
+    index of this repository only (C(apt-get update) of its source file); a new key or source is tried from a
+    staging copy first, so a Release whose signature does not verify with the pinned key, an index whose hash
+    differs from the signed Release, or an unreachable repository fails with the reason before anything in
     C(/etc/apt) changes.
   - O(state=pinned) (apt) reads apt's verified index of the repository, resolves the whole package set (the
     requested O(specs), the plan's C(packages.specs), and, within the repository, their dependencies at the

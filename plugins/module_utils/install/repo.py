@@ -48,6 +48,9 @@ def render_deb822(url, keyring):
 
 
 def render_dnf_repo(url, keyring):
+    # gpgcheck: every package's signature; repo_gpgcheck: repodata/repomd.xml's detached signature
+    # (repomd.xml.asc, which NVIDIA publishes signed with the same key), as apt checks the Release file's:
+    # without it an edited repomd.xml is read (issue 38)
     url, keyring = _token(url, "url"), _token(keyring, "keyring")
     return (
         MANAGED + "[gpufleet-nvidia-cuda]\n"
@@ -55,6 +58,7 @@ def render_dnf_repo(url, keyring):
         f"baseurl={url}\n"
         "enabled=1\n"
         "gpgcheck=1\n"
+        "repo_gpgcheck=1\n"
         f"gpgkey=file://{keyring}\n"
     )
 

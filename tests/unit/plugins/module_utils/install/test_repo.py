@@ -52,6 +52,7 @@ def test_the_source_file_of_the_plans_repo_for_every_os(dist, ver, rdir, manager
         assert "[gpufleet-nvidia-cuda]" in lines
         assert f"baseurl={NVIDIA}/{rdir}/x86_64/" in lines
         assert "gpgcheck=1" in lines
+        assert "repo_gpgcheck=1" in lines  # issue 38: repomd.xml's signature checked, not only the packages'
         assert "gpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-gpufleet-nvidia-cuda" in lines
     assert content.startswith("# Managed by gpufleet (nvidia_repo): NVIDIA CUDA repository\n")
 
