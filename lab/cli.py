@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from lab import LabError, locked
 
 # commands that change the lab take the lab lock (one at a time per checkout)
-LOCKED = {"images", "mirror", "repo", "up", "hosts", "down"}
+LOCKED = {"images", "mirror", "repo", "rpms", "up", "hosts", "down"}
 
 
 def _client():
@@ -69,6 +69,14 @@ def cmd_repo_build(args):
     from lab import repo
 
     repo.build(cudnn_versions=args.cudnn_version, cudnn_majors=args.cuda_major, dists=args.dist)
+
+
+def cmd_rpms_build(args):
+    from lab import engine, rpms
+
+    for tool, package in rpms.TOOLS:
+        engine.ensure_tool(tool, [package], print)
+    rpms.build(cudnn_versions=args.cudnn_version, dists=args.dist)
 
 
 def cmd_mirror_serve(args):
@@ -267,9 +275,14 @@ def build_parser():
     p = sub.add_parser("docker", help="make the docker engine answer (installs/starts it when root)")
     p.set_defaults(func=cmd_docker)
 
-    p = sub.add_parser("images", help="build the Debian base images (only missing or changed ones)")
+    p = sub.add_parser(
+        "images", help="build the base images (only missing or changed ones; EL-shaped: named)"
+    )
     p.add_argument(
-        "names", nargs="*", metavar="NAME", help="debian12 debian12-systemd debian13 debian13-systemd"
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="debian12 debian12-systemd debian13 debian13-systemd, el9-systemd el10-systemd (EL-shaped)",
     )
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
     p.set_defaults(func=cmd_images, check=check_images)
@@ -293,6 +306,15 @@ def build_parser():
     rb.add_argument("--cudnn-version", action="append", metavar="X.Y.Z.B", help=f"cuDNN version: {subset}")
     rb.add_argument("--cuda-major", action="append", metavar="M", help=f"cuDNN's CUDA major: {subset}")
     rb.add_argument("--dist", action="append", metavar="DIR", help=f"repository (ubuntu2404, ...): {subset}")
+
+    p = sub.add_parser(
+        "rpms", help="the NVIDIA-layout signed RPM repositories of EL-shaped hosts (from the mirror)"
+    )
+    rsub = p.add_subparsers(dest="rpms_command", required=True, metavar="ACTION")
+    rb = rsub.add_parser("build", help="build NVIDIA's .rpms and the signed rhel9/rhel10 repositories")
+    rb.set_defaults(func=cmd_rpms_build)
+    rb.add_argument("--cudnn-version", action="append", metavar="X.Y.Z.B", help=f"cuDNN version: {subset}")
+    rb.add_argument("--dist", action="append", metavar="DIR", help=f"repository (rhel9, rhel10): {subset}")
 
     p = sub.add_parser("up", help="docker + images + mirror build + repo build + mirror serve")
     _add_mirror_options(p)

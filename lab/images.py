@@ -84,6 +84,160 @@ SYSTEMD_RUN = {
 }
 
 
+# ---------------------------------------------------------------------------------------------------
+# EL-shaped images: a Debian 12 userland with RHEL 9's package manager stack (Debian packages dnf 4.14, as
+# RHEL 9 does, libdnf 0.69 with modularity, the versionlock plugin, rpm 4.18) and an EL identity, so that
+# Ansible sees Rocky/RedHat, os_family RedHat, pkg_mgr dnf, and gpufleet's dnf paths run real dnf against
+# the lab's signed NVIDIA-layout RPM repository. Not RHEL: no kernel module build, no dracut, no SELinux,
+# glibc and the libraries are Debian's (docs/testing.md says what these hosts prove).
+# ---------------------------------------------------------------------------------------------------
+EL_PACKAGES = (
+    "dnf",
+    "python3-dnf",
+    "python3-libdnf",
+    "python3-hawkey",
+    "dnf-plugins-core",  # the versionlock plugin (RHEL's python3-dnf-plugin-versionlock)
+    "rpm",
+    "gnupg",
+)
+EL_IDENTITIES = {
+    # os-release as Rocky Linux 9.6 and RHEL 10.0 ship it (the fields Ansible and gpufleet's facts read)
+    "rocky9": {
+        "release": "Rocky Linux release 9.6 (Blue Onyx)",
+        "links": ("rocky-release", "system-release"),
+        "os_release": {
+            "NAME": "Rocky Linux",
+            "VERSION": "9.6 (Blue Onyx)",
+            "ID": "rocky",
+            "ID_LIKE": "rhel centos fedora",
+            "VERSION_ID": "9.6",
+            "PLATFORM_ID": "platform:el9",
+            "PRETTY_NAME": "Rocky Linux 9.6 (Blue Onyx)",
+            "CPE_NAME": "cpe:/o:rocky:rocky:9::baseos",
+            "REDHAT_SUPPORT_PRODUCT": "Rocky Linux",
+            "REDHAT_SUPPORT_PRODUCT_VERSION": "9.6",
+        },
+        # EL 8/9 keep the rpm database in /var/lib/rpm, EL 10 in /usr/lib/sysimage/rpm
+        "dbpath": "/var/lib/rpm",
+    },
+    "rhel10": {
+        "release": "Red Hat Enterprise Linux release 10.0 (Coughlan)",
+        "links": ("system-release",),
+        "os_release": {
+            "NAME": "Red Hat Enterprise Linux",
+            "VERSION": "10.0 (Coughlan)",
+            "ID": "rhel",
+            "ID_LIKE": "centos fedora",
+            "VERSION_ID": "10.0",
+            "PLATFORM_ID": "platform:el10",
+            "PRETTY_NAME": "Red Hat Enterprise Linux 10.0 (Coughlan)",
+            "CPE_NAME": "cpe:/o:redhat:enterprise_linux:10::baseos",
+            "REDHAT_SUPPORT_PRODUCT": "Red Hat Enterprise Linux 10",
+            "REDHAT_SUPPORT_PRODUCT_VERSION": "10.0",
+        },
+        "dbpath": "/usr/lib/sysimage/rpm",
+    },
+}
+# RHEL's /etc/dnf/dnf.conf (Debian's dnf ships best=False, skip_if_unavailable=True)
+EL_DNF_CONF = """[main]
+gpgcheck=1
+installonly_limit=3
+clean_requirements_on_remove=True
+best=True
+skip_if_unavailable=False
+"""
+# Where the Debian userland's dpkg database goes: an EL host has none, and gpufleet's facts take a dpkg
+# database for apt (probe/packages.package_manager). Kept in the image for whoever debugs it.
+EL_HIDDEN_DPKG = "/usr/lib/gpufleet-lab/dpkg"
+
+
+# An EL host's rpm database lists its base system; an EL-shaped one has Debian's packages in dpkg's. What
+# NVIDIA's packages and gpufleet's roles ask rpm and dnf for (scriptlet interpreters, ldconfig, the
+# versionlock plugin's package) is provided by one stand-in package in the rpm database, built and installed
+# in the image.
+EL_BASE_PACKAGE = "gpufleet-lab-el-base"
+EL_BASE_PROVIDES = (
+    "/bin/sh",
+    "/bin/bash",
+    "/usr/bin/sh",
+    "/sbin/ldconfig",
+    "/usr/sbin/ldconfig",
+    "bash",
+    "coreutils",
+    "glibc",
+    "systemd",
+    "python3",
+    "rpm",
+    "dnf",
+    "gnupg2",
+    "python3-dnf-plugin-versionlock",
+)
+EL_BASE_SPEC = f"""Name: {EL_BASE_PACKAGE}
+Version: 1
+Release: 1
+Summary: gpufleet lab: the base system of an EL-shaped host, as the rpm database sees it
+License: MIT
+BuildArch: noarch
+AutoReqProv: no
+{chr(10).join(f"Provides: {p}" for p in EL_BASE_PROVIDES)}
+
+%description
+A stand-in: the Debian userland of a gpufleet lab EL-shaped host provides these (dpkg installed them).
+
+%files
+"""
+
+
+def el_base_hooks(dbpath):
+    """Build the base stand-in with the image's rpmbuild and install it into the image's rpm database."""
+    built = f"/root/rpmbuild/RPMS/noarch/{EL_BASE_PACKAGE}-*"
+    return (
+        _sh_write(f"/root/{EL_BASE_PACKAGE}.spec", EL_BASE_SPEC),
+        f'chroot "$1" rpmbuild -bb --quiet --define "_topdir /root/rpmbuild" /root/{EL_BASE_PACKAGE}.spec',
+        f'chroot "$1" sh -c "rpm -i --nodeps --dbpath {dbpath} {built}"',
+        f'rm -rf "$1/root/rpmbuild" "$1/root/{EL_BASE_PACKAGE}.spec"',
+    )
+
+
+def _sh_write(path, text):
+    return f'printf %s {shlex.quote(text)} > "$1{path}"'
+
+
+def el_hooks(identity):
+    """mmdebstrap customize hooks that give a Debian root the EL identity ``identity`` (EL_IDENTITIES)."""
+    ident = EL_IDENTITIES[identity]
+    os_release = "".join(f'{k}="{v}"\n' for k, v in ident["os_release"].items())
+    major = ident["os_release"]["VERSION_ID"].split(".")[0]
+    macros = f"%_dbpath {ident['dbpath']}\n%__gpg /usr/bin/gpg\n"
+    hooks = [
+        # /etc/os-release -> ../usr/lib/os-release, as on RHEL (Debian's base-files one replaced)
+        'rm -f "$1/etc/os-release" "$1/usr/lib/os-release" "$1/etc/debian_version" "$1/etc/lsb-release"',
+        _sh_write("/usr/lib/os-release", os_release),
+        'ln -sf ../usr/lib/os-release "$1/etc/os-release"',
+        _sh_write("/etc/redhat-release", ident["release"] + "\n"),
+        *(f'ln -sf redhat-release "$1/etc/{link}"' for link in ident["links"]),
+        # dnf's $releasever: Debian's dnf has no system-release package to read it from
+        'mkdir -p "$1/etc/dnf/vars" "$1/etc/yum.repos.d" "$1/etc/pki/rpm-gpg" "$1/etc/rpm"',
+        _sh_write("/etc/dnf/vars/releasever", major + "\n"),
+        # Debian's rpm keeps its database in ~/.rpmdb; EL's is system-wide. Debian's %__gpg names gpg2.
+        _sh_write("/etc/rpm/macros.gpufleet-lab-el", macros),
+        f'mkdir -p "$1{ident["dbpath"]}"',
+        f'chroot "$1" rpm --initdb --dbpath {ident["dbpath"]}',
+        *el_base_hooks(ident["dbpath"]),
+        _sh_write("/etc/dnf/dnf.conf", EL_DNF_CONF),
+        # Debian's dnf-plugins-core enables plugins RHEL ships in packages it does not install by default
+        'for p in local post-transaction-actions; do f="$1/etc/dnf/plugins/$p.conf"; '
+        'if [ -f "$f" ]; then sed -i "s/^enabled *=.*/enabled = 0/" "$f"; fi; done',
+        # glibc on RHEL searches /usr/lib64 (NVIDIA's RPMs put libraries there); Debian's does not
+        'mkdir -p "$1/etc/ld.so.conf.d" "$1/usr/lib64"',
+        _sh_write("/etc/ld.so.conf.d/gpufleet-lab-el-lib64.conf", "/usr/lib64\n"),
+        # no apt sources and no dpkg database: gpufleet's facts must see an rpm host
+        'rm -rf "$1/etc/apt/sources.list" "$1/etc/apt/sources.list.d"',
+        f'mkdir -p "$1{EL_HIDDEN_DPKG}" && mv "$1/var/lib/dpkg/status" "$1{EL_HIDDEN_DPKG}/status"',
+    ]
+    return tuple(hooks)
+
+
 @dataclass(frozen=True)
 class Recipe:
     name: str
@@ -92,6 +246,8 @@ class Recipe:
     packages: tuple = field(default=())
     hooks: tuple = field(default=())
     changes: tuple = field(default=())
+    # built only when named (`python -m lab images <name>`, the scenarios that use it), not by `lab up`
+    on_demand: bool = False
 
     @property
     def tag(self):
@@ -123,6 +279,21 @@ def _recipe(name, suite, systemd):
     )
 
 
+def _el_recipe(name, identity):
+    # BASE_PACKAGES without python3-apt (an EL host has no apt for Ansible to drive), the EL stack, systemd
+    base = tuple(p for p in BASE_PACKAGES if p != "python3-apt")
+    return Recipe(
+        name=name,
+        suite="bookworm",
+        systemd=True,
+        packages=base + SYSTEMD_PACKAGES + EL_PACKAGES,
+        # the systemd hooks first (they enable ssh.service through systemctl), the identity last
+        hooks=SYSTEMD_HOOKS + el_hooks(identity),
+        changes=SYSTEMD_CHANGES,
+        on_demand=True,
+    )
+
+
 RECIPES = {
     r.name: r
     for r in (
@@ -130,14 +301,17 @@ RECIPES = {
         _recipe("debian12-systemd", "bookworm", True),
         _recipe("debian13", "trixie", False),
         _recipe("debian13-systemd", "trixie", True),
+        _el_recipe("el9-systemd", "rocky9"),
+        _el_recipe("el10-systemd", "rhel10"),
     )
 }
 
 
 def resolve(names):
-    """Recipes for the given names (all when empty); one-line LabError for an unknown name."""
+    """Recipes for the given names (every image `lab up` builds when empty: not the on-demand ones); one-line
+    LabError for an unknown name."""
     if not names:
-        return list(RECIPES.values())
+        return [r for r in RECIPES.values() if not r.on_demand]
     out = []
     for name in names:
         key = name.split("/", 1)[-1] if name.startswith("gpufleet/") else name

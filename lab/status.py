@@ -24,6 +24,8 @@ def show(out=print):
         else:
             label = image_recipe_label(client, recipe.tag)
             state = "missing" if label is None else ("ok" if label == recipe.digest() else "outdated")
+            if label is None and recipe.on_demand:
+                state = f"not built (on demand: python -m lab images {recipe.name})"
         out(f"image:   {recipe.tag:28s} {state}")
     for manifest in sorted(mirror_dir().glob("*/redist/redistrib_*.json")):
         try:

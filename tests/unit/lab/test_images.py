@@ -1,20 +1,32 @@
 import dataclasses
+import subprocess
 
 import pytest
 
 from lab import LabError
 from lab.aptsources import DebianMirror
-from lab.images import RECIPES, SYSTEMD_RUN, mmdebstrap_cmd, resolve
+from lab.images import (
+    EL_BASE_PROVIDES,
+    EL_BASE_SPEC,
+    RECIPES,
+    SYSTEMD_HOOKS,
+    SYSTEMD_RUN,
+    mmdebstrap_cmd,
+    resolve,
+)
 
 
-def test_four_images():
+def test_four_debian_images_and_two_el_shaped_ones_on_demand():
     assert sorted(r.tag for r in RECIPES.values()) == [
         "gpufleet/debian12",
         "gpufleet/debian12-systemd",
         "gpufleet/debian13",
         "gpufleet/debian13-systemd",
+        "gpufleet/el10-systemd",
+        "gpufleet/el9-systemd",
     ]
     assert RECIPES["debian13"].suite == "trixie"
+    assert [r.name for r in RECIPES.values() if r.on_demand] == ["el9-systemd", "el10-systemd"]
 
 
 def test_packages():
@@ -32,7 +44,7 @@ def test_digest_is_stable_and_tracks_the_recipe():
     assert more.digest() != recipe.digest()
     other_suite = dataclasses.replace(recipe, suite="trixie")
     assert other_suite.digest() != recipe.digest()
-    assert len({r.digest() for r in RECIPES.values()}) == 4
+    assert len({r.digest() for r in RECIPES.values()}) == len(RECIPES)
 
 
 def test_digest_ignores_package_order():
@@ -41,7 +53,9 @@ def test_digest_ignores_package_order():
 
 
 def test_resolve():
-    assert [r.name for r in resolve([])] == list(RECIPES)
+    # `lab up` builds the Debian images; the EL-shaped ones when a scenario names them
+    assert [r.name for r in resolve([])] == ["debian12", "debian12-systemd", "debian13", "debian13-systemd"]
+    assert resolve(["el9-systemd"])[0].on_demand
     assert resolve(["gpufleet/debian13"])[0].name == "debian13"
 
 
@@ -70,3 +84,68 @@ def test_systemd_runs_unprivileged():
     assert "privileged" not in SYSTEMD_RUN
     assert SYSTEMD_RUN["volumes"]["/sys/fs/cgroup"]["mode"] == "ro"
     assert set(SYSTEMD_RUN["tmpfs"]) == {"/run", "/run/lock"}
+
+
+def _el_root(tmp_path, name):
+    """Run an EL recipe's identity hooks (those after the systemd ones) on a fake Debian root, with `chroot`
+    (rpm --initdb) left out: what the image's /etc and /var look like."""
+    root = tmp_path / name
+    for d in ("etc/apt/sources.list.d", "var/lib/dpkg", "etc/dnf/plugins", "usr/lib", "root"):
+        (root / d).mkdir(parents=True)
+    (root / "etc/os-release").write_text("ID=debian\n")
+    (root / "etc/debian_version").write_text("12.12\n")
+    (root / "etc/apt/sources.list").write_text("deb http://deb.example/debian bookworm main\n")
+    (root / "var/lib/dpkg/status").write_text("Package: dpkg\n")
+    (root / "etc/dnf/plugins/local.conf").write_text("[main]\nenabled = 1\n")
+    hooks = RECIPES[name].hooks[len(SYSTEMD_HOOKS) :]
+    for hook in hooks:
+        if "chroot" in hook:
+            assert "rpm --initdb" in hook or "gpufleet-lab-el-base" in hook
+            continue
+        subprocess.run(["sh", "-c", hook, "hook", str(root)], check=True)
+    return root
+
+
+@pytest.mark.parametrize(
+    ("name", "ident", "major", "dbpath"),
+    [
+        ("el9-systemd", 'ID="rocky"', "9", "var/lib/rpm"),
+        ("el10-systemd", 'ID="rhel"', "10", "usr/lib/sysimage/rpm"),
+    ],
+)
+def test_an_el_shaped_root_has_an_el_identity_and_no_debian_one(tmp_path, name, ident, major, dbpath):
+    """Issue 38: what Ansible's facts and gpufleet's nvidia_facts read to tell an EL host (os-release with
+    PLATFORM_ID, /etc/redhat-release, dnf's releasever, rpm's system-wide database) and nothing that says
+    Debian (debian_version, apt sources, a dpkg database: probe/packages takes that for apt)."""
+    recipe = RECIPES[name]
+    assert recipe.systemd and "python3-apt" not in recipe.packages
+    assert {"dnf", "python3-dnf", "dnf-plugins-core", "rpm"} <= set(recipe.packages)
+    root = _el_root(tmp_path, name)
+    os_release = (root / "etc/os-release").read_text()
+    assert ident in os_release and f'PLATFORM_ID="platform:el{major}"' in os_release
+    assert (root / "etc/redhat-release").read_text().startswith(("Rocky Linux release", "Red Hat Enterprise"))
+    assert (root / "etc/dnf/vars/releasever").read_text() == f"{major}\n"
+    assert f"%_dbpath /{dbpath}" in (root / "etc/rpm/macros.gpufleet-lab-el").read_text()
+    assert (root / dbpath).is_dir()
+    assert "best=True" in (root / "etc/dnf/dnf.conf").read_text()
+    assert "enabled = 0" in (root / "etc/dnf/plugins/local.conf").read_text()
+    assert (root / "etc/ld.so.conf.d/gpufleet-lab-el-lib64.conf").read_text() == "/usr/lib64\n"
+    for gone in (
+        "etc/debian_version",
+        "etc/apt/sources.list",
+        "etc/apt/sources.list.d",
+        "var/lib/dpkg/status",
+    ):
+        assert not (root / gone).exists(), gone
+    assert (root / "usr/lib/gpufleet-lab/dpkg/status").exists()
+    assert not (root / "root/gpufleet-lab-el-base.spec").exists()  # built, installed, removed
+
+
+def test_the_rpm_database_has_a_base_system_that_nvidias_scriptlets_and_the_roles_need():
+    """An EL-shaped host's rpm database starts empty: NVIDIA's libcudnn9 RPM's %post (/bin/sh, ldconfig) and
+    the driver role's versionlock plugin package would be "nothing provides" without the base stand-in."""
+    assert {"/bin/sh", "/sbin/ldconfig", "glibc", "python3-dnf-plugin-versionlock"} <= set(EL_BASE_PROVIDES)
+    assert "AutoReqProv: no" in EL_BASE_SPEC and "Provides: /bin/sh" in EL_BASE_SPEC
+    for name in ("el9-systemd", "el10-systemd"):
+        hooks = " ".join(RECIPES[name].hooks)
+        assert "rpmbuild -bb" in hooks and "rpm -i --nodeps" in hooks
