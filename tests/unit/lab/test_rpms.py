@@ -1,9 +1,20 @@
 """The lab's NVIDIA-layout RPM repositories for EL-shaped hosts (lab/rpms.py): the names the roles' dnf
 plans ask for, NVIDIA's key file names, the driver module streams, and the spec each package is built from."""
 
+import hashlib
+import io
+import json
+import lzma
+import shutil
+import subprocess
+import tarfile
+
+import pytest
 import yaml
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
 
+from lab import mirror as lab_mirror
+from lab import repo as lab_repo
 from lab import rpms
 
 
@@ -46,3 +57,86 @@ def test_a_spec_installs_the_staged_tree_with_no_automatic_dependencies(tmp_path
     assert "Requires: nvidia-kmod = 3:580.105.08" in spec
     assert f'cp -al "{tmp_path}/." "%{{buildroot}}/"' in spec
     assert spec.rstrip().endswith('"/usr/share/gpufleet-lab/nvidia-driver"')
+
+
+needs_tools = pytest.mark.skipif(
+    not all(
+        shutil.which(t) for t in ("rpmbuild", "rpmsign", "createrepo_c", "modifyrepo_c", "gpg", "rpmkeys")
+    ),
+    reason="needs rpm, createrepo-c and gnupg (`python -m lab rpms build` installs them)",
+)
+CUDNN = "9.14.0.64"
+
+
+def _cudnn_mirror(lab):
+    """A mirror with one synthetic cuDNN 9.14 archive for CUDA 13 (libraries, links, headers)."""
+    top = f"cudnn-linux-x86_64-{CUDNN}_cuda13-archive"
+    path = lab / "mirror" / "cudnn" / "redist" / "cudnn" / "linux-x86_64" / f"{top}.tar.xz"
+    path.parent.mkdir(parents=True)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        members = {"lib/libcudnn.so.9.14.0": b"elf", "include/cudnn_v9.h": b"/* h */", "LICENSE": b"l\n"}
+        for name, data in members.items():
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in (
+            ("lib/libcudnn.so.9", "libcudnn.so.9.14.0"),
+            ("lib/libcudnn.so", "libcudnn.so.9"),
+        ):
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info)
+    path.write_bytes(lzma.compress(buf.getvalue()))
+    entry = {
+        "relative_path": str(path.relative_to(path.parents[2])),
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+    }
+    manifest = {"release_date": "2025-10-08", "cudnn": {"version": CUDNN, "linux-x86_64": {"cuda13": entry}}}
+    (path.parents[2] / "redistrib_9.14.0.json").write_text(json.dumps(manifest))
+
+
+@needs_tools
+def test_a_built_repository_is_signed_and_holds_nvidias_rpms(tmp_path, monkeypatch):
+    """rpms.build on a synthetic mirror: every package signed with the lab key, repomd.xml's detached
+    signature verifies, rhel9 carries the driver streams, cuDNN in /usr/lib64 and /usr/include."""
+    lab = tmp_path / "lab"
+    for module in (rpms, lab_repo, lab_mirror):
+        monkeypatch.setattr(module, "STATE", lab)
+    _cudnn_mirror(lab)
+    fingerprint = rpms.build(log=lambda _line: None, cudnn_versions=[CUDNN])
+    rhel9 = lab / "mirror" / "cuda" / "repos" / "rhel9" / "x86_64"
+    lib = rhel9 / f"libcudnn9-cuda-13-{CUDNN}-1.x86_64.rpm"
+    listing = subprocess.run(["rpm", "-qpl", str(lib)], capture_output=True, text=True, check=True).stdout
+    assert listing.split() == ["/usr/lib64/libcudnn.so.9", "/usr/lib64/libcudnn.so.9.14.0"]
+    dev = rhel9 / f"libcudnn9-devel-cuda-13-{CUDNN}-1.x86_64.rpm"
+    listing = subprocess.run(["rpm", "-qpl", str(dev)], capture_output=True, text=True, check=True).stdout
+    assert "/usr/include/cudnn_v9.h" in listing.split() and "/usr/lib64/libcudnn.so" in listing.split()
+    db = tmp_path / "rpmdb"
+    db.mkdir()
+    subprocess.run(["rpmkeys", "--dbpath", str(db), "--import", str(rhel9 / "D42D0685.pub")], check=True)
+    for rpm in sorted(rhel9.glob("*.rpm")):
+        res = subprocess.run(
+            ["rpmkeys", "--dbpath", str(db), "--checksig", str(rpm)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert res.returncode == 0 and "signatures OK" in res.stdout, res.stdout
+    home = lab_repo.key_dir() / "gnupg"
+    for rdir in ("rhel9", "rhel10"):
+        repodata = lab / "mirror" / "cuda" / "repos" / rdir / "x86_64" / "repodata"
+        verify = [
+            "gpg",
+            "--homedir",
+            str(home),
+            "--batch",
+            "--verify",
+            str(repodata / "repomd.xml.asc"),
+            str(repodata / "repomd.xml"),
+        ]
+        assert subprocess.run(verify, capture_output=True, check=False).returncode == 0
+        assert ("modules" in (repodata / "repomd.xml").read_text()) is (rdir == "rhel9")
+    assert (rhel9.parent.parent / "rhel10" / "x86_64" / "CDF6BA43.pub").exists()
+    assert fingerprint == (lab_repo.key_dir() / "fingerprint").read_text().strip()
+    lab_repo.stop_agent()
