@@ -131,18 +131,41 @@ def cudnn_rpms(version, major):
 # ---------------------------------------------------------------- the driver (stand-ins)
 
 
+# The systemd units NVIDIA's packages ship (kb/driver_packages.py's service names), their commands stand-ins
+UNIT_DIR = "/usr/lib/systemd/system"
+STAND_IN_UNIT = """[Unit]
+Description={description} (gpufleet lab stand-in: it runs nothing)
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/true
+
+[Install]
+WantedBy=multi-user.target
+"""
+UNITS = {
+    "nvidia-persistenced": ("nvidia-persistenced.service", "NVIDIA Persistence Daemon"),
+    "nvidia-fabric-manager": ("nvidia-fabricmanager.service", "NVIDIA fabric manager service"),
+}
+
+
 def _stand_in(name, version, dist, **kw):
     text = (
         f"{name} {DRIVER_EPOCH}:{version}-1.{dist}: a gpufleet lab stand-in of NVIDIA's package of this name "
         "(no driver, no kernel module: none can be built or loaded here).\n"
     )
+    files = {f"{STAND_IN_DIR}/{name}": text}
+    if name in UNITS:
+        unit, description = UNITS[name]
+        files[f"{UNIT_DIR}/{unit}"] = STAND_IN_UNIT.format(description=description)
     return Rpm(
         name=name,
         version=version,
         release=f"1.{dist}",
         epoch=DRIVER_EPOCH,
         summary=f"gpufleet lab stand-in of NVIDIA's {name}",
-        files={f"{STAND_IN_DIR}/{name}": text},
+        files=files,
         dist="rhel9" if dist == "el9" else "rhel10",
         mtime=lab_repo._date_epoch("2025-11-05"),
         **kw,

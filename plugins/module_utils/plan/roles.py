@@ -462,6 +462,7 @@ def driver_phase(phase, variables, planned, facts, context=None):
             ),
             "kernels": plan_driver.kernel_guard(planned, facts),
             "missing": [p for p in planned["verify"]["packages"] if p not in installed],
+            "off_branch": plan_driver.off_branch(planned, facts),
         }
     raise PlanError(f"phase={phase} (allowed: installed, initramfs, reboot, verify)")
 

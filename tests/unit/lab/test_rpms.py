@@ -11,6 +11,7 @@ import tarfile
 
 import pytest
 import yaml
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver_packages as kb_packages
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
 
 from lab import mirror as lab_mirror
@@ -32,8 +33,14 @@ def test_the_driver_stand_ins_have_nvidias_names_epoch_and_say_what_they_are():
     assert {"nvidia-open", "cuda-drivers"} <= {r.name for r in el10} and "nvidia-open" not in names9
     for rpm in el9 + el10:
         assert rpm.epoch == "3" and rpm.release.startswith("1.el")
-        (text,) = rpm.files.values()
+        text = rpm.files[f"/usr/share/gpufleet-lab/{rpm.name}"]
         assert "stand-in" in text and "no kernel module" in text
+    # the services the driver role enables, under the names kb/driver_packages.py gives them
+    units = {p for r in el9 for p in r.files if p.startswith("/usr/lib/systemd/system/")}
+    assert units == {
+        f"/usr/lib/systemd/system/{kb_packages.PERSISTENCED_SERVICE}.service",
+        f"/usr/lib/systemd/system/{kb_packages.FABRICMANAGER_SERVICE}.service",
+    }
     assert {r.dist for r in el9} == {"rhel9"} and {r.dist for r in el10} == {"rhel10"}
 
 

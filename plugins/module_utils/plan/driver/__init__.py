@@ -48,6 +48,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.kernel
     hold_missing,
     initramfs_rebuild,
     kernel_guard,
+    off_branch,
     versionlock_missing,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.nogpu import (
@@ -101,6 +102,7 @@ __all__ = [
     "initramfs_rebuild",
     "kernel_guard",
     "nvidia_role_errors",
+    "off_branch",
     "reboot_after",
     "user_words",
     "validate",
@@ -245,9 +247,11 @@ def _dnf_locks(plan, req, state, apt):
         and (kind != "none" or not main_names & set(state["held"])),
         # dnf: the locks of the installed driver go before a branch change, flavor switch or source change
         "versionlock_delete": list(plan["transition"]["unhold"]) if not apt else [],
-        # the stream is reset for a branch change; a flavor switch is `dnf module switch-to` (switch_argv)
+        # a branch change or flavor switch on RHEL 8/9 is `dnf module switch-to` (switch_argv); a reset only
+        # where no switch is planned
         "dnf_module_reset_needed": bool(plan["dnf_module_reset"])
-        and (kind == "branch_change" or (kind == "flavor_switch" and not plan["transition"]["switch_argv"])),
+        and kind in ("branch_change", "flavor_switch")
+        and not plan["transition"]["switch_argv"],
     }
 
 
@@ -272,7 +276,8 @@ def _add_tasks(plan, req, state):
         initramfs={"command": plan["initramfs_command"], "run": not state["container"]},
         verify={
             "packages": [p for p in expected if "*" not in p],
-            "check_packages": apt,
+            # every package manager: the names, and NVIDIA's packages at the plan's branch (off_branch)
+            "check_packages": True,
             "branch": plan["branch"],
         },
         debian_source=_debian_source(plan, req, state),

@@ -280,8 +280,8 @@ def transition(plan, installed_packages, installed_branches, held_packages, repl
     or flavor switch releases the holds on the installed driver packages first (held packages block apt and
     dnf), and a branch change removes the other flavor's top-level packages. A flavor switch on the same
     branch is NVIDIA's in-place command instead: ``switch_packages`` for ``apt install --autoremove --purge``
-    (Debian/Ubuntu), ``switch_argv`` (``dnf module switch-to ... --allowerasing`` on RHEL 8/9,
-    ``dnf install --allowerasing ...`` on RHEL 10).
+    (Debian/Ubuntu), ``switch_argv`` (``dnf module switch-to ... --allowerasing`` on RHEL 8/9, for a branch
+    change too: the plan's ``stream_switch``; ``dnf install --allowerasing ...`` on RHEL 10).
     ``replaced``: packages of another repository that nvidia_driver_existing: replace removes
     first (a source change).
     """
@@ -304,7 +304,12 @@ def transition(plan, installed_packages, installed_branches, held_packages, repl
     )
     switch = plan.get("flavor_switch") or {}
     switch_packages, switch_argv = [], []
-    if kind == "flavor_switch" and (switch.get("apt_packages") or switch.get("argv")):
+    if kind in ("branch_change", "flavor_switch") and plan.get("stream_switch"):
+        # RHEL 8/9: the installed packages are a stream's; `dnf module switch-to <planned stream>
+        # --allowerasing` moves them to the planned branch and flavor in place (a reset and an install by
+        # name left them at the old branch: the names are installed; an EL 9-shaped host, issue 38)
+        switch_argv, remove = list(plan["stream_switch"]), []
+    elif kind == "flavor_switch" and (switch.get("apt_packages") or switch.get("argv")):
         # NVIDIA's in-place switch (APT_FLAVOR_SWITCH, DNF_*_SWITCH) replaces the other flavor itself
         # (apt --autoremove --purge, dnf --allowerasing): nothing is removed by name first.
         switch_packages, switch_argv = list(switch.get("apt_packages") or []), list(switch.get("argv") or [])

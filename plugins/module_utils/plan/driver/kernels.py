@@ -9,8 +9,11 @@ Pure (no I/O), stdlib only, Python >= 3.9.
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver_packages as kb_packages
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.packages import (
+    dnf_bare,
     kernel_header_packages,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.driver.state import host_state, section
@@ -113,6 +116,26 @@ def hold_missing(plan, facts):
     """
     held = set(host_state(facts)["held"])
     return [name for name in (plan or {}).get("hold_names") or [] if name not in held]
+
+
+def off_branch(plan, facts):
+    """The planned packages (``verify.packages``) that ``facts`` show installed at another branch than the
+    plan's, as '<name> <version>': NVIDIA's repository only, where every driver package carries the driver's
+    version. A branch change whose packages stayed where they were (dnf installs nothing for a name that is
+    installed: an EL 9-shaped host, issue 38) fails verify instead of passing it."""
+    plan = plan or {}
+    if not plan.get("use_nvidia_repo"):
+        return []
+    verify = plan.get("verify") or {}
+    names = verify.get("packages") or []
+    wanted = {dnf_bare(p) for p in names} if plan.get("pkg_mgr") == "dnf" else set(names)
+    branch = str(verify.get("branch") or "")
+    out = []
+    for package in host_state(facts)["packages"]:
+        upstream = re.sub(r"^[0-9]+:", "", str(package.get("version") or "")).split("-")[0]
+        if package["name"] in wanted and upstream.split(".")[0] != branch:
+            out.append(f"{package['name']} {package.get('version')}")
+    return out
 
 
 def versionlock_missing(plan, facts):

@@ -128,6 +128,9 @@ def _empty_plan(os_name, source, b, flavor, *, version, build_kernel_module):
         "versionlock": False,
         "versionlock_patterns": [],
         "flavor_switch": {"apt_packages": [], "argv": []},
+        # RHEL 8/9: `dnf module switch-to nvidia-driver:<stream> --allowerasing`, a branch change's or flavor
+        # switch's move of the installed streams' packages to the planned stream (plan/driver/existing.py)
+        "stream_switch": [],
         "other_flavor_packages": [],
         "persistenced_packages": [],
         "persistenced_service": kb_packages.PERSISTENCED_SERVICE,
@@ -250,63 +253,74 @@ def _plan_nvidia_apt(plan, b, flavor, version):
 def _plan_nvidia_dnf(plan, os_name, b, flavor, version):
     lock = kb_packages.VERSIONLOCK_PATTERN.format(branch=version or b)
     if os_name in ("rhel8", "rhel9"):
-        # dnf module streams nvidia-driver:<b>-open (open, DKMS), <b>-dkms (proprietary, DKMS); profile 'fm'
-        # adds fabric manager + NSCQ (_plan_fabricmanager).
-        # Source: R620 guide kernel-modules.html, RHEL 8/9 "dnf module enable nvidia-driver:580-open" (high);
-        # NVIDIA/yum-packaging-dkms-nvidia README ("XXX-dkms" and "XXX-open" streams: the XXX streams lock
-        # driver updates to the branch, high). The stream is installed with its default profile
-        # (@nvidia-driver:<stream>/default = enable + install of the profile's packages).
-        stream = f"{b}-open" if flavor == "open" else f"{b}-dkms"
-        plan["dnf_module"] = f"@nvidia-driver:{stream}/default"
-        plan["dnf_module_reset"] = "nvidia-driver"
-        # enabled explicitly before the profile's install (DNF_MODULE_ENABLE, high)
-        plan["dnf_module_enable"] = [
-            a.format(module=f"nvidia-driver:{stream}") for a in kb_packages.DNF_MODULE_ENABLE
-        ]
-        plan["packages"] = []
-        plan["kernel_packages"] = []
-        plan["kernel_build"] = "dkms"
-        plan["other_flavor_packages"] = (
-            ["kmod-nvidia-latest-dkms"] if flavor == "open" else ["kmod-nvidia-open-dkms"]
-        )
-        # "dnf -y module switch-to nvidia-driver:<stream> --allowerasing" (DNF_MODULE_SWITCH, high)
-        argv = [a.format(module=f"nvidia-driver:{stream}") for a in kb_packages.DNF_MODULE_SWITCH]
-        plan["flavor_switch"] = {"apt_packages": [], "argv": argv}
-        if version:
-            plan["packages"] = [_dnf_versioned("nvidia-driver", version)]
-        if not plan["build_kernel_module"]:
-            plan["dnf_module"] = None
-            plan["dnf_module_enable"] = []
-            plan["flavor_switch"] = {"apt_packages": [], "argv": []}
-            plan["packages"] = [_dnf_versioned("nvidia-driver-cuda", version), "nvidia-persistenced"]
-            plan["warnings"].append(
-                "userspace-only install on RHEL 8/9 does not enable the module stream: packages are "
-                "installed by name and locked with versionlock"
-            )
-            plan["versionlock"] = True
-            plan["versionlock_patterns"] = [lock]  # DNF 4 versionlock (version-locking.html, high)
+        _plan_dnf_streams(plan, b, flavor, version, lock)
     else:
-        # RHEL 10 has no modularity: "dnf versionlock \*nvidia\*<b>\*" then "dnf install nvidia-open" (R620
-        # kernel-modules.html, high; VERSIONLOCK_PATTERN). The package names keep the branch glob too
-        # (nvidia-open-<b>.*), so that the branch holds even with nvidia_driver_hold: false. Open:
-        # kmod-nvidia-open-dkms, proprietary: kmod-nvidia-latest-dkms (version-locking.html's lock list and
-        # NVIDIA/yum-packaging-dkms-nvidia, high).
-        main = "nvidia-open" if flavor == "open" else "cuda-drivers"
-        other = "cuda-drivers" if flavor == "open" else "nvidia-open"
-        pattern = version if version else f"{b}.*"
-        plan["packages"] = [f"{main}-{pattern}"]
-        plan["other_flavor_packages"] = [other]
-        plan["kernel_packages"] = ["kmod-nvidia-open-dkms" if flavor == "open" else "kmod-nvidia-latest-dkms"]
-        plan["kernel_build"] = "dkms"
-        plan["versionlock"] = True
-        plan["versionlock_patterns"] = [lock]
-        # "dnf install --allowerasing nvidia-open" / "... cuda-drivers" (DNF_INSTALL_SWITCH, high)
-        argv = [a.format(package=plan["packages"][0]) for a in kb_packages.DNF_INSTALL_SWITCH]
-        plan["flavor_switch"] = {"apt_packages": [], "argv": argv}
-        if not plan["build_kernel_module"]:
-            plan["packages"] = [f"nvidia-driver-cuda-{pattern}", "nvidia-persistenced"]
-            plan["flavor_switch"] = {"apt_packages": [], "argv": []}
+        _plan_dnf_el10(plan, b, flavor, version, lock)
     plan["persistenced_packages"] = ["nvidia-persistenced"]
+
+
+def _plan_dnf_streams(plan, b, flavor, version, lock):
+    # dnf module streams nvidia-driver:<b>-open (open, DKMS), <b>-dkms (proprietary, DKMS); profile 'fm'
+    # adds fabric manager + NSCQ (_plan_fabricmanager).
+    # Source: R620 guide kernel-modules.html, RHEL 8/9 "dnf module enable nvidia-driver:580-open" (high);
+    # NVIDIA/yum-packaging-dkms-nvidia README ("XXX-dkms" and "XXX-open" streams: the XXX streams lock
+    # driver updates to the branch, high). The stream is installed with its default profile
+    # (@nvidia-driver:<stream>/default = enable + install of the profile's packages).
+    stream = f"{b}-open" if flavor == "open" else f"{b}-dkms"
+    plan["dnf_module"] = f"@nvidia-driver:{stream}/default"
+    plan["dnf_module_reset"] = "nvidia-driver"
+    # enabled explicitly before the profile's install (DNF_MODULE_ENABLE, high)
+    plan["dnf_module_enable"] = [
+        a.format(module=f"nvidia-driver:{stream}") for a in kb_packages.DNF_MODULE_ENABLE
+    ]
+    plan["packages"] = []
+    plan["kernel_packages"] = []
+    plan["kernel_build"] = "dkms"
+    plan["other_flavor_packages"] = (
+        ["kmod-nvidia-latest-dkms"] if flavor == "open" else ["kmod-nvidia-open-dkms"]
+    )
+    # "dnf -y module switch-to nvidia-driver:<stream> --allowerasing" (DNF_MODULE_SWITCH, high)
+    argv = [a.format(module=f"nvidia-driver:{stream}") for a in kb_packages.DNF_MODULE_SWITCH]
+    plan["flavor_switch"] = {"apt_packages": [], "argv": argv}
+    plan["stream_switch"] = argv
+    if version:
+        plan["packages"] = [_dnf_versioned("nvidia-driver", version)]
+    if not plan["build_kernel_module"]:
+        # no profile installed, but the stream stays enabled: the packages are the streams' artifacts, and
+        # dnf filters them out by name while no stream of the module is ("All matches were filtered out by
+        # modular filtering"; an EL 9-shaped host with NVIDIA's modules.yaml: issue 38)
+        plan["dnf_module"] = None
+        plan["flavor_switch"] = {"apt_packages": [], "argv": []}
+        plan["packages"] = [_dnf_versioned("nvidia-driver-cuda", version), "nvidia-persistenced"]
+        plan["warnings"].append(
+            "userspace-only install on RHEL 8/9: the branch's module stream is enabled, no profile "
+            "installed; the packages are installed by name and locked with versionlock"
+        )
+        plan["versionlock"] = True
+        plan["versionlock_patterns"] = [lock]  # DNF 4 versionlock (version-locking.html, high)
+
+
+def _plan_dnf_el10(plan, b, flavor, version, lock):
+    # RHEL 10 has no modularity: "dnf versionlock \*nvidia\*<b>\*" then "dnf install nvidia-open" (R620
+    # kernel-modules.html, high; VERSIONLOCK_PATTERN). The package names keep the branch glob too
+    # (nvidia-open-<b>.*), so that the branch holds even with nvidia_driver_hold: false. Open:
+    # kmod-nvidia-open-dkms, proprietary: kmod-nvidia-latest-dkms (version-locking.html's lock list and
+    # NVIDIA/yum-packaging-dkms-nvidia, high).
+    main = "nvidia-open" if flavor == "open" else "cuda-drivers"
+    other = "cuda-drivers" if flavor == "open" else "nvidia-open"
+    pattern = version if version else f"{b}.*"
+    plan["packages"] = [f"{main}-{pattern}"]
+    plan["other_flavor_packages"] = [other]
+    plan["kernel_packages"] = ["kmod-nvidia-open-dkms" if flavor == "open" else "kmod-nvidia-latest-dkms"]
+    plan["kernel_build"] = "dkms"
+    plan["versionlock"] = True
+    plan["versionlock_patterns"] = [lock]
+    # "dnf install --allowerasing nvidia-open" / "... cuda-drivers" (DNF_INSTALL_SWITCH, high)
+    argv = [a.format(package=plan["packages"][0]) for a in kb_packages.DNF_INSTALL_SWITCH]
+    plan["flavor_switch"] = {"apt_packages": [], "argv": argv}
+    if not plan["build_kernel_module"]:
+        plan["packages"] = [f"nvidia-driver-cuda-{pattern}", "nvidia-persistenced"]
+        plan["flavor_switch"] = {"apt_packages": [], "argv": []}
 
 
 def _plan_ubuntu_archive(plan, b, flavor, version, *, kernel_release, server):

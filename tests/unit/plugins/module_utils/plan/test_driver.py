@@ -79,7 +79,7 @@ def test_rhel_versionlock_names_are_bare_and_module_reset_only_on_change():
         "libnvidia-nscq",
     ]
     assert plan["hold_names"] == []
-    assert plan["verify"]["check_packages"] is False
+    assert plan["verify"]["check_packages"] is True  # dnf too (issue 38: it could not fail there)
     stream = dp.decide(req({"branch": "580", "fabricmanager": True}), facts("rhel9"))
     assert stream["dnf_module"] == "@nvidia-driver:580-open/fm"
     assert "nvidia-fabricmanager" in [s["name"] for s in stream["services"]]
@@ -88,7 +88,12 @@ def test_rhel_versionlock_names_are_bare_and_module_reset_only_on_change():
     installed.append({"name": "nvidia-driver", "version": "3:570.172.08-1.el9", "held": True})
     change = dp.decide(req({"branch": "580"}), facts("rhel9", packages=installed))
     assert change["transition"]["kind"] == "branch_change"
-    assert change["dnf_module_reset_needed"] is True
+    # issue 38: the streams' packages move with `dnf module switch-to`, not a reset and an install by name
+    # (the names are installed: they stayed at 570 on an EL 9-shaped host)
+    assert change["transition"]["switch_argv"] == [
+        "dnf", "-y", "module", "switch-to", "nvidia-driver:580-open", "--allowerasing"
+    ]  # fmt: skip
+    assert change["dnf_module_reset_needed"] is False
     assert change["versionlock_delete"] == ["kmod-nvidia-open-dkms", "nvidia-driver"]
 
 
@@ -227,3 +232,23 @@ def test_the_plan_says_what_each_install_task_installs():
     assert plan["progress"]["packages"].endswith(
         "(branch 580, the newest of the branch, open module, from nvidia_repo)"
     )
+
+
+def test_rhel9_branch_change_left_at_the_old_branch_is_off_branch():
+    """Issue 38, as seen on an EL 9-shaped host: 580 -> 590 userspace-only left nvidia-driver-cuda at 580 and
+    verify passed; now the move is `dnf module switch-to` and verify names what stayed behind."""
+    installed = [
+        {"name": name, "version": "3:580.105.08-1.el9", "held": name != "nvidia-driver"}
+        for name in ("kmod-nvidia-open-dkms", "nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced")
+    ]
+    request = req({"branch": "590", "build_kernel_module": False})
+    plan = dp.decide(request, facts("rhel9", packages=installed))
+    assert plan["transition"]["kind"] == "branch_change"
+    assert plan["transition"]["switch_argv"][3:5] == ["switch-to", "nvidia-driver:590-open"]
+    assert plan["verify"]["check_packages"] is True
+    assert dp.off_branch(plan, facts("rhel9", packages=installed)) == [
+        "nvidia-driver-cuda 3:580.105.08-1.el9",
+        "nvidia-persistenced 3:580.105.08-1.el9",
+    ]
+    moved = [dict(p, version="3:590.48.01-1.el9") for p in installed]
+    assert dp.off_branch(plan, facts("rhel9", packages=moved)) == []

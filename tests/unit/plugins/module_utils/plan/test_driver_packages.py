@@ -165,12 +165,20 @@ def test_rhel_module_streams(os_name, flavor, module):
     assert plan["dnf_module_enable"] == fm["dnf_module_enable"] == ["dnf", "-y", "module", "enable", stream]
 
 
-def test_no_stream_is_enabled_where_no_module_is_installed():
-    """RHEL 10 has no streams; RHEL 9 userspace-only installs packages by name."""
+def test_no_stream_is_enabled_where_the_os_has_none():
+    """RHEL 10 has no streams, Ubuntu no modularity."""
     assert build_plan("rhel10", "nvidia_repo", "580", "open")["dnf_module_enable"] == []
     assert build_plan("ubuntu2404", "nvidia_repo", "580", "open")["dnf_module_enable"] == []
+
+
+def test_a_userspace_only_install_on_rhel9_enables_the_branch_stream_and_installs_by_name():
+    """Issue 38: NVIDIA's driver packages are the streams' artifacts on RHEL 8/9, so dnf filters them out by
+    name while no stream is enabled ("All matches were filtered out by modular filtering", seen on an EL
+    9-shaped host against NVIDIA's modules layout): the branch's stream is enabled, no profile installed."""
     nobuild = build_plan("rhel9", "nvidia_repo", "580", "open", build_kernel_module=False)
-    assert (nobuild["dnf_module"], nobuild["dnf_module_enable"]) == (None, [])
+    assert nobuild["dnf_module"] is None
+    assert nobuild["dnf_module_enable"] == ["dnf", "-y", "module", "enable", "nvidia-driver:580-open"]
+    assert nobuild["packages"][-1] == "nvidia-persistenced"
 
 
 @pytest.mark.parametrize(

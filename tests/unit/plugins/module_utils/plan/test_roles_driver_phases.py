@@ -120,9 +120,20 @@ def test_the_verify_phase_checks_the_reboot_the_kernels_and_the_packages():
         "verified": dp.reboot_after(plan, facts, changed=True, policy="auto", is_controller=False),
         "kernels": dp.kernel_guard(plan, facts),
         "missing": wanted[:1],
+        "off_branch": [],
     }
     assert verify["verified"]["failure"] == ""  # not rebooted: no health check
     assert phase("verify", plan, after(packages=wanted))["missing"] == []
+
+
+def test_the_verify_phase_names_nvidias_packages_left_at_another_branch():
+    """Issue 38: a branch change whose packages stayed at the old branch fails verify (names alone passed)."""
+    plan = dp.decide(driver_request({"branch": "580"}), FACTS)
+    wanted = plan["verify"]["packages"]
+    facts = after(packages=wanted)
+    facts["driver"]["packages"][0]["version"] = "3:570.172.08-1.el9"
+    assert phase("verify", plan, facts)["off_branch"] == [f"{wanted[0]} 3:570.172.08-1.el9"]
+    assert phase("verify", plan, after(packages=wanted))["off_branch"] == []
 
 
 def test_the_verify_phase_after_the_roles_reboot_is_the_health_check():
