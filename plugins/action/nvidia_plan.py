@@ -15,6 +15,7 @@ import yaml
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
+from ansible.release import __version__ as ansible_core_version
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.action_common import (
     FACTS_MODULE,
     FactsFailed,
@@ -79,6 +80,7 @@ class ActionModule(ActionBase):
             "machine": (task_vars.get("ansible_facts") or {}).get("machine"),
             "stamp": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
             "is_controller": self._is_controller(task_vars),
+            "ansible_core": ansible_core_version,
         }
         for role in roles:
             if role in errors:

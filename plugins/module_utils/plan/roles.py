@@ -544,6 +544,32 @@ def validate(role, variables, foreign=None):
         funcs[1](variables)
 
 
+# RHEL 8's python3-dnf is built for its platform-python 3.6 only, a target Python that ansible-core 2.17
+# dropped: from 2.17 on, ansible.builtin.dnf cannot run on RHEL 8 whatever interpreter the host is given
+# (ansible/ansible#82068, #84560; the nodejs/build note "older version of Ansible needed for RHEL 8"). High.
+EL8_LAST_CORE = (2, 16)
+
+
+def el8_dnf_refusal(role, variables, facts, core):
+    """The refusal of a role that installs with dnf (the driver; cuda_toolkit and cudnn but from redist) on a
+    RHEL 8-family host when the controller's ansible-core (``core``, e.g. '2.19.4') is newer than 2.16; None
+    where it can run."""
+    if (_host(facts).get("os") or {}).get("key") != "rhel8" or not core:
+        return None
+    if tuple(int(p) for p in str(core).split(".")[:2] if p.isdigit()) <= EL8_LAST_CORE:
+        return None
+    if role != "nvidia_driver" and variables.get(f"{role}_source") == "redist":
+        return None
+    os_info = host_os(facts)
+    instead = f" or {role}_source: redist" if role != "nvidia_driver" else ""
+    return (
+        f"{role} installs with dnf on {os_info.get('distribution', 'RHEL')} {os_info.get('version', '8')}, "
+        f"which ansible-core {core} cannot run there (RHEL 8's python3-dnf is for platform-python 3.6 only, "
+        "a target Python that ansible-core 2.17 dropped): run this host's play with ansible-core 2.16"
+        f"{instead}. Nothing was changed"
+    )
+
+
 def plan(role, variables, facts, context=None):
     """(plan, compat) of one role for one host; PlanError for a variable no plan can serve.
 
@@ -564,6 +590,9 @@ def plan(role, variables, facts, context=None):
         made.update(enabled=True, state=variables[f"{role}_state"], errors=[], warnings=[])
         made["download"] = plan_downloads.settings(role, variables)
         return made, dict(compat, checked=[])
+    refusal = el8_dnf_refusal(role, variables, facts, (context or {}).get("ansible_core"))
+    if refusal:
+        raise PlanError(refusal)
     made, compat = funcs[2](variables, facts, context or {})
     made.update(enabled=True, state=variables[f"{role}_state"])
     made["download"] = plan_downloads.settings(role, variables)

@@ -350,3 +350,25 @@ def test_a_locked_toolkit_moved_to_another_version_is_released_first_on_dnf():
         "cuda_toolkit", defaults("cuda_toolkit"), dict(DEBIAN12, packages={"installed": locked})
     )
     assert apt["versionlock_release"] == []
+
+
+def test_rhel8_package_paths_are_refused_with_an_ansible_core_that_cannot_run_dnf_there():
+    """Issue 38: RHEL 8's python3-dnf exists for platform-python 3.6 only, which ansible-core 2.17 dropped as
+    a target: every dnf task would fail mid-run, so the plan refuses before any change and says what works."""
+    rocky8 = {**DEBIAN12, "host": {**DEBIAN12["host"], "os": {"distribution": "Rocky", "version": "8.10",
+                                                               "key": "rhel8"}}}  # fmt: skip
+    variables = defaults("cudnn", cudnn_repo_key_fingerprint="A" * 40)
+    with pytest.raises(
+        PlanError, match=r"^cudnn installs with dnf on Rocky 8.10, which ansible-core 2.19.4 "
+    ):
+        roles.plan("cudnn", variables, rocky8, {"ansible_core": "2.19.4"})
+    message = roles.el8_dnf_refusal("cudnn", variables, rocky8, "2.17.0")
+    assert "ansible-core 2.16 or cudnn_source: redist. Nothing was changed" in message
+    assert roles.el8_dnf_refusal("cudnn", variables, rocky8, "2.16.14") is None
+    assert roles.el8_dnf_refusal("cudnn", dict(variables, cudnn_source="redist"), rocky8, "2.19.4") is None
+    assert "nvidia_driver installs with dnf" in roles.el8_dnf_refusal("nvidia_driver", {}, rocky8, "2.18.1")
+    rocky9 = {
+        **rocky8,
+        "host": {**rocky8["host"], "os": {"distribution": "Rocky", "version": "9", "key": "rhel9"}},
+    }
+    assert roles.el8_dnf_refusal("cudnn", variables, rocky9, "2.19.4") is None
