@@ -31,6 +31,17 @@ def test_cudnn_loads_and_reports_its_version_from_usr_lib64(host):
     assert host.file("/usr/include/cudnn_version.h").exists
 
 
+def test_the_driver_userspace_is_branch_580_and_locked(host):
+    """The driver role's defaults in a container: NVIDIA's userspace packages of branch 580 (the lab's
+    stand-ins), versionlocked, persistenced enabled; on EL 9 the branch's stream enabled."""
+    for name in ("nvidia-driver-cuda", "nvidia-persistenced"):
+        assert host.run(f"rpm -q --qf '%{{VERSION}}' {name}").stdout.startswith("580.")
+        assert f"{name}-3:580." in host.check_output("dnf versionlock list")
+    assert host.service("nvidia-persistenced").is_enabled
+    if "platform:el9" in host.file("/etc/os-release").content_string:
+        assert "580-open [e]" in host.check_output("dnf module list nvidia-driver")
+
+
 def test_the_repository_checks_package_and_metadata_signatures(host):
     text = host.file("/etc/yum.repos.d/gpufleet-nvidia-cuda.repo").content_string
     assert "gpgcheck=1\n" in text and "repo_gpgcheck=1\n" in text

@@ -275,7 +275,8 @@ def _add_tasks(plan, req, state):
         services=_services(plan, req, state),
         initramfs={"command": plan["initramfs_command"], "run": not state["container"]},
         verify={
-            "packages": [p for p in expected if "*" not in p],
+            # apt: the names without a glob; dnf: every name without its version or branch glob
+            "packages": [p for p in expected if "*" not in p] if apt else [dnf_bare(p) for p in expected],
             # every package manager: the names, and NVIDIA's packages at the plan's branch (off_branch)
             "check_packages": True,
             "branch": plan["branch"],

@@ -319,7 +319,8 @@ def _plan_dnf_el10(plan, b, flavor, version, lock):
     argv = [a.format(package=plan["packages"][0]) for a in kb_packages.DNF_INSTALL_SWITCH]
     plan["flavor_switch"] = {"apt_packages": [], "argv": argv}
     if not plan["build_kernel_module"]:
-        plan["packages"] = [f"nvidia-driver-cuda-{pattern}", "nvidia-persistenced"]
+        # persistenced with the branch too: a branch change moves it (no dependency pulls it along)
+        plan["packages"] = [f"nvidia-driver-cuda-{pattern}", f"nvidia-persistenced-{pattern}"]
         plan["flavor_switch"] = {"apt_packages": [], "argv": []}
 
 

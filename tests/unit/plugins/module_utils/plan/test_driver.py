@@ -252,3 +252,13 @@ def test_rhel9_branch_change_left_at_the_old_branch_is_off_branch():
     ]
     moved = [dict(p, version="3:590.48.01-1.el9") for p in installed]
     assert dp.off_branch(plan, facts("rhel9", packages=moved)) == []
+
+
+def test_rhel10_userspace_packages_carry_the_branch_and_verify_checks_their_names():
+    """Issue 38: on RHEL 10 (no streams) nvidia-persistenced carries the branch glob like nvidia-driver-cuda,
+    so a branch change moves it too; verify checks both by name (their globs left out) and their branch."""
+    plan = dp.decide(req({"branch": "590", "build_kernel_module": False}), facts("rhel10"))
+    assert plan["install_packages"] == ["nvidia-driver-cuda-590.*", "nvidia-persistenced-590.*"]
+    assert plan["verify"]["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced"]
+    left = [{"name": "nvidia-persistenced", "version": "3:580.105.08-1.el10", "held": False}]
+    assert dp.off_branch(plan, facts("rhel10", packages=left)) == ["nvidia-persistenced 3:580.105.08-1.el10"]
