@@ -190,7 +190,12 @@ options:
     type: str
     default: ""
   refresh:
-    description: With O(state=present) and apt, run C(apt-get update) for this repository's source only.
+    description:
+      - With O(state=present) and apt, run C(apt-get update) for this repository's source only (from a
+        staging copy of the key and source first when either changes).
+      - With O(state=present) and dnf, when the key or the C(.repo) changes, C(dnf makecache) of a staging copy
+        of both (its own cache directory) must read the repository, C(repomd.xml)'s signature checked, before
+        either is written.
     type: bool
     default: true
   timeout:
@@ -374,6 +379,30 @@ def refresh_staged(module, repo, prefix, key):
         shutil.rmtree(stage, ignore_errors=True)
 
 
+def refresh_staged_dnf(module, repo, prefix, key):
+    """A new key or .repo is tried from a staging directory first: dnf must read the repository's metadata,
+    repomd.xml's signature checked with the key (repo_gpgcheck), before anything in /etc/yum.repos.d or the
+    keyring changes. Its cache and the key it imports for that stay in the staging directory."""
+    stage = tempfile.mkdtemp(prefix="gpufleet-repo-")
+    try:
+        keyring = os.path.join(stage, os.path.basename(repo["keyring"]))
+        reposdir = os.path.join(stage, "repos.d")
+        os.mkdir(reposdir)
+        source = os.path.join(reposdir, os.path.basename(repo["path"]))
+        staged = install_repo.render_source(repo, keyring=keyring).encode()
+        for path, data in ((keyring, key), (source, staged)):
+            with open(path, "wb") as handle:
+                handle.write(data)
+        cmd = ["dnf", "--assumeyes", f"--setopt=reposdir={reposdir}", f"--setopt=cachedir={stage}/cache"]
+        cmd += ["--setopt=skip_if_unavailable=False", "makecache"]
+        rc, out, err = module.run_command(cmd, environ_update=apt_env())
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    refusal = install_repo.dnf_makecache_refusal(f"{out}\n{err}", rc, repo["url"], f"{prefix}_repo_key_fingerprint")
+    if refusal:
+        raise install_repo.RepoError(refusal)
+
+
 def index_uris(repo):
     """The URIs apt's index of the repository may be listed under (indextargets' REPO_URI, without the
     trailing slash): the plan's URL and, for an adopted source, the URI as that source writes it."""
@@ -518,6 +547,8 @@ def present(module, repo, result):
             refresh_staged(module, repo, prefix, key)
         else:
             refresh(module, repo, prefix, repo["path"])
+    elif changes and p["refresh"]:  # dnf reads the metadata at its next run: it is read from a staging copy first
+        refresh_staged_dnf(module, repo, prefix, key)
     for path, data in changes:
         _write(module, path, data, 0o644)
     return result

@@ -452,6 +452,33 @@ def apt_update_refusal(output, rc, url, var):
     )
 
 
+# dnf makecache of a staged .repo: what its output says about the repository (repomd.xml's signature, reach)
+DNF_REFUSALS = (
+    # libdnf says the same of an edited repomd.xml and of one signed by another key
+    (re.compile(r"Bad GPG signature|signature verification error", re.I),
+     "its repomd.xml signature does not verify with the key pinned by {var}"),
+    (re.compile(r"GPG signature is not available|repomd\.xml\.asc", re.I),
+     "it has no repomd.xml.asc: its metadata is not signed"),
+    (re.compile(r"Curl error|Cannot download|Failed to download metadata|Status code: 404", re.I),
+     "dnf could not fetch it"),
+)  # fmt: skip
+
+
+def dnf_makecache_refusal(output, rc, url, var):
+    """None when dnf makecache read the repository, else the one-line reason (names the variable)."""
+    if rc == 0:
+        return None
+    why = next(
+        (words for rx, words in DNF_REFUSALS if rx.search(output or "")), f"dnf makecache failed (rc={rc})"
+    )
+    lines = [line.strip() for line in (output or "").splitlines() if line.strip()]
+    first = next((line for line in lines if line.startswith(("Error:", "Errors"))), lines[-1] if lines else "")
+    return (
+        f"dnf refused the repository {url}: {why.format(var=var)} (dnf: {' '.join(first.split())[:300]}); "
+        "nothing was installed or changed: the packages installed before are as they were"
+    )
+
+
 # ---------------------------------------------------------------------------------------------------
 # removal (<role>_state: absent): the packages of gpufleet's record, and what only they pulled in
 # ---------------------------------------------------------------------------------------------------

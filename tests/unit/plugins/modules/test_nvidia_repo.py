@@ -312,6 +312,71 @@ def test_a_tampered_repository_is_refused_with_the_reason(repo_server, tmp_path,
     assert not (tmp_path / "etc").exists()  # the new key and source were never written
 
 
+# dnf makecache of a staged .repo, as dnf 4.14 answered on an EL-shaped host (the lab's rhel9 repository)
+DNF_BADSIG = (
+    "NVIDIA CUDA                                      73 kB/s | 833  B     00:00\n"
+    "Error: Failed to download metadata for repo 'gpufleet-nvidia-cuda': repomd.xml GPG signature verification "
+    "error: Bad GPG signature\n"
+)
+DNF_NO_ASC = (
+    "Errors during downloading metadata for repository 'gpufleet-nvidia-cuda':\n"
+    "  - Curl error (37): Couldn't read a file:// file for file:///probe/noasc/repodata/repomd.xml.asc\n"
+    "Error: Failed to download metadata for repo 'gpufleet-nvidia-cuda': GPG verification is enabled, but GPG "
+    "signature is not available. This may be an error or the repository does not support GPG verification: "
+    "Curl error (37): Couldn't read a file:// file for file:///probe/noasc/repodata/repomd.xml.asc\n"
+)
+DNF_UNREACHABLE = (
+    "Error: Failed to download metadata for repo 'gpufleet-nvidia-cuda': Cannot download repomd.xml: Cannot "
+    "download repodata/repomd.xml: All mirrors were tried\n"
+)
+
+
+@pytest.fixture
+def el_repo(repo_server, tmp_path):
+    """The plan's repo of a Rocky 9 host; the key served where the plan looks for it (D42D0685.pub)."""
+    repo = plan_repo("Rocky", "9.6", repo_server, FPR, tmp_path)
+    repo["path"] = str(tmp_path / "etc" / "yum.repos.d" / "gpufleet-cuda.repo")
+    served = tmp_path / "repos" / "rhel9" / "x86_64"
+    served.mkdir(parents=True)
+    (served / repo["key_url"].rsplit("/", 1)[-1]).write_bytes(KEY)
+    return repo
+
+
+def test_dnf_reads_a_new_repo_from_a_staging_copy_before_it_is_written(el_repo, tmp_path):
+    """Issue 38: an edited repomd.xml was only found at the install, after the .repo had been written; dnf
+    makecache of a staged copy (its own reposdir and cachedir) reads it first, repo_gpgcheck on."""
+    first = FakeModule({"repo": el_repo})
+    assert nvidia_repo.run(first)["changed"] is True
+    (makecache,) = first.commands
+    assert makecache[0] == "dnf" and makecache[-1] == "makecache"
+    staged = [a.split("=", 1)[1] for a in makecache if a.startswith(("--setopt=reposdir=", "--setopt=cachedir="))]
+    assert len(staged) == 2 and not any(path.startswith(str(tmp_path / "etc")) for path in staged)
+    assert "repo_gpgcheck=1" in Path(el_repo["path"]).read_text()
+    again = FakeModule({"repo": el_repo})
+    assert nvidia_repo.run(again)["changed"] is False
+    assert again.commands == []  # nothing changes: dnf reads it at its next transaction
+    check = FakeModule({"repo": dict(el_repo, url=el_repo["url"] + "x/")}, check_mode=True)
+    assert nvidia_repo.run(check)["changed"] is True and check.commands == []
+
+
+@pytest.mark.parametrize(
+    ("out", "words"),
+    [
+        (DNF_BADSIG, "its repomd.xml signature does not verify with the key pinned by cudnn_repo_key_fingerprint"),
+        (DNF_NO_ASC, "it has no repomd.xml.asc: its metadata is not signed"),
+        (DNF_UNREACHABLE, "dnf could not fetch it"),
+    ],
+)
+def test_a_repository_dnf_refuses_is_refused_with_the_reason_and_nothing_written(el_repo, tmp_path, out, words):
+    params = {"repo": el_repo, "caller": "gpufleet.nvidia.cudnn"}
+    with pytest.raises(install_repo.RepoError) as err:
+        nvidia_repo.run(FakeModule(params, answers={"dnf --assumeyes": (1, "", out)}))
+    assert f"dnf refused the repository {el_repo['url']}: {words}" in str(err.value)
+    assert "nothing was installed or changed" in str(err.value)
+    assert str(err.value).count("\n") == 0
+    assert not (tmp_path / "etc").exists()
+
+
 def test_pinned_resolves_the_cudnn_set_and_pins_every_package(index_file, tmp_path):
     held = "".join(
         f"{n}\t9.14.0.64-1\thold\n"
