@@ -7,6 +7,11 @@ Output (.lab/):
   mirror/cuda/repos/<rhel9|rhel10>/x86_64/   *.rpm (hard links into rpm-build/pool), repodata/ (with
       modules.yaml on rhel9: the nvidia-driver streams), repodata/repomd.xml.asc, D42D0685.pub / CDF6BA43.pub
       (the key file name NVIDIA's repository has there; the lab's key inside)
+  mirror/cuda/tampered/<case>/<rhel9|rhel10>/x86_64/   what dnf must refuse (molecule el's side_effect): the
+      newest cuDNN's packages, its -devel package unsigned (``unsigned``), signed with a key no repository
+      names (``foreign``) or with a byte of its payload changed after signing (``tampered``), each with
+      repodata made over it and signed with the lab key; ``repomd``: the genuine packages, repomd.xml edited
+      after it was signed. The lab key beside them, as in every repository.
   rpm-build/pool/    the signed .rpms; stamps/rpm__<package>.json: recipe digest
 
 What is NVIDIA's and what is the lab's: the cuDNN packages hold NVIDIA's files (libraries in /usr/lib64,
@@ -43,6 +48,8 @@ STAND_IN_DIR = "/usr/share/gpufleet-lab"
 DRIVER_VERSIONS = ("580.105.08", "590.48.01")  # 590.48.01: kb/driver.py (NFB, high)
 DRIVER_EPOCH = "3"
 TOOLS = (("rpmbuild", "rpm"), ("rpmsign", "rpm"), ("createrepo_c", "createrepo-c"), ("gpg", "gnupg"))
+TAMPER_CASES = ("unsigned", "foreign", "tampered", "repomd")
+FOREIGN_UID = "gpufleet lab foreign key (no repository names it) <lab-foreign@gpufleet.invalid>"
 
 
 @dataclass
@@ -413,15 +420,18 @@ def build_one(rpm, home, fingerprint, log):
 # ---------------------------------------------------------------- publishing
 
 
-def publish(rdir, names, fingerprint, pub, home):
-    """One repository directory: the signed .rpms, repodata (+ modules on rhel9), repomd.xml.asc, the key."""
-    target = lab_repo.repos_dir() / rdir / "x86_64"
+def publish(rdir, names, fingerprint, pub, home, *, target=None, files=None):
+    """One repository directory: the signed .rpms, repodata (+ modules on rhel9), repomd.xml.asc, the key.
+    ``target`` another directory than the repository's (the tampered copies), ``files`` name -> path of a
+    package that is not the pool's."""
+    target = target or lab_repo.repos_dir() / rdir / "x86_64"
+    files = files or {}
     target.mkdir(parents=True, exist_ok=True)
     for stale in target.glob("*.rpm"):
         if stale.name not in names:
             stale.unlink()
     for name in names:
-        dest, src = target / name, pool_dir() / name
+        dest, src = target / name, files.get(name) or pool_dir() / name
         if not (dest.exists() and os.path.samestat(dest.stat(), src.stat())):
             dest.unlink(missing_ok=True)
             os.link(src, dest)
@@ -451,6 +461,76 @@ def publish(rdir, names, fingerprint, pub, home):
     (target / KEY_FILES[rdir]).write_bytes(pub)
 
 
+# ---------------------------------------------------------------- what dnf must refuse
+
+
+def tampered_dir():
+    return lab_repo.repos_dir().parent / "tampered"
+
+
+def foreign_key(log):
+    """(gnupg home, fingerprint) of a key no lab repository names; made once per lab."""
+    home = lab_repo.key_dir() / "foreign"
+    if not (home / "pubring.kbx").exists():
+        home.mkdir(parents=True, exist_ok=True)
+        os.chmod(home, 0o700)
+        debs.gpg(home, "--passphrase", "", "--quick-generate-key", FOREIGN_UID, "rsa3072", "sign", "never")
+        log(f"rpms: made the foreign key in {home}")
+    out = debs.gpg(home, "--with-colons", "--list-secret-keys").decode()
+    return home, next(line.split(":")[9] for line in out.splitlines() if line.startswith("fpr:"))
+
+
+def victim(case, src, dest, foreign):
+    """The package dnf must refuse: ``src`` unsigned, signed by the foreign key, or a byte of its payload
+    changed after signing (its header's payload digest no longer matches)."""
+    shutil.copyfile(src, dest)
+    if case in ("unsigned", "foreign"):
+        res = subprocess.run(["rpmsign", "--delsign", str(dest)], capture_output=True, text=True, check=False)
+        if res.returncode != 0:
+            raise LabError(f"rpmsign --delsign failed on {dest.name}: {' '.join(res.stderr.split())[:300]}")
+    if case == "foreign":
+        sign_rpm(dest, *foreign)
+    if case == "tampered":
+        with open(dest, "r+b") as handle:
+            handle.seek(-64, os.SEEK_END)
+            byte = handle.read(1)
+            handle.seek(-64, os.SEEK_END)
+            handle.write(bytes([byte[0] ^ 0xFF]))
+
+
+def publish_tampered(rdir, wanted, key, log):
+    """mirror/cuda/tampered/<case>/<rdir>/x86_64 for each of TAMPER_CASES (the module docstring says what);
+    ``key``: the lab key's (fingerprint, public key, gnupg home)."""
+    fingerprint, pub, home = key
+    newest = max(lab_repo.CUDNN_VERSIONS, key=lambda v: tuple(int(x) for x in v.split(".")))
+    cudnn = [r for r in wanted if r.version == newest and r.name.startswith("libcudnn9-")]
+    names = sorted(r.filename for r in cudnn)
+    bad = next(r.filename for r in cudnn if "-devel-" in r.name)  # small: each case is a copy of it
+    foreign = None
+    for case in TAMPER_CASES:
+        target = tampered_dir() / case / rdir / "x86_64"
+        stamp = target / ".gpufleet-lab"
+        wanted_stamp = json.dumps({"names": names, "key": fingerprint, "pool": [
+            os.stat(pool_dir() / n).st_mtime_ns for n in names
+        ]})  # fmt: skip
+        if stamp.exists() and stamp.read_text(encoding="utf-8") == wanted_stamp:
+            continue
+        files = {}
+        if case != "repomd":
+            foreign = foreign or foreign_key(log)
+            copies = STATE / "rpm-build" / "tampered" / case / rdir
+            copies.mkdir(parents=True, exist_ok=True)
+            files[bad] = copies / bad
+            victim(case, pool_dir() / bad, files[bad], foreign)
+        publish(rdir, names, fingerprint, pub, home, target=target, files=files)
+        if case == "repomd":
+            repomd = target / "repodata" / "repomd.xml"
+            text = repomd.read_text(encoding="utf-8")
+            repomd.write_text(text.replace("<revision>", "<revision>edited-", 1), encoding="utf-8")
+        stamp.write_text(wanted_stamp, encoding="utf-8")
+    log(f"rpms: what dnf must refuse in {tampered_dir()}/{{{','.join(TAMPER_CASES)}}}/{rdir}/x86_64")
+
+
 def build(log=print, cudnn_versions=None, dists=None):
     """Every package (only what is missing or changed), then the signed repositories."""
     need_tools()
@@ -469,8 +549,13 @@ def build(log=print, cudnn_versions=None, dists=None):
         for rdir in rdirs:
             names = sorted(r.filename for r in wanted if r.dist in ("", rdir))
             publish(rdir, names, fingerprint, pub, home)
+            if len(versions) == len(lab_repo.CUDNN_VERSIONS):
+                publish_tampered(rdir, wanted, (fingerprint, pub, home), log)
     finally:
         lab_repo.stop_agent()
+        if shutil.which("gpgconf"):  # and the foreign key's
+            cmd = ["gpgconf", "--homedir", str(lab_repo.key_dir() / "foreign"), "--kill", "gpg-agent"]
+            subprocess.run(cmd, capture_output=True, check=False)
     log(
         f"rpms: {len(wanted)} packages in {lab_repo.repos_dir()}/{{{','.join(rdirs)}}}/x86_64, signed with "
         f"{fingerprint} ({time.monotonic() - start:.0f}s)"

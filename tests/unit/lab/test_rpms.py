@@ -147,3 +147,46 @@ def test_a_built_repository_is_signed_and_holds_nvidias_rpms(tmp_path, monkeypat
     assert (rhel9.parent.parent / "rhel10" / "x86_64" / "CDF6BA43.pub").exists()
     assert fingerprint == (lab_repo.key_dir() / "fingerprint").read_text().strip()
     lab_repo.stop_agent()
+
+
+@needs_tools
+def test_tampered_copies(tmp_path, monkeypatch):  # a short name: gpg-agent's socket path under tmp_path
+    """Issue 38's refusals (molecule el): in each copy the -devel package fails rpm's check with the lab key
+    (no signature, another key's, a payload whose digest does not match) while repodata is signed; in
+    ``repomd`` the packages are the genuine ones and repomd.xml no longer matches its signature."""
+    lab = tmp_path / "lab"
+    for module in (rpms, lab_repo, lab_mirror):
+        monkeypatch.setattr(module, "STATE", lab)
+    monkeypatch.setattr(lab_repo, "CUDNN_VERSIONS", (CUDNN,))
+    _cudnn_mirror(lab)
+    rpms.build(log=lambda _line: None, cudnn_versions=[CUDNN], dists=["rhel9"])
+    db = tmp_path / "rpmdb"
+    db.mkdir()
+    repo = lab / "mirror" / "cuda" / "repos" / "rhel9" / "x86_64"
+    subprocess.run(["rpmkeys", "--dbpath", str(db), "--import", str(repo / "D42D0685.pub")], check=True)
+    home = lab_repo.key_dir() / "gnupg"
+    answers = {}
+    for case in rpms.TAMPER_CASES:
+        top = lab / "mirror" / "cuda" / "tampered" / case / "rhel9" / "x86_64"
+        assert sorted(p.name for p in top.glob("*.rpm")) == [
+            f"libcudnn9-cuda-13-{CUDNN}-1.x86_64.rpm",
+            f"libcudnn9-devel-cuda-13-{CUDNN}-1.x86_64.rpm",
+        ]
+        assert (top / "D42D0685.pub").read_bytes() == (repo / "D42D0685.pub").read_bytes()
+        checks = {}
+        for rpm in top.glob("*.rpm"):
+            cmd = ["rpmkeys", "--dbpath", str(db), "--checksig", str(rpm)]
+            res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            checks["devel" if "-devel-" in rpm.name else "lib"] = (res.returncode, res.stdout)
+        assert checks["lib"][0] == 0 and "signatures OK" in checks["lib"][1]
+        answers[case] = checks["devel"]
+        repodata = top / "repodata"
+        verify = ["gpg", "--homedir", str(home), "--batch", "--verify"]
+        verify += [str(repodata / "repomd.xml.asc"), str(repodata / "repomd.xml")]
+        signed = subprocess.run(verify, capture_output=True, check=False).returncode == 0
+        assert signed is (case != "repomd"), case
+    assert answers["repomd"][0] == 0
+    for case in ("unsigned", "foreign", "tampered"):
+        assert answers[case][0] != 0 or "signatures OK" not in answers[case][1], (case, answers[case])
+    assert "NOT OK" in answers["tampered"][1] and "NOT OK" in answers["foreign"][1]
+    lab_repo.stop_agent()
