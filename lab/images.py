@@ -99,6 +99,7 @@ EL_PACKAGES = (
     "dnf-plugins-core",  # the versionlock plugin (RHEL's python3-dnf-plugin-versionlock)
     "rpm",
     "gnupg",
+    "g++",  # nvcc's host compiler (RHEL's gcc-c++ from AppStream; the lab repository has no such package)
 )
 EL_IDENTITIES = {
     # os-release as Rocky Linux 9.6 and RHEL 10.0 ship it (the fields Ansible and gpufleet's facts read)

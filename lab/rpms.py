@@ -14,9 +14,11 @@ Output (.lab/):
       after it was signed. The lab key beside them, as in every repository.
   rpm-build/pool/    the signed .rpms; stamps/rpm__<package>.json: recipe digest
 
-What is NVIDIA's and what is the lab's: the cuDNN packages hold NVIDIA's files (libraries in /usr/lib64,
-headers in /usr/include, the unversioned header names as links, as the deb packages have them; medium
-confidence for RHEL's exact list); the driver packages are stand-ins (no kernel module can be built here):
+What is NVIDIA's and what is the lab's: the CUDA toolkit's packages are the apt repository's (lab/repo.py
+cuda_debs: the same files under /usr/local/cuda-X.Y, dependencies and meta packages up to cuda-toolkit-X-Y)
+under NVIDIA's RPM names (``-dev`` is ``-devel``), the config-common alternatives as %post/%preun; the cuDNN
+packages hold NVIDIA's files (libraries in /usr/lib64, headers in /usr/include, the unversioned header names as
+links, as the deb packages have them; medium confidence for RHEL's exact list); the driver packages are stand-ins (no kernel module can be built here):
 NVIDIA's names, epoch 3, versions and the module streams nvidia-driver:<branch>-open / -dkms with the
 profiles default and fm (EL 9), the unversioned metapackages nvidia-open / cuda-drivers (EL 10), and a file
 under /usr/share/gpufleet-lab/ that says what they are. Automatic dependencies are off (AutoReqProv: no): an
@@ -26,6 +28,7 @@ EL-shaped host's rpm database holds no glibc to satisfy them; the packages requi
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -71,7 +74,8 @@ class Rpm:
     links: tuple = ()
     dirs: tuple = ()
     files: dict = field(default_factory=dict)  # path -> text
-    post: str = ""  # %post and %postun scriptlets (/bin/sh)
+    post: str = ""  # %post, %preun and %postun scriptlets (/bin/sh)
+    preun: str = ""
     postun: str = ""
     dist: str = ""  # the repository directory a package belongs to ("" = every one)
     mtime: int = 0
@@ -133,6 +137,78 @@ def cudnn_rpms(version, major):
             mtime=lib_deb.mtime,
         ),
     ]
+
+
+# ---------------------------------------------------------------- the CUDA toolkit
+
+
+def rpm_name(deb_name):
+    """NVIDIA's RPM name of a CUDA package from its deb name: ``-dev`` is ``-devel`` on RHEL
+    (cuda-cudart-dev-13-0 -> cuda-cudart-devel-13-0, libcublas-dev-13-0 -> libcublas-devel-13-0)."""
+    return re.sub(r"-dev(?=-[0-9]+-[0-9]+$|$)", "-devel", deb_name)
+
+
+def rpm_requires(depends):
+    """A deb Depends (or Provides) field as RPM Requires: ``name (>= v)`` -> ``rpm-name >= v``; of
+    alternatives (``a | b``) the first, which the lab builds."""
+    out = []
+    for part in (p.split("|", 1)[0].strip() for p in (depends or "").split(",")):
+        match = re.match(r"^([A-Za-z0-9.+-]+)(?:\s*\((>=|<=|=|<<|>>)\s*([^)]+)\))?$", part)
+        if not part:
+            continue
+        if not match:
+            raise LabError(f"lab rpms: cannot read the dependency {part!r}")
+        name, op, ver = match.groups()
+        op = {"<<": "<", ">>": ">"}.get(op, op)
+        out.append(f"{rpm_name(name)} {op} {ver}" if op else rpm_name(name))
+    return tuple(out)
+
+
+def _scriptlets(deb):
+    """post / preun from the deb's maintainer scripts (the config-common alternatives: update-alternatives,
+    which RHEL has as a link to alternatives) and ldconfig."""
+    post, preun = "", ""
+    if "postinst" in deb.scripts:  # "configure" is the install and the upgrade: %post runs for both
+        body = deb.scripts["postinst"].split('if [ "$1" = configure ]; then\n', 1)[-1].rsplit("fi\n", 1)[0]
+        post += body
+    if "prerm" in deb.scripts:  # a removal, not an upgrade: $1 is 0 in %preun
+        body = deb.scripts["prerm"].split("then\n", 1)[-1].rsplit("fi\n", 1)[0]
+        preun = f'if [ "$1" -eq 0 ]; then\n{body}fi\n'
+    if deb.ldconfig:
+        post += "/sbin/ldconfig\n"
+    return {"post": post, "preun": preun, "postun": "/sbin/ldconfig\n" if deb.ldconfig else ""}
+
+
+def cuda_rpms(release=lab_repo.CUDA_RELEASE):
+    """NVIDIA's CUDA packages of a release for RHEL (cuda-toolkit-13-0 and what it requires): the apt
+    repository's packages (lab/repo.cuda_debs: the same wheels, files and /usr/local/cuda-X.Y layout; NVIDIA's
+    RPMs put the toolkit there too) under their RPM names, versions split into version and release."""
+    out = []
+    for deb in lab_repo.cuda_debs(release):
+        version, _dash, rel = deb.version.rpartition("-")
+        out.append(
+            Rpm(
+                name=rpm_name(deb.name),
+                version=version,
+                release=rel,
+                summary=deb.fields.get("Description", deb.name).split("\n", 1)[0],
+                arch="noarch" if deb.arch == "all" else "x86_64",
+                requires=rpm_requires(deb.fields.get("Depends", "")),
+                # package names only: the deb's library virtuals (libcudart.so.13) are RPM's automatic ones
+                provides=tuple(
+                    p for p in rpm_requires(deb.fields.get("Provides", "")) if ".so." not in p.split()[0]
+                ),
+                source=deb.source,
+                source_sha256=deb.source_sha256,
+                rules=deb.rules,
+                links=deb.links,
+                dirs=deb.dirs,
+                files=dict(deb.files),
+                mtime=deb.mtime,
+                **_scriptlets(deb),
+            )
+        )
+    return out
 
 
 # ---------------------------------------------------------------- the driver (stand-ins)
@@ -263,8 +339,8 @@ def modules_yaml(platform="el9"):
     return "".join(docs)
 
 
-def all_rpms(cudnn_versions=lab_repo.CUDNN_VERSIONS, cudnn_majors=("13",)):
-    out = []
+def all_rpms(cudnn_versions=lab_repo.CUDNN_VERSIONS, cudnn_majors=("13",), cuda=True):
+    out = cuda_rpms() if cuda else []
     for version in cudnn_versions:
         for major in cudnn_majors:
             out += cudnn_rpms(version, major)
@@ -303,10 +379,11 @@ def spec_text(rpm, paths, staged):
     lines += [f"Conflicts: {c}" for c in rpm.conflicts]
     lines += ["", "%description", f"{rpm.summary}.", lab_repo.LAB_NOTE, ""]
     lines += ["%install", f'cp -al "{staged}/." "%{{buildroot}}/"', ""]
-    for name, text in (("post", rpm.post), ("postun", rpm.postun)):
+    for name, text in (("post", rpm.post), ("preun", rpm.preun), ("postun", rpm.postun)):
         if text:
             lines += [f"%{name}", text.rstrip("\n"), ""]
     lines.append("%files")
+    lines += [f'%dir "{d}"' for d in rpm.dirs]
     lines += [f'"{p}"' for p in paths]
     return "\n".join(lines) + "\n"
 
@@ -531,13 +608,14 @@ def publish_tampered(rdir, wanted, key, log):
     log(f"rpms: what dnf must refuse in {tampered_dir()}/{{{','.join(TAMPER_CASES)}}}/{rdir}/x86_64")
 
 
-def build(log=print, cudnn_versions=None, dists=None):
-    """Every package (only what is missing or changed), then the signed repositories."""
+def build(log=print, cudnn_versions=None, dists=None, cuda=True):
+    """Every package (only what is missing or changed), then the signed repositories; ``cuda``: the CUDA
+    toolkit's packages too (cuda_rpms: the mirror's CUDA release)."""
     need_tools()
     start = time.monotonic()
     versions = lab_repo.check_subset(cudnn_versions, lab_repo.CUDNN_VERSIONS, "cuDNN version")
     rdirs = lab_repo.check_subset(dists, RPM_DIRS, "repository")
-    wanted = all_rpms(versions)
+    wanted = all_rpms(versions, cuda=cuda)
     fingerprint, pub = lab_repo.ensure_key(log)
     home = lab_repo.key_dir() / "gnupg"
     try:

@@ -46,3 +46,36 @@ def test_the_repository_checks_package_and_metadata_signatures(host):
     text = host.file("/etc/yum.repos.d/gpufleet-nvidia-cuda.repo").content_string
     assert "gpgcheck=1\n" in text and "repo_gpgcheck=1\n" in text
     assert "gpg-pubkey" in host.check_output("rpm -qa gpg-pubkey*")
+
+
+TOOLKIT_LIBS = (
+    "libcublas.so.13",
+    "libcufft.so.12",
+    "libcurand.so.10",
+    "libcusolver.so.12",
+    "libcusparse.so.12",
+)
+
+
+def test_the_cuda_toolkit_is_nvidias_whole_toolkit_from_the_repository_and_locked(host):
+    """cuda-toolkit-13-0 (the whole toolkit, not the compiler alone) from the RPM repository, each package
+    versionlocked, /usr/local/cuda-13.0 owned by NVIDIA's packages, its libraries in the linker cache."""
+    assert host.run("rpm -q --qf '%{VERSION}' cuda-toolkit-13-0").stdout == "13.0.2"
+    locks = host.check_output("dnf versionlock list")
+    for name in ("cuda-toolkit-13-0", "cuda-nvcc-13-0", "libcublas-13-0", "libcublas-devel-13-0"):
+        assert f"{name}-0:" in locks, name
+    assert host.run("rpm -qf /usr/local/cuda-13.0/bin/nvcc").stdout.startswith("cuda-nvcc-13-0-13.0.")
+    cache = host.check_output("/sbin/ldconfig -p")
+    for lib in TOOLKIT_LIBS:
+        assert f"{lib} (" in cache and "/usr/local/cuda" in cache.split(f"{lib} (", 1)[1].split("\n", 1)[0], (
+            lib
+        )
+
+
+def test_nvcc_builds_a_cubin(host):
+    src = 'extern "C" __global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }'
+    cmd = (
+        f"cd $(mktemp -d) && printf '%s\\n' {json.dumps(src)} > k.cu && "
+        "/usr/local/cuda-13.0/bin/nvcc -arch=sm_90 -cubin -o k.cubin k.cu && od -An -c -N4 k.cubin"
+    )
+    assert host.check_output(cmd).split() == ["177", "E", "L", "F"]

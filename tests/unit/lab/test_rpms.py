@@ -14,9 +14,9 @@ import yaml
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver_packages as kb_packages
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
 
+from lab import debs, rpms
 from lab import mirror as lab_mirror
 from lab import repo as lab_repo
-from lab import rpms
 
 
 def test_the_key_files_are_those_nvidias_repositories_publish():
@@ -111,7 +111,7 @@ def test_a_built_repository_is_signed_and_holds_nvidias_rpms(tmp_path, monkeypat
     for module in (rpms, lab_repo, lab_mirror):
         monkeypatch.setattr(module, "STATE", lab)
     _cudnn_mirror(lab)
-    fingerprint = rpms.build(log=lambda _line: None, cudnn_versions=[CUDNN])
+    fingerprint = rpms.build(log=lambda _line: None, cudnn_versions=[CUDNN], cuda=False)
     rhel9 = lab / "mirror" / "cuda" / "repos" / "rhel9" / "x86_64"
     lib = rhel9 / f"libcudnn9-cuda-13-{CUDNN}-1.x86_64.rpm"
     listing = subprocess.run(["rpm", "-qpl", str(lib)], capture_output=True, text=True, check=True).stdout
@@ -159,7 +159,7 @@ def test_tampered_copies(tmp_path, monkeypatch):  # a short name: gpg-agent's so
         monkeypatch.setattr(module, "STATE", lab)
     monkeypatch.setattr(lab_repo, "CUDNN_VERSIONS", (CUDNN,))
     _cudnn_mirror(lab)
-    rpms.build(log=lambda _line: None, cudnn_versions=[CUDNN], dists=["rhel9"])
+    rpms.build(log=lambda _line: None, cudnn_versions=[CUDNN], dists=["rhel9"], cuda=False)
     db = tmp_path / "rpmdb"
     db.mkdir()
     repo = lab / "mirror" / "cuda" / "repos" / "rhel9" / "x86_64"
@@ -190,3 +190,57 @@ def test_tampered_copies(tmp_path, monkeypatch):  # a short name: gpg-agent's so
         assert answers[case][0] != 0 or "signatures OK" not in answers[case][1], (case, answers[case])
     assert "NOT OK" in answers["tampered"][1] and "NOT OK" in answers["foreign"][1]
     lab_repo.stop_agent()
+
+
+def test_nvidias_rpm_names_of_the_cuda_packages():
+    assert rpms.rpm_name("cuda-cudart-dev-13-0") == "cuda-cudart-devel-13-0"
+    assert rpms.rpm_name("libcublas-dev-13-0") == "libcublas-devel-13-0"
+    assert rpms.rpm_name("cuda-libraries-dev-13-0") == "cuda-libraries-devel-13-0"
+    assert rpms.rpm_name("cuda-toolkit-13-0") == "cuda-toolkit-13-0"
+    assert rpms.rpm_name("cuda-toolkit-13-0-config-common") == "cuda-toolkit-13-0-config-common"
+    assert rpms.rpm_name("cuda-sandbox-dev-13-0") == "cuda-sandbox-devel-13-0"
+    assert rpms.rpm_requires(
+        "cuda-cudart-13-0 (>= 13.0.96), cuda-toolkit-config-common | cuda-cudart-11-2"
+    ) == (
+        "cuda-cudart-13-0 >= 13.0.96",
+        "cuda-toolkit-config-common",
+    )
+    assert rpms.rpm_requires("libcublas-dev-13-0 (>= 13.1.0.3), x (<< 2)") == (
+        "libcublas-devel-13-0 >= 13.1.0.3",
+        "x < 2",
+    )
+
+
+def test_the_toolkit_rpms_are_the_apt_repositorys_packages_under_nvidias_rpm_names(monkeypatch):
+    """lab/rpms.cuda_rpms from lab/repo.cuda_debs: names, versions split, Requires, the alternatives of
+    config-common as %post / %preun (a removal only), ldconfig, the /usr/local/cuda-X.Y directory owned."""
+    config = lab_repo.config_common_debs("13.0", "13.0.96-1", 0)
+    dev = debs.Deb(
+        name="cuda-cudart-dev-13-0",
+        version="13.0.96-1",
+        arch="amd64",
+        fields={
+            "Description": "CUDA Runtime native dev links, headers\nmore",
+            "Depends": "cuda-cudart-13-0 (>= 13.0.96)",
+            "Provides": "libcudart.so.13-dev (= 13.0.96)",
+        },  # fmt: skip
+        rules=(("include", "/usr/local/cuda-13.0/targets/x86_64-linux/include", None),),
+    )
+    monkeypatch.setattr(lab_repo, "cuda_debs", lambda _release=None: [dev, *config])
+    got = {r.name: r for r in rpms.cuda_rpms()}
+    rpm = got["cuda-cudart-devel-13-0"]
+    assert (rpm.version, rpm.release, rpm.arch) == ("13.0.96", "1", "x86_64")
+    assert rpm.requires == ("cuda-cudart-13-0 >= 13.0.96",) and rpm.provides == ()
+    assert rpm.summary == "CUDA Runtime native dev links, headers"
+    xy = got["cuda-toolkit-13-0-config-common"]
+    assert xy.arch == "noarch" and xy.dirs == ("/usr/local/cuda-13.0",)
+    assert "update-alternatives --install /usr/local/cuda cuda /usr/local/cuda-13.0 130" in xy.post
+    assert (
+        xy.preun.startswith('if [ "$1" -eq 0 ]; then\n') and "--remove cuda /usr/local/cuda-13.0" in xy.preun
+    )
+    assert "configure" not in xy.post
+    common = got["cuda-toolkit-config-common"]
+    assert common.files == {"/etc/ld.so.conf.d/000_cuda.conf": "/usr/local/cuda/targets/x86_64-linux/lib\n"}
+    assert common.post == common.postun == "/sbin/ldconfig\n"
+    spec = rpms.spec_text(xy, [], "/stage")
+    assert '%dir "/usr/local/cuda-13.0"' in spec and "%preun" in spec
