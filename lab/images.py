@@ -239,6 +239,61 @@ def el_hooks(identity):
     return tuple(hooks)
 
 
+# ---------------------------------------------------------------------------------------------------
+# Ubuntu-shaped images: a Debian 12 userland (apt, python3-apt, dpkg) with an Ubuntu identity, so that
+# Ansible sees distribution Ubuntu, os_family Debian, pkg_mgr apt, and gpufleet's plans take their Ubuntu
+# branch (NVIDIA's ubuntu2404/ubuntu2204 repositories, the driver's Ubuntu names and pin package). Not Ubuntu:
+# the packages, the kernel and the archive (the image's apt sources stay Debian's) are Debian's.
+# ---------------------------------------------------------------------------------------------------
+UBUNTU_IDENTITIES = {
+    # os-release and lsb-release as Ubuntu 24.04.3 and 22.04.5 ship them (the fields Ansible and gpufleet's
+    # facts read); /etc/debian_version as Ubuntu's base-files has it
+    "ubuntu2404": {
+        "os_release": {
+            "PRETTY_NAME": "Ubuntu 24.04.3 LTS",
+            "NAME": "Ubuntu",
+            "VERSION_ID": "24.04",
+            "VERSION": "24.04.3 LTS (Noble Numbat)",
+            "VERSION_CODENAME": "noble",
+            "ID": "ubuntu",
+            "ID_LIKE": "debian",
+            "UBUNTU_CODENAME": "noble",
+        },
+        "debian_version": "trixie/sid",
+    },
+    "ubuntu2204": {
+        "os_release": {
+            "PRETTY_NAME": "Ubuntu 22.04.5 LTS",
+            "NAME": "Ubuntu",
+            "VERSION_ID": "22.04",
+            "VERSION": "22.04.5 LTS (Jammy Jellyfish)",
+            "VERSION_CODENAME": "jammy",
+            "ID": "ubuntu",
+            "ID_LIKE": "debian",
+            "UBUNTU_CODENAME": "jammy",
+        },
+        "debian_version": "bookworm/sid",
+    },
+}
+
+
+def ubuntu_hooks(identity):
+    """mmdebstrap customize hooks that give a Debian root the Ubuntu identity ``identity``."""
+    ident = UBUNTU_IDENTITIES[identity]["os_release"]
+    os_release = "".join(f'{k}="{v}"\n' for k, v in ident.items())
+    lsb = (
+        f"DISTRIB_ID=Ubuntu\nDISTRIB_RELEASE={ident['VERSION_ID']}\nDISTRIB_CODENAME={ident['VERSION_CODENAME']}\n"
+        f'DISTRIB_DESCRIPTION="{ident["PRETTY_NAME"]}"\n'
+    )
+    return (
+        'rm -f "$1/etc/os-release" "$1/usr/lib/os-release"',
+        _sh_write("/usr/lib/os-release", os_release),
+        'ln -sf ../usr/lib/os-release "$1/etc/os-release"',
+        _sh_write("/etc/lsb-release", lsb),
+        _sh_write("/etc/debian_version", UBUNTU_IDENTITIES[identity]["debian_version"] + "\n"),
+    )
+
+
 @dataclass(frozen=True)
 class Recipe:
     name: str
@@ -295,6 +350,19 @@ def _el_recipe(name, identity):
     )
 
 
+def _ubuntu_recipe(name, identity):
+    # the systemd image's packages and g++ (nvcc's host compiler: the lab network has no Ubuntu archive)
+    return Recipe(
+        name=name,
+        suite="bookworm",
+        systemd=True,
+        packages=BASE_PACKAGES + SYSTEMD_PACKAGES + ("g++",),
+        hooks=SYSTEMD_HOOKS + ubuntu_hooks(identity),
+        changes=SYSTEMD_CHANGES,
+        on_demand=True,
+    )
+
+
 RECIPES = {
     r.name: r
     for r in (
@@ -304,6 +372,8 @@ RECIPES = {
         _recipe("debian13-systemd", "trixie", True),
         _el_recipe("el9-systemd", "rocky9"),
         _el_recipe("el10-systemd", "rhel10"),
+        _ubuntu_recipe("ubuntu2404-systemd", "ubuntu2404"),
+        _ubuntu_recipe("ubuntu2204-systemd", "ubuntu2204"),
     )
 }
 

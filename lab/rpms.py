@@ -17,12 +17,13 @@ Output (.lab/):
 What is NVIDIA's and what is the lab's: the CUDA toolkit's packages are the apt repository's (lab/repo.py
 cuda_debs: the same files under /usr/local/cuda-X.Y, dependencies and meta packages up to cuda-toolkit-X-Y)
 under NVIDIA's RPM names (``-dev`` is ``-devel``), the config-common alternatives as %post/%preun; the cuDNN
-packages hold NVIDIA's files (libraries in /usr/lib64, headers in /usr/include, the unversioned header names as
-links, as the deb packages have them; medium confidence for RHEL's exact list); the driver packages are stand-ins (no kernel module can be built here):
-NVIDIA's names, epoch 3, versions and the module streams nvidia-driver:<branch>-open / -dkms with the
-profiles default and fm (EL 9), the unversioned metapackages nvidia-open / cuda-drivers (EL 10), and a file
-under /usr/share/gpufleet-lab/ that says what they are. Automatic dependencies are off (AutoReqProv: no): an
-EL-shaped host's rpm database holds no glibc to satisfy them; the packages require each other as NVIDIA's do.
+packages hold NVIDIA's files (libraries in /usr/lib64, headers in /usr/include, the unversioned header names
+as links, as the deb packages have them; medium confidence for RHEL's exact list); the driver packages are
+stand-ins (no kernel module can be built here): NVIDIA's names, epoch 3, versions and the module streams
+nvidia-driver:<branch>-open / -dkms with the profiles default and fm (EL 9), the unversioned metapackages
+nvidia-open / cuda-drivers (EL 10), and a file under /usr/share/gpufleet-lab/ that says what they are.
+Automatic dependencies are off (AutoReqProv: no): an EL-shaped host's rpm database holds no glibc to satisfy
+them; the packages require each other as NVIDIA's do.
 """
 
 import hashlib

@@ -16,7 +16,7 @@ from lab.images import (
 )
 
 
-def test_four_debian_images_and_two_el_shaped_ones_on_demand():
+def test_four_debian_images_and_el_and_ubuntu_shaped_ones_on_demand():
     assert sorted(r.tag for r in RECIPES.values()) == [
         "gpufleet/debian12",
         "gpufleet/debian12-systemd",
@@ -24,9 +24,16 @@ def test_four_debian_images_and_two_el_shaped_ones_on_demand():
         "gpufleet/debian13-systemd",
         "gpufleet/el10-systemd",
         "gpufleet/el9-systemd",
+        "gpufleet/ubuntu2204-systemd",
+        "gpufleet/ubuntu2404-systemd",
     ]
     assert RECIPES["debian13"].suite == "trixie"
-    assert [r.name for r in RECIPES.values() if r.on_demand] == ["el9-systemd", "el10-systemd"]
+    assert [r.name for r in RECIPES.values() if r.on_demand] == [
+        "el9-systemd",
+        "el10-systemd",
+        "ubuntu2404-systemd",
+        "ubuntu2204-systemd",
+    ]
 
 
 def test_packages():
@@ -87,8 +94,8 @@ def test_systemd_runs_unprivileged():
 
 
 def _el_root(tmp_path, name):
-    """Run an EL recipe's identity hooks (those after the systemd ones) on a fake Debian root, with `chroot`
-    (rpm --initdb) left out: what the image's /etc and /var look like."""
+    """Run an EL (or Ubuntu) recipe's identity hooks (those after the systemd ones) on a fake Debian root,
+    with `chroot` (rpm --initdb) left out: what the image's /etc and /var look like."""
     root = tmp_path / name
     for d in ("etc/apt/sources.list.d", "var/lib/dpkg", "etc/dnf/plugins", "usr/lib", "root"):
         (root / d).mkdir(parents=True)
@@ -149,3 +156,22 @@ def test_the_rpm_database_has_a_base_system_that_nvidias_scriptlets_and_the_role
     for name in ("el9-systemd", "el10-systemd"):
         hooks = " ".join(RECIPES[name].hooks)
         assert "rpmbuild -bb" in hooks and "rpm -i --nodeps" in hooks
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "codename"),
+    [("ubuntu2404-systemd", "24.04", "noble"), ("ubuntu2204-systemd", "22.04", "jammy")],
+)
+def test_an_ubuntu_shaped_root_has_an_ubuntu_identity(tmp_path, name, version, codename):
+    """Issue 38: what Ansible reads to tell Ubuntu (os-release ID=ubuntu, lsb-release; tried: distribution
+    Ubuntu, version 24.04, release noble, os_family Debian, pkg_mgr apt) on a Debian root with python3-apt
+    and g++ (nvcc's host compiler)."""
+    recipe = RECIPES[name]
+    assert recipe.systemd and {"python3-apt", "g++"} <= set(recipe.packages)
+    root = _el_root(tmp_path, name)
+    os_release = (root / "etc/os-release").read_text()
+    assert 'ID="ubuntu"' in os_release and f'VERSION_ID="{version}"' in os_release
+    assert f'VERSION_CODENAME="{codename}"' in os_release
+    assert f"DISTRIB_RELEASE={version}\n" in (root / "etc/lsb-release").read_text()
+    assert (root / "etc/debian_version").read_text().endswith("/sid\n")
+    assert (root / "var/lib/dpkg/status").exists() and (root / "etc/apt/sources.list").exists()
