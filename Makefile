@@ -26,9 +26,10 @@ TEST_ALL_STAGES ?= bg:lab lint sanity importer wait:lab bg:test-vm unit integrat
 # the installed tarball), each on one platform (NAME:PLATFORM), MOLECULE_JOBS at a time
 # (scripts/molecule_run.sh prints each one's time). repo (an admin's upgrades and tampered repositories on the
 # same path as default) runs in `make molecule-all`, which runs MOLECULE_ALL_SCENARIOS on every platform each lists.
-# el (the dnf path on EL-shaped hosts) too, after `make lab-el` builds their images and RPM repositories.
+# el and ubuntu (the dnf path on EL-shaped hosts, the apt path on an Ubuntu-shaped one) too, after `make lab-shaped`
+# builds their images and the RPM repositories.
 MOLECULE_SCENARIOS ?= default:debian12 brownfield:debian13 redist:debian12 journey audit driver
-MOLECULE_ALL_SCENARIOS ?= smoke default redist brownfield repo airgap facts driver audit journey removal el
+MOLECULE_ALL_SCENARIOS ?= smoke default redist brownfield repo airgap facts driver audit journey removal el ubuntu
 MOLECULE_JOBS ?= 2
 export MOLECULE_JOBS
 # molecule scenarios on lab VM guests (QEMU; SKIPPED where it cannot run or with GPUFLEET_VM=0): `make vm` runs
@@ -37,7 +38,7 @@ export MOLECULE_JOBS
 VM_TEST_SCENARIOS ?= driver-vm
 VM_SCENARIOS ?= driver-vm-kernel driver-vm-sb driver-vm-debian13 driver-vm-upgrade
 
-.PHONY: help venv lint unit test-tools integration lab lab-el molecule molecule-all vm matrix-lowest test-vm gpu gpu-host test test-all demo audit bench sanity changelog importer clean matrix
+.PHONY: help venv lint unit test-tools integration lab lab-shaped molecule molecule-all vm matrix-lowest test-vm gpu gpu-host test test-all demo audit bench sanity changelog importer clean matrix
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -66,11 +67,11 @@ lab: venv  ## docker engine, base images, NVIDIA redist mirror (built only when 
 molecule: lab  ## make test's molecule scenarios (MOLECULE_SCENARIOS, MOLECULE_JOBS at a time)
 	scripts/molecule_run.sh $(MOLECULE_SCENARIOS)
 
-lab-el: lab  ## EL-shaped images and the NVIDIA-layout RPM repositories (built only when missing or changed)
-	$(PY) -m lab images el9-systemd el10-systemd
+lab-shaped: lab  ## EL- and Ubuntu-shaped images, the NVIDIA-layout RPM repositories (built only when missing or changed)
+	$(PY) -m lab images el9-systemd el10-systemd ubuntu2404-systemd
 	$(PY) -m lab rpms build
 
-molecule-all: lab lab-el  ## every docker scenario on every platform (MOLECULE_ALL_SCENARIOS, MOLECULE_JOBS at a time)
+molecule-all: lab lab-shaped  ## every docker scenario on every platform (MOLECULE_ALL_SCENARIOS, MOLECULE_JOBS at a time)
 	scripts/molecule_run.sh $(MOLECULE_ALL_SCENARIOS)
 
 vm: venv  ## one VM guest: boot, driver install, reboot, verify (VM_TEST_SCENARIOS; SKIPPED without QEMU)

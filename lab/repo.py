@@ -587,8 +587,86 @@ def cudnn_debs(version, major):
     ]
 
 
-def all_debs(cudnn_versions=CUDNN_VERSIONS, cudnn_majors=CUDNN_MAJORS):
-    out = cuda_debs()
+# ---------------------------------------------------------------- the driver (stand-ins, ubuntu2404)
+
+# Two branches so that a branch change can run (lab/rpms.py builds the same for EL)
+DRIVER_VERSIONS = ("580.105.08", "590.48.01")  # 590.48.01: kb/driver.py (NFB, high)
+DRIVER_DIRS = ("ubuntu2404",)  # the repositories with the driver stand-ins (Ubuntu-shaped hosts)
+STAND_IN_DIR = "/usr/share/gpufleet-lab"
+# The systemd units NVIDIA's packages ship (kb/driver_packages.py's service names), their commands stand-ins
+UNIT_DIR = "/usr/lib/systemd/system"
+STAND_IN_UNIT = """[Unit]
+Description={description} (gpufleet lab stand-in: it runs nothing)
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/true
+
+[Install]
+WantedBy=multi-user.target
+"""
+UNITS = {
+    "nvidia-persistenced": ("nvidia-persistenced.service", "NVIDIA Persistence Daemon"),
+    "nvidia-fabric-manager": ("nvidia-fabricmanager.service", "NVIDIA fabric manager service"),
+}
+# NVIDIA's pin package of a branch from R590 (kb/driver_packages.py PIN_PACKAGE, medium for its content): an
+# apt preferences file that keeps NVIDIA's driver packages at the branch
+PIN_TEXT = """# gpufleet lab stand-in of NVIDIA's {name}: NVIDIA's driver packages stay at branch {branch}
+Package: src:nvidia-graphics-drivers nvidia-driver-cuda nvidia-persistenced nvidia-open cuda-drivers
+Pin: version {branch}.*
+Pin-Priority: 1000
+"""
+
+
+def driver_debs():
+    """NVIDIA's driver packages for Ubuntu (the names plan/driver/packages.py installs in a container:
+    nvidia-driver-cuda, nvidia-persistenced; nvidia-driver-pinning-<branch> from R590) as stand-ins: each
+    holds a file under /usr/share/gpufleet-lab/ that says what it is (no driver: none can be built or loaded
+    here), nvidia-persistenced NVIDIA's unit name, the pin package an apt preferences file."""
+    out = []
+    for version in DRIVER_VERSIONS:
+        branch = version.split(".")[0]
+        common = {
+            "version": f"{version}-0ubuntu1",
+            "arch": "amd64",
+            "doc": False,
+            "mtime": _date_epoch("2025-11-05"),
+        }
+        names = ["nvidia-driver-cuda", "nvidia-persistenced"]
+        if int(branch) >= 590:
+            names.append(f"nvidia-driver-pinning-{branch}")
+        for name in names:
+            text = (
+                f"{name} {common['version']}: a gpufleet lab stand-in of NVIDIA's package of this name "
+                "(no driver, no kernel module: none can be built or loaded here).\n"
+            )
+            files = {f"{STAND_IN_DIR}/{name}": text}
+            if name in UNITS:
+                unit, description = UNITS[name]
+                files[f"{UNIT_DIR}/{unit}"] = STAND_IN_UNIT.format(description=description)
+            if name.startswith("nvidia-driver-pinning-"):
+                files[f"/etc/apt/preferences.d/{name}"] = PIN_TEXT.format(name=name, branch=branch)
+            out.append(
+                debs.Deb(
+                    name=name,
+                    fields={
+                        "Maintainer": MAINTAINER,
+                        "Section": "non-free/libs",
+                        "Priority": "optional",
+                        "Source": "nvidia-graphics-drivers",
+                        "Description": f"gpufleet lab stand-in of NVIDIA's {name}\n"
+                        "Built by the gpufleet lab: no driver, only a file that says so.",
+                    },
+                    files=files,
+                    **common,
+                )
+            )
+    return out
+
+
+def all_debs(cudnn_versions=CUDNN_VERSIONS, cudnn_majors=CUDNN_MAJORS, drivers=True):
+    out = cuda_debs() + (driver_debs() if drivers else [])
     for version in cudnn_versions:
         for major in cudnn_majors:
             out += cudnn_debs(version, major)
@@ -739,15 +817,22 @@ def build(log=print, cudnn_versions=None, cudnn_majors=None, dists=None):
     versions = check_subset(cudnn_versions, CUDNN_VERSIONS, "cuDNN version")
     majors = check_subset(cudnn_majors, CUDNN_MAJORS, "CUDA major")
     rdirs = check_subset(dists, REPO_DIRS, "repository")
-    wanted = all_debs(versions, majors)
+    # the driver stand-ins on a lab machine only: a GPU host's subset build (lab/gpuhost) has a real driver
+    drivers = cudnn_versions is None and cudnn_majors is None
+    wanted = all_debs(versions, majors, drivers=drivers)
     stanzas = {deb.filename: build_one(deb, log) for deb in wanted}
     for stale in pool_dir().glob("*.deb"):
         if stale.name not in stanzas:
             stale.unlink()
     fingerprint, pub = ensure_key(log)
     date = max(deb.mtime for deb in wanted)
+    drivers = {deb.filename for deb in driver_debs()} if drivers else set()
+
+    def of(rdir):  # the driver stand-ins only where DRIVER_DIRS says
+        return {k: v for k, v in stanzas.items() if k not in drivers or rdir in DRIVER_DIRS}
+
     try:
-        signed = [rdir for rdir in rdirs if publish(rdir, stanzas, fingerprint, pub, date)]
+        signed = [rdir for rdir in rdirs if publish(rdir, of(rdir), fingerprint, pub, date)]
     finally:
         stop_agent()
     state_words = f"signed {', '.join(signed)}" if signed else "up to date"

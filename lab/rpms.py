@@ -47,9 +47,9 @@ KEY_FILES = {"rhel9": "D42D0685.pub", "rhel10": "CDF6BA43.pub"}
 LIBDIR = "/usr/lib64"
 INCDIR = "/usr/include"
 PACKAGER = "cudatools <cudatools@nvidia.com>"
-STAND_IN_DIR = "/usr/share/gpufleet-lab"
+STAND_IN_DIR = lab_repo.STAND_IN_DIR
 # The driver stand-ins: two branches so that a branch change and a flavor switch can run
-DRIVER_VERSIONS = ("580.105.08", "590.48.01")  # 590.48.01: kb/driver.py (NFB, high)
+DRIVER_VERSIONS = lab_repo.DRIVER_VERSIONS
 DRIVER_EPOCH = "3"
 TOOLS = (("rpmbuild", "rpm"), ("rpmsign", "rpm"), ("createrepo_c", "createrepo-c"), ("gpg", "gnupg"))
 TAMPER_CASES = ("unsigned", "foreign", "tampered", "repomd")
@@ -215,23 +215,7 @@ def cuda_rpms(release=lab_repo.CUDA_RELEASE):
 # ---------------------------------------------------------------- the driver (stand-ins)
 
 
-# The systemd units NVIDIA's packages ship (kb/driver_packages.py's service names), their commands stand-ins
-UNIT_DIR = "/usr/lib/systemd/system"
-STAND_IN_UNIT = """[Unit]
-Description={description} (gpufleet lab stand-in: it runs nothing)
-
-[Service]
-Type=oneshot
-RemainAfterExit=yes
-ExecStart=/bin/true
-
-[Install]
-WantedBy=multi-user.target
-"""
-UNITS = {
-    "nvidia-persistenced": ("nvidia-persistenced.service", "NVIDIA Persistence Daemon"),
-    "nvidia-fabric-manager": ("nvidia-fabricmanager.service", "NVIDIA fabric manager service"),
-}
+UNIT_DIR, STAND_IN_UNIT, UNITS = lab_repo.UNIT_DIR, lab_repo.STAND_IN_UNIT, lab_repo.UNITS
 
 
 def _stand_in(name, version, dist, **kw):

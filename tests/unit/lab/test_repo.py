@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import lzma
+import re
 import shutil
 import subprocess
 import tarfile
@@ -87,6 +88,7 @@ CUDA_FILES = {
 # CUDA 13.0.2's packages: 36 component packages, 3 config-common, 7 meta packages; cuDNN: 2 versions x 2 CUDA
 # majors x 4 packages
 CUDA_PACKAGES, CUDNN_PACKAGES = 36 + 3 + 7, 2 * 2 * 4
+DRIVER_PACKAGES = 2 + 3  # the stand-ins, ubuntu2404 only: 580 and 590 (+ its pin package)
 SUBLIBS = (
     "",
     "_adv",
@@ -193,7 +195,7 @@ def test_cudnn_headers_package_has_no_maintainer_scripts_as_nvidias(built):
 def test_cuda_packages_have_nvidias_names_versions_and_layout(built):
     lab_dir, _, _ = built
     pool = lab_dir / "repo-build" / "pool"
-    names = sorted(p.name for p in pool.glob("*.deb") if "cudnn" not in p.name)
+    names = sorted(p.name for p in pool.glob("*.deb") if "cudnn" not in p.name and "0ubuntu1" not in p.name)
     assert len(names) == CUDA_PACKAGES
     assert {
         "cuda-cccl-13-0_13.0.85-1_amd64.deb",
@@ -287,7 +289,10 @@ def test_repositories_are_flat_signed_and_in_nvidias_layout(built, tmp_path):
 
 def test_nothing_is_rebuilt_or_resigned_when_nothing_changed(built, monkeypatch):
     lab_dir, fingerprint, lines = built
-    assert sum(line.startswith("repo: built ") for line in lines) == CUDA_PACKAGES + CUDNN_PACKAGES
+    assert (
+        sum(line.startswith("repo: built ") for line in lines)
+        == CUDA_PACKAGES + CUDNN_PACKAGES + DRIVER_PACKAGES
+    )
     target = lab_dir / "mirror" / "cuda" / "repos" / "debian13" / "x86_64"
     before = {p.name: p.read_bytes() for p in target.iterdir() if not p.name.endswith(".deb")}
     again = []
@@ -298,7 +303,10 @@ def test_nothing_is_rebuilt_or_resigned_when_nothing_changed(built, monkeypatch)
     monkeypatch.setattr(debs, "FORMAT", debs.FORMAT + 1)  # a changed recipe: every package again
     third = []
     repo.build(log=third.append)
-    assert sum(line.startswith("repo: built ") for line in third) == CUDA_PACKAGES + CUDNN_PACKAGES
+    assert (
+        sum(line.startswith("repo: built ") for line in third)
+        == CUDA_PACKAGES + CUDNN_PACKAGES + DRIVER_PACKAGES
+    )
 
 
 def test_a_missing_mirror_is_one_line_that_says_what_to_do(tmp_path, monkeypatch):
@@ -325,8 +333,34 @@ def test_a_subset_builds_only_what_a_gpu_hosts_mirror_holds(lab_dir):
     assert packages.count("Package: ") == CUDA_PACKAGES + 4
     assert "Package: libcudnn9-cuda-13\n" in packages and "-cuda-12\n" not in packages
     assert "Version: 9.28" not in packages
+    assert "Package: nvidia-driver-cuda\n" not in packages  # a GPU host has a real driver: no stand-in
 
 
 def test_a_subset_outside_the_recipe_is_refused_naming_it(lab_dir):
     with pytest.raises(LabError, match=r"CUDA major 11 not in the lab's recipe \(12, 13\)"):
         repo.build(log=lambda _line: None, cudnn_majors=["11"])
+
+
+def test_the_driver_stand_ins_are_in_ubuntu2404_only_with_the_plans_names(built):
+    """Issue 38 (Ubuntu-shaped hosts): what plan/driver/packages.py installs in a container from NVIDIA's
+    repository (nvidia-driver-cuda, nvidia-persistenced; from R590 nvidia-driver-pinning-<branch> first), at
+    the branches 580 and 590, each saying it is a stand-in; the pin package pins the branch."""
+    lab_dir, _, _ = built
+    repos = lab_dir / "mirror" / "cuda" / "repos"
+    ubuntu = (repos / "ubuntu2404" / "x86_64" / "Packages").read_text()
+    for name, version in (
+        ("nvidia-driver-cuda", "580.105.08-0ubuntu1"),
+        ("nvidia-driver-cuda", "590.48.01-0ubuntu1"),
+        ("nvidia-persistenced", "590.48.01-0ubuntu1"),
+        ("nvidia-driver-pinning-590", "590.48.01-0ubuntu1"),
+    ):
+        assert re.search(
+            f"^Package: {name}\nSource: nvidia-graphics-drivers\nVersion: {version}\n", ubuntu, re.M
+        ), name
+    assert "nvidia-driver-pinning-580" not in ubuntu
+    for rdir in ("debian12", "debian13"):
+        assert "nvidia-driver-cuda" not in (repos / rdir / "x86_64" / "Packages").read_text()
+    pin = _listing(lab_dir / "repo-build" / "pool" / "nvidia-driver-pinning-590_590.48.01-0ubuntu1_amd64.deb")
+    assert "/etc/apt/preferences.d/nvidia-driver-pinning-590" in pin
+    unit = _listing(lab_dir / "repo-build" / "pool" / "nvidia-persistenced_580.105.08-0ubuntu1_amd64.deb")
+    assert "/usr/lib/systemd/system/nvidia-persistenced.service" in unit
