@@ -193,9 +193,9 @@ options:
     description:
       - With O(state=present) and apt, run C(apt-get update) for this repository's source only (from a
         staging copy of the key and source first when either changes).
-      - With O(state=present) and dnf, when the key or the C(.repo) changes, C(dnf makecache) of a staging copy
-        of both (its own cache directory) must read the repository, C(repomd.xml)'s signature checked, before
-        either is written.
+      - With O(state=present) and dnf, when the key or the C(.repo) changes, C(dnf makecache) of a staging
+        copy of both (its own cache directory) must read the repository, C(repomd.xml)'s signature checked,
+        before either is written.
     type: bool
     default: true
   timeout:
@@ -398,7 +398,8 @@ def refresh_staged_dnf(module, repo, prefix, key):
         rc, out, err = module.run_command(cmd, environ_update=apt_env())
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    refusal = install_repo.dnf_makecache_refusal(f"{out}\n{err}", rc, repo["url"], f"{prefix}_repo_key_fingerprint")
+    var = f"{prefix}_repo_key_fingerprint"
+    refusal = install_repo.dnf_makecache_refusal(f"{out}\n{err}", rc, repo["url"], var)
     if refusal:
         raise install_repo.RepoError(refusal)
 
@@ -547,7 +548,7 @@ def present(module, repo, result):
             refresh_staged(module, repo, prefix, key)
         else:
             refresh(module, repo, prefix, repo["path"])
-    elif changes and p["refresh"]:  # dnf reads the metadata at its next run: it is read from a staging copy first
+    elif changes and p["refresh"]:  # dnf reads the metadata at its next run: a staging copy reads it first
         refresh_staged_dnf(module, repo, prefix, key)
     for path, data in changes:
         _write(module, path, data, 0o644)

@@ -472,7 +472,8 @@ def dnf_makecache_refusal(output, rc, url, var):
         (words for rx, words in DNF_REFUSALS if rx.search(output or "")), f"dnf makecache failed (rc={rc})"
     )
     lines = [line.strip() for line in (output or "").splitlines() if line.strip()]
-    first = next((line for line in lines if line.startswith(("Error:", "Errors"))), lines[-1] if lines else "")
+    last = lines[-1] if lines else ""
+    first = next((line for line in lines if line.startswith(("Error:", "Errors"))), last)
     return (
         f"dnf refused the repository {url}: {why.format(var=var)} (dnf: {' '.join(first.split())[:300]}); "
         "nothing was installed or changed: the packages installed before are as they were"

@@ -187,10 +187,11 @@ def cuda_hold(variables, plan):
     NVIDIA's repository only: a redist tree has no package, the distribution's toolkit follows the
     distribution); on dnf the versionlock patterns of the packages of each release the plan installs
     (plan/repo.toolkit_lock_patterns) and those of each release whose locked toolkit the plan moves to another
-    version (packages.unhold: a pinned X.Y.Z up or down): that install runs with the versionlock plugin off (the
-    lock would filter the move out: "All matches were filtered out by exclude filtering"), then these locks are
-    released and the new versions locked, so a refused install leaves the old locks in place. apt holds
-    the set's names (packages.hold_missing, from the index where it is read) and releases packages.unhold."""
+    version (packages.unhold: a pinned X.Y.Z up or down): that install runs with the versionlock plugin off
+    (the lock would filter the move out: "All matches were filtered out by exclude filtering"), then these
+    locks are released and the new versions locked, so a refused install leaves the old locks in place. apt
+    holds the set's names (packages.hold_missing, from the index where it is read) and releases
+    packages.unhold."""
     hold = bool(variables["cuda_toolkit_hold"]) and plan["source"] == "nvidia_repo"
     dnf = (plan.get("repo") or {}).get("manager") == "dnf"
     versions = plan["package_versions"] if dnf else []

@@ -315,14 +315,15 @@ def test_a_tampered_repository_is_refused_with_the_reason(repo_server, tmp_path,
 # dnf makecache of a staged .repo, as dnf 4.14 answered on an EL-shaped host (the lab's rhel9 repository)
 DNF_BADSIG = (
     "NVIDIA CUDA                                      73 kB/s | 833  B     00:00\n"
-    "Error: Failed to download metadata for repo 'gpufleet-nvidia-cuda': repomd.xml GPG signature verification "
-    "error: Bad GPG signature\n"
+    "Error: Failed to download metadata for repo 'gpufleet-nvidia-cuda': repomd.xml GPG signature "
+    "verification error: Bad GPG signature\n"
 )
 DNF_NO_ASC = (
     "Errors during downloading metadata for repository 'gpufleet-nvidia-cuda':\n"
     "  - Curl error (37): Couldn't read a file:// file for file:///probe/noasc/repodata/repomd.xml.asc\n"
-    "Error: Failed to download metadata for repo 'gpufleet-nvidia-cuda': GPG verification is enabled, but GPG "
-    "signature is not available. This may be an error or the repository does not support GPG verification: "
+    "Error: Failed to download metadata for repo 'gpufleet-nvidia-cuda': GPG verification is enabled, but "
+    "GPG signature is not available. This may be an error or the repository does not support GPG "
+    "verification: "
     "Curl error (37): Couldn't read a file:// file for file:///probe/noasc/repodata/repomd.xml.asc\n"
 )
 DNF_UNREACHABLE = (
@@ -349,7 +350,8 @@ def test_dnf_reads_a_new_repo_from_a_staging_copy_before_it_is_written(el_repo, 
     assert nvidia_repo.run(first)["changed"] is True
     (makecache,) = first.commands
     assert makecache[0] == "dnf" and makecache[-1] == "makecache"
-    staged = [a.split("=", 1)[1] for a in makecache if a.startswith(("--setopt=reposdir=", "--setopt=cachedir="))]
+    options = ("--setopt=reposdir=", "--setopt=cachedir=")
+    staged = [a.split("=", 1)[1] for a in makecache if a.startswith(options)]
     assert len(staged) == 2 and not any(path.startswith(str(tmp_path / "etc")) for path in staged)
     assert "repo_gpgcheck=1" in Path(el_repo["path"]).read_text()
     again = FakeModule({"repo": el_repo})
@@ -362,12 +364,17 @@ def test_dnf_reads_a_new_repo_from_a_staging_copy_before_it_is_written(el_repo, 
 @pytest.mark.parametrize(
     ("out", "words"),
     [
-        (DNF_BADSIG, "its repomd.xml signature does not verify with the key pinned by cudnn_repo_key_fingerprint"),
+        (
+            DNF_BADSIG,
+            "its repomd.xml signature does not verify with the key pinned by cudnn_repo_key_fingerprint",
+        ),
         (DNF_NO_ASC, "it has no repomd.xml.asc: its metadata is not signed"),
         (DNF_UNREACHABLE, "dnf could not fetch it"),
     ],
 )
-def test_a_repository_dnf_refuses_is_refused_with_the_reason_and_nothing_written(el_repo, tmp_path, out, words):
+def test_a_repository_dnf_refuses_is_refused_with_the_reason_and_nothing_written(
+    el_repo, tmp_path, out, words
+):
     params = {"repo": el_repo, "caller": "gpufleet.nvidia.cudnn"}
     with pytest.raises(install_repo.RepoError) as err:
         nvidia_repo.run(FakeModule(params, answers={"dnf --assumeyes": (1, "", out)}))
