@@ -15,6 +15,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpufleet import
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import owners as plan_owners
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import redist as plan_redist
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as plan_repo
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.refusal import bad
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import (
     PlanError,
@@ -231,7 +232,11 @@ def _decide_existing(entry, found, policy, source):
     if kind == "gpufleet" and source == "redist":
         return "install"  # gpufleet's own tree: kept or upgraded in place, as always
     if kind == "package" and source == "nvidia_repo":
-        return "install"  # the package manager's own tree: apt/dnf keep or complete it
+        owner = (found.get("owner") or {}).get("name") or (found.get("package") or {}).get("name")
+        if plan_repo.nvidia_toolkit_package(owner, entry["version"]):
+            return "install"  # NVIDIA's packages' own tree: apt/dnf keep or complete it
+        if policy == "refuse":  # another package's: NVIDIA's would collide with its files mid-transaction
+            raise _refusal(entry, policy, words, f"it is not one of NVIDIA's CUDA packages; {REFUSE_WHY}")
     if kind == "gpufleet":
         words = f"gpufleet's redist install, and cuda_toolkit_source is {source}"
         if policy == "refuse":

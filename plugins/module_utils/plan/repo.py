@@ -12,6 +12,7 @@ pinned); the roles pass the plan's ``repo`` and ``packages.specs``. Every row ca
 
 from __future__ import annotations
 
+import fnmatch
 import re
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
@@ -244,6 +245,25 @@ def cudnn_packages(version, cuda_major, rdir, dev=True, var="cudnn_version"):
 # resolves a pattern to the installed packages it matches and locks each at its version). The
 # cuda-toolkit-*config-common packages (ld.so.conf.d, alternatives) are shared by releases and not locked.
 TOOLKIT_LOCK_PATTERNS = ("cuda-*-{major}-{minor}", "lib*-{major}-{minor}")
+
+
+# Who owns /usr/local/cuda-X.Y when NVIDIA's repository installed it: its toolkit packages (the lock patterns)
+# and the config-common packages (cuda-toolkit-X-Y-config-common owns the directory itself) (the H200's dpkg
+# status, tests/data/h200-ubuntu2404/dpkg-query-nvidia-cuda.tsv: every CUDA package there matches one)
+TOOLKIT_TREE_PATTERNS = (
+    *TOOLKIT_LOCK_PATTERNS,
+    "cuda-toolkit-{major}-{minor}-config-common",
+    "cuda-toolkit-{major}-config-common",
+    "cuda-toolkit-config-common",
+)
+
+
+def nvidia_toolkit_package(name, version):
+    """Whether package ``name`` is one of NVIDIA's CUDA packages of toolkit ``version`` (X.Y or X.Y.Z): a
+    tree it owns is the package manager's to keep or complete; any other package's is refused."""
+    parsed = _version(version, "cuda_toolkit_versions", 2)
+    patterns = [p.format(major=parsed.major, minor=parsed.minor) for p in TOOLKIT_TREE_PATTERNS]
+    return bool(name) and any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
 def toolkit_lock_patterns(versions, var="cuda_toolkit_versions"):

@@ -1,8 +1,11 @@
 """plan/cuda.py: the one default-CUDA decision, the variables' validation and the toolkit plan."""
 
+from pathlib import Path
+
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import gpufleet as kb_gpufleet
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda, stack
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import repo as repo_plan
 
 H200 = {"device_id": "0x2335", "subsystem_vendor_id": "0x10de", "subsystem_device_id": "0x18bf"}
 
@@ -312,6 +315,49 @@ def test_nvidia_repo_refuses_to_unpack_packages_over_a_foreign_tree(toolkit):
         plan_with(toolkit, source="nvidia_repo")
 
 
+# A site's own package of the toolkit (an HPC center's rpm or deb) owning /usr/local/cuda-13.0 (issue 38)
+SITE_RPM_TOOLKIT = {
+    "path": "/usr/local/cuda-13.0",
+    "version": "13.0.2",
+    "source": "rpm",
+    "package": {"name": "hpc-site-cuda-13-0", "version": "13.0.2-1.site", "manager": "rpm"},
+    "owner": {"kind": "package", "name": "hpc-site-cuda-13-0", "version": "13.0.2-1.site",
+              "words": "package hpc-site-cuda-13-0 13.0.2-1.site"},
+}  # fmt: skip
+
+
+def test_nvidia_repo_refuses_a_tree_another_package_owns_naming_it():
+    """Before, any package's tree was taken for NVIDIA's: apt or dnf then collided with its files in the
+    middle of the transaction (dnf: "conflicts between attempted installs"; dpkg: "trying to overwrite")."""
+    with pytest.raises(stack.PlanError) as err:
+        plan_with(SITE_RPM_TOOLKIT, source="nvidia_repo")
+    message = str(err.value)
+    assert message.startswith("cuda_toolkit_existing=refuse (allowed: refuse (the default), adopt, replace)")
+    assert (
+        "/usr/local/cuda-13.0 is already there, owned by package hpc-site-cuda-13-0 13.0.2-1.site" in message
+    )
+    assert "it is not one of NVIDIA's CUDA packages" in message
+    (entry,) = plan_with(SITE_RPM_TOOLKIT, source="nvidia_repo", existing="adopt")["toolkits"]
+    assert entry["action"] == "adopt"
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "nvidia"),
+    [
+        ("cuda-toolkit-13-0-config-common", "13.0", True),
+        ("cuda-nvcc-13-0", "13.0.2", True),
+        ("libcublas-dev-13-0", "13.0", True),
+        ("libcublas-devel-13-0", "13.0", True),
+        ("cuda-nvcc-12-9", "13.0", False),
+        ("hpc-site-cuda-13-0", "13.0", False),
+        ("nvidia-cuda-toolkit", "13.0", False),
+        ("", "13.0", False),
+    ],
+)
+def test_nvidias_toolkit_packages_by_name(name, version, nvidia):
+    assert repo_plan.nvidia_toolkit_package(name, version) is nvidia
+
+
 def test_switching_from_gpufleets_redist_tree_to_packages_is_explicit():
     with pytest.raises(
         stack.PlanError, match=r"gpufleet's redist install, and cuda_toolkit_source is nvidia_repo"
@@ -359,3 +405,13 @@ def test_the_compiler_set_verifies_no_library_and_packages_verify_them_all():
 def test_no_component_at_all_is_refused_naming_the_variable():
     with pytest.raises(stack.PlanError, match=r"^cuda_toolkit_redist_components=\[\] \(allowed: a non-empty"):
         cuda.plan(request(components=[], skip_compat=True), facts={})
+
+
+def test_every_cuda_package_on_the_h200_is_one_of_nvidias_toolkit_packages():
+    """The patterns hold the real host's list (tests/data/h200-ubuntu2404: CUDA 13.0 from NVIDIA's apt
+    repository), but for what is not the toolkit's: cuDNN, NCCL."""
+    tsv = Path(__file__).resolve().parents[4] / "data" / "h200-ubuntu2404" / "dpkg-query-nvidia-cuda.tsv"
+    names = [line.split("\t")[0] for line in tsv.read_text().splitlines() if line.strip()]
+    toolkit = [n for n in names if not n.startswith(("libcudnn", "libnccl"))]
+    assert len(toolkit) > 30
+    assert [n for n in toolkit if not repo_plan.nvidia_toolkit_package(n, "13.0")] == []
