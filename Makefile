@@ -26,10 +26,10 @@ TEST_ALL_STAGES ?= bg:lab lint sanity importer wait:lab bg:test-vm unit integrat
 # the installed tarball), each on one platform (NAME:PLATFORM), MOLECULE_JOBS at a time
 # (scripts/molecule_run.sh prints each one's time). repo (an admin's upgrades and tampered repositories on the
 # same path as default) runs in `make molecule-all`, which runs MOLECULE_ALL_SCENARIOS on every platform each lists.
-# el and ubuntu (the dnf path on EL-shaped hosts, the apt path on an Ubuntu-shaped one) too, after `make lab-shaped`
+# el, el-brownfield and ubuntu (the dnf path on EL-shaped hosts, the apt path on an Ubuntu-shaped one) too, after `make lab-shaped`
 # builds their images and the RPM repositories.
 MOLECULE_SCENARIOS ?= default:debian12 brownfield:debian13 redist:debian12 journey audit driver
-MOLECULE_ALL_SCENARIOS ?= smoke default redist brownfield repo airgap facts driver audit journey removal el ubuntu
+MOLECULE_ALL_SCENARIOS ?= smoke default redist brownfield repo airgap facts driver audit journey removal el el-brownfield ubuntu
 MOLECULE_JOBS ?= 2
 export MOLECULE_JOBS
 # molecule scenarios on lab VM guests (QEMU; SKIPPED where it cannot run or with GPUFLEET_VM=0): `make vm` runs

@@ -12,6 +12,8 @@ Output (.lab/):
       names (``foreign``) or with a byte of its payload changed after signing (``tampered``), each with
       repodata made over it and signed with the lab key; ``repomd``: the genuine packages, repomd.xml edited
       after it was signed. The lab key beside them, as in every repository.
+  mirror/cuda/site/x86_64/   hpc-site-cuda-13-0: a site's own package of CUDA 13.0 (not NVIDIA's), whose tree
+      gpufleet must refuse to install into (molecule el-brownfield)
   rpm-build/pool/    the signed .rpms; stamps/rpm__<package>.json: recipe digest
 
 What is NVIDIA's and what is the lab's: the CUDA toolkit's packages are the apt repository's (lab/repo.py
@@ -324,8 +326,46 @@ def modules_yaml(platform="el9"):
     return "".join(docs)
 
 
+# ---------------------------------------------------------------- a site's own package (not NVIDIA's)
+
+SITE_DIR = "site"  # mirror/cuda/site/x86_64/: packages a site built itself (molecule el-brownfield)
+
+
+def site_rpms():
+    """hpc-site-cuda-13-0: an HPC site's own package of CUDA 13.0 whose tree is /usr/local/cuda-13.0 (a
+    version.json and a bin/nvcc that say what they are), over which gpufleet must refuse to install
+    NVIDIA's packages (plan/cuda: another package's tree), naming it."""
+    version = {"cuda": {"name": "CUDA SDK", "version": "13.0.2"}}
+    return [
+        Rpm(
+            name="hpc-site-cuda-13-0",
+            version="13.0.2",
+            release="1.site",
+            summary="CUDA 13.0 as an HPC site packages it itself (gpufleet lab stand-in)",
+            files={
+                "/usr/local/cuda-13.0/version.json": json.dumps(version, indent=2) + "\n",
+                "/usr/local/cuda-13.0/bin/nvcc": "#!/bin/sh\necho 'a site package stand-in' >&2\nexit 1\n",
+            },
+            dirs=("/usr/local/cuda-13.0",),
+            dist=SITE_DIR,
+            mtime=lab_repo._date_epoch("2025-11-05"),
+        )
+    ]
+
+
+def publish_site(names):
+    """The site's packages under mirror/cuda/site/x86_64 (hard links into the pool; no repodata: a site
+    installs them with rpm)."""
+    target = lab_repo.repos_dir().parent / SITE_DIR / "x86_64"
+    target.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        dest = target / name
+        dest.unlink(missing_ok=True)
+        os.link(pool_dir() / name, dest)
+
+
 def all_rpms(cudnn_versions=lab_repo.CUDNN_VERSIONS, cudnn_majors=("13",), cuda=True):
-    out = cuda_rpms() if cuda else []
+    out = (cuda_rpms() if cuda else []) + site_rpms()
     for version in cudnn_versions:
         for major in cudnn_majors:
             out += cudnn_rpms(version, major)
@@ -614,6 +654,7 @@ def build(log=print, cudnn_versions=None, dists=None, cuda=True):
             publish(rdir, names, fingerprint, pub, home)
             if len(versions) == len(lab_repo.CUDNN_VERSIONS):
                 publish_tampered(rdir, wanted, (fingerprint, pub, home), log)
+        publish_site(sorted(r.filename for r in wanted if r.dist == SITE_DIR))
     finally:
         lab_repo.stop_agent()
         if shutil.which("gpgconf"):  # and the foreign key's

@@ -244,3 +244,24 @@ def test_the_toolkit_rpms_are_the_apt_repositorys_packages_under_nvidias_rpm_nam
     assert common.post == common.postun == "/sbin/ldconfig\n"
     spec = rpms.spec_text(xy, [], "/stage")
     assert '%dir "/usr/local/cuda-13.0"' in spec and "%preun" in spec
+
+
+@needs_tools
+def test_the_site_package_owns_a_cuda_tree_and_is_in_no_nvidia_repository(tmp_path, monkeypatch):
+    """molecule el-brownfield's foreign toolkit: hpc-site-cuda-13-0 owns /usr/local/cuda-13.0 (version.json,
+    bin/nvcc), served under mirror/cuda/site/x86_64, never in rhel9/rhel10."""
+    lab = tmp_path / "lab"
+    for module in (rpms, lab_repo, lab_mirror):
+        monkeypatch.setattr(module, "STATE", lab)
+    _cudnn_mirror(lab)
+    rpms.build(log=lambda _line: None, cudnn_versions=[CUDNN], dists=["rhel9"], cuda=False)
+    (site,) = (lab / "mirror" / "cuda" / "site" / "x86_64").glob("*.rpm")
+    assert site.name == "hpc-site-cuda-13-0-13.0.2-1.site.x86_64.rpm"
+    listing = subprocess.run(["rpm", "-qpl", str(site)], capture_output=True, text=True, check=True).stdout
+    assert listing.split() == [
+        "/usr/local/cuda-13.0",
+        "/usr/local/cuda-13.0/bin/nvcc",
+        "/usr/local/cuda-13.0/version.json",
+    ]
+    assert not list((lab / "mirror" / "cuda" / "repos").rglob("hpc-site-*"))
+    lab_repo.stop_agent()
