@@ -252,6 +252,7 @@ def driver_rpms(dist):
             _stand_in("nvidia-driver-cuda", version, dist, requires=(f"nvidia-driver = {full}",)),
             _stand_in("nvidia-persistenced", version, dist),
             _stand_in("nvidia-fabric-manager", version, dist, requires=(f"nvidia-driver = {full}",)),
+            _stand_in("libnvidia-nscq", version, dist),
             _stand_in(
                 "kmod-nvidia-open-dkms",
                 version,
@@ -286,7 +287,7 @@ def driver_rpms(dist):
 
 
 PROFILE_DEFAULT = ("nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced")
-PROFILE_FM = (*PROFILE_DEFAULT, "nvidia-fabric-manager")
+PROFILE_FM = (*PROFILE_DEFAULT, "nvidia-fabric-manager", "libnvidia-nscq")  # fabric manager and NSCQ
 
 
 def modules_yaml(platform="el9"):
