@@ -139,7 +139,12 @@ def owner_of_tree(root, packages, tree):
                 return package_owner(package, others)
     if root.exists(f"{tree}/{RUNFILE_UNINSTALLER}"):
         return owner("runfile", tree)
-    return _tree_owner(root, real) or _packages_inside(root, index, real) or owner("unknown")
+    found = _tree_owner(root, real) or _packages_inside(root, index, real)
+    if found is not None:
+        return found
+    # no NVIDIA package, no runfile, no marker: any package of the host's (a site's own package of CUDA)
+    other = packages.owner_anywhere([f"{real}/{key}" for key in TREE_KEY_FILES] + [real])
+    return package_owner(other) if other else owner("unknown")
 
 
 def _packages_inside(root, index, real):

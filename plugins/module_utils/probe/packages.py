@@ -93,6 +93,27 @@ def dpkg_files(root, package):
     return [], reason or "no file list for {} in /var/lib/dpkg/info".format(package["name"])
 
 
+def dpkg_owner_anywhere(root, paths):
+    """{name, version, manager} of the first deb whose file list (/var/lib/dpkg/info/*.list) has one of
+    ``paths`` (in the order of ``paths``), any package; None when none has."""
+    names, _reason = root.listdir("/var/lib/dpkg/info")
+    wanted = set(paths)
+    found = {}
+    for entry in names or []:
+        if not entry.endswith(".list"):
+            continue
+        text, _reason = root.read_text(f"/var/lib/dpkg/info/{entry}")
+        for line in (text or "").splitlines():
+            if line in wanted and line not in found:
+                found[line] = entry[: -len(".list")].split(":", 1)[0]
+    owner = next((found[path] for path in paths if path in found), None)
+    if owner is None:
+        return None
+    status, _reason = root.read_text(DPKG_STATUS, limit=256 * 1024 * 1024)
+    package = parse_dpkg_status(status, keep=re.compile(f"^{re.escape(owner)}$")).get(owner) or {}
+    return {"name": owner, "version": package.get("version", ""), "manager": "deb"}
+
+
 def parse_versionlock(text):
     """Package names locked by the dnf versionlock plugin (lines like `name-0:1.2-3.*`)."""
     names = set()
@@ -248,6 +269,31 @@ class Packages:
         if rc is None or len(lines) != len(existing):
             return {}
         return {path: name for path, name in zip(existing, lines) if " is not owned " not in name}
+
+    def owner_anywhere(self, paths, timeout=15.0):
+        """{name, version, manager} of the installed package, any package and not only the NVIDIA-related
+        ones this reader keeps, that owns the first of ``paths`` one owns; None when none does or the
+        database cannot tell. For a tree whose owner is no NVIDIA package (a site's own package of CUDA):
+        rpm -qf, or dpkg's file lists (/var/lib/dpkg/info/*.list) read once."""
+        existing = [path for path in paths if self.root.exists(path)]
+        if not existing:
+            return None
+        if self.manager == "apt":
+            return dpkg_owner_anywhere(self.root, existing)
+        rpm = which("rpm") if self.manager == "dnf" else None
+        if rpm is None:
+            return None
+        qf = r"%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\n"
+        rc, out, _err, _reason = run_command(
+            [rpm, "--root", self.root.root, "-qf", "--qf", qf, "--", *existing], timeout=timeout
+        )
+        if rc is None:
+            return None
+        for line in out.splitlines():  # "file ... is not owned by any package" has no tab
+            name, tab, version = line.partition("\t")
+            if tab:
+                return {"name": name, "version": version.removeprefix("0:"), "manager": "rpm"}
+        return None
 
     def driver_packages(self):
         """Every installed NVIDIA driver package: [{name, version, held}] sorted by name."""

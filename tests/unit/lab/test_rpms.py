@@ -244,6 +244,7 @@ def test_the_toolkit_rpms_are_the_apt_repositorys_packages_under_nvidias_rpm_nam
     assert common.post == common.postun == "/sbin/ldconfig\n"
     spec = rpms.spec_text(xy, [], "/stage")
     assert '%dir "/usr/local/cuda-13.0"' in spec and "%preun" in spec
+    assert "BuildArch: noarch" in spec  # else rpmbuild makes an x86_64 package of another file name
 
 
 @needs_tools

@@ -4,6 +4,7 @@ import json
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb.gpufleet import MARKER
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import cuda as probe_cuda
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import packages as probe_packages
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.packages import Packages
 
@@ -41,6 +42,49 @@ def test_the_hold_state_of_a_package_toolkits_release(tmp_path):
     assert toolkit["hold"] == {"packages": len(suffix), "held": 0} and len(suffix) > 20
     assert probe_cuda.release_hold(packages, "redist", "13.0") is None  # no package installed that tree
     assert probe_cuda.release_hold(packages, "deb", "12.9") is None  # no package of that release
+
+
+def test_a_tree_a_sites_own_deb_owns_is_that_packages(tmp_path):
+    """Issue 38: a site's own package of CUDA (hpc-site-cuda-13-0, a name the reader does not keep as
+    NVIDIA-related) owns /usr/local/cuda-13.0; its owner was "unknown", so the refusal could not name it.
+    dpkg's file lists say who owns the tree's key file."""
+    tree = "/usr/local/cuda-13.0"
+    files = {"hpc-site-cuda-13-0": [tree, f"{tree}/bin", f"{tree}/bin/nvcc", f"{tree}/version.json"]}
+    fakeroot.dpkg_db(
+        tmp_path, [("hpc-site-cuda-13-0", "13.0.2-1site", "install ok installed", "amd64")], files
+    )
+    fakeroot.write(tmp_path, f"{tree}/bin/nvcc", "#!/bin/sh\n")
+    fakeroot.write(tmp_path, f"{tree}/version.json", '{"cuda": {"version": "13.0.2"}}')
+    root = Root(str(tmp_path))
+    (toolkit,) = probe_cuda.probe(root, False, Packages(root))["toolkits"]
+    assert toolkit["owner"]["kind"] == "package"
+    assert toolkit["owner"]["words"] == "package hpc-site-cuda-13-0 13.0.2-1site"
+
+
+def test_a_tree_a_sites_own_rpm_owns_is_that_packages(tmp_path, monkeypatch):
+    """The same on an rpm host: one rpm -qf of the tree's key files and the tree (any package)."""
+    tree = "/usr/local/cuda-13.0"
+    fakeroot.write(tmp_path, f"{tree}/version.json", '{"cuda": {"version": "13.0.2"}}')
+    fakeroot.write(tmp_path, "/var/lib/rpm/rpmdb.sqlite", "db")
+    calls = []
+
+    def rpm(cmd, timeout=None):
+        calls.append(cmd)
+        if "-qa" in cmd:
+            return 0, "", "", None
+        out = "".join(
+            "hpc-site-cuda-13-0\t0:13.0.2-1.site\n" if p.startswith(tree) else f"file {p} is not owned\n"
+            for p in cmd[cmd.index("--") + 1 :]
+        )
+        return 0, out, "", None
+
+    monkeypatch.setattr(probe_packages, "run_command", rpm)
+    monkeypatch.setattr(probe_packages, "which", lambda name: f"/usr/bin/{name}")
+    root = Root(str(tmp_path))
+    (toolkit,) = probe_cuda.probe(root, False, Packages(root))["toolkits"]
+    assert toolkit["owner"]["words"] == "package hpc-site-cuda-13-0 13.0.2-1.site"
+    (query,) = [c for c in calls if "-qf" in c]
+    assert query[query.index("--") + 1 :][-1] == tree
 
 
 def test_a_gpufleet_redist_tree_has_no_hold(tmp_path):
