@@ -400,10 +400,12 @@ def spec_text(rpm, paths, staged):
     ]
     if rpm.epoch:
         lines.append(f"Epoch: {rpm.epoch}")
+    if rpm.arch == "noarch":
+        lines.append("BuildArch: noarch")
     lines += [f"Requires: {r}" for r in rpm.requires]
     lines += [f"Provides: {p}" for p in rpm.provides]
     lines += [f"Conflicts: {c}" for c in rpm.conflicts]
-    lines += ["", "%description", f"{rpm.summary}.", lab_repo.LAB_NOTE, ""]
+    lines += ["", "%description", f"{rpm.summary.rstrip('.')}.", lab_repo.LAB_NOTE, ""]
     lines += ["%install", f'cp -al "{staged}/." "%{{buildroot}}/"', ""]
     for name, text in (("post", rpm.post), ("preun", rpm.preun), ("postun", rpm.postun)):
         if text:
