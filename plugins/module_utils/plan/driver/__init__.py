@@ -142,6 +142,15 @@ def decide(request, facts, compat=None):
         flavor = state["loaded_flavor"] or flavor
     build = tristate(req["build_kernel_module"], "build_kernel_module")
     fabric = tristate(req["fabricmanager"], "fabricmanager")
+    build_module = (not state["container"]) if build == "auto" else build == "true"
+    kept = userspace_flavor(state["packages"], flavor, build_module)
+    if kept:
+        warnings.append(
+            f"nvidia_driver_kernel_module={req['kernel_module']}: no kernel module is built here (userspace"
+            f" only), so the installed {kept[0]} flavor ({kept[1]}) is kept: a flavor switch needs a host"
+            " that builds the module"
+        )
+        flavor = kept[0]
     try:
         plan = build_plan(
             state["os_key"],
@@ -153,7 +162,7 @@ def decide(request, facts, compat=None):
             ubuntu_server=bool(req["ubuntu_server"]),
             fabricmanager=state["nvswitch_count"] > 0 if fabric == "auto" else fabric == "true",
             dcgm=bool(req["dcgm"]),
-            build_kernel_module=(not state["container"]) if build == "auto" else build == "true",
+            build_kernel_module=build_module,
         )
     except DriverPlanError as exc:
         return {"made": False, "errors": [*errors, str(exc)], "warnings": warnings, "flavor": flavor}
@@ -162,6 +171,29 @@ def decide(request, facts, compat=None):
     # the files the tasks write, and what the record of the packages this run adds starts from
     plan.update(files=driver_files(plan["family"]), record=record_before(facts))
     return plan
+
+
+# The kernel module packages of each flavor in NVIDIA's repositories (RHEL's kmod, Debian/Ubuntu's DKMS)
+KMOD_FLAVORS = {
+    "kmod-nvidia-open-dkms": "open",
+    "kmod-nvidia-latest-dkms": "proprietary",
+    "nvidia-kernel-open-dkms": "open",
+    "nvidia-kernel-dkms": "proprietary",
+}
+
+
+def userspace_flavor(packages, flavor, build_module):
+    """(installed flavor, its package) when no kernel module is built here (a container) and the one flavor
+    installed is not ``flavor``, else None. The userspace packages pull a kmod package (NVIDIA's
+    nvidia-driver requires nvidia-kmod); switching it where no module is built changed nothing that runs, and
+    on RHEL 8/9 ``dnf module switch-to`` left the other flavor's kmod in place, so every run switched again
+    (an EL 9-shaped host, issue 38)."""
+    if build_module:
+        return None
+    found = {KMOD_FLAVORS[p["name"]]: p["name"] for p in packages or () if p.get("name") in KMOD_FLAVORS}
+    if len(found) != 1 or flavor in found:
+        return None
+    return next(iter(found.items()))
 
 
 _NOTHING_EXISTING = {"foreign": [], "undecided": [], "dkms": [], "replace": [], "errors": [], "warnings": []}

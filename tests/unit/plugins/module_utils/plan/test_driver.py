@@ -262,3 +262,24 @@ def test_rhel10_userspace_packages_carry_the_branch_and_verify_checks_their_name
     assert plan["verify"]["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced"]
     left = [{"name": "nvidia-persistenced", "version": "3:580.105.08-1.el10", "held": False}]
     assert dp.off_branch(plan, facts("rhel10", packages=left)) == ["nvidia-persistenced 3:580.105.08-1.el10"]
+
+
+def test_userspace_only_keeps_the_installed_kernel_module_flavor():
+    """Issue 38: in a container NVIDIA's nvidia-driver pulls the open flavor's kmod (it requires nvidia-kmod);
+    asked for proprietary there, `dnf module switch-to nvidia-driver:580-dkms` left kmod-nvidia-open-dkms in
+    place and every run switched again. Without a module build the installed flavor is kept, with a warning
+    naming the variable; where the module is built, the switch is planned as before."""
+    installed = [
+        {"name": name, "version": "3:580.105.08-1.el9", "held": True}
+        for name in ("kmod-nvidia-open-dkms", "nvidia-driver", "nvidia-driver-cuda", "nvidia-persistenced")
+    ]
+    asked = {"branch": "580", "kernel_module": "proprietary", "build_kernel_module": False}
+    plan = dp.decide(req(asked), facts("rhel9", packages=installed))
+    assert plan["errors"] == []
+    assert plan["flavor"] == "open" and plan["transition"]["kind"] == "none"
+    assert plan["transition"]["switch_argv"] == []
+    (words,) = [w for w in plan["warnings"] if w.startswith("nvidia_driver_kernel_module=proprietary")]
+    assert "installed open flavor (kmod-nvidia-open-dkms) is kept" in words
+    built = dp.decide(req(dict(asked, build_kernel_module=True)), facts("rhel9", packages=installed))
+    assert built["transition"]["kind"] == "flavor_switch"
+    assert built["transition"]["switch_argv"][3:5] == ["switch-to", "nvidia-driver:580-dkms"]
