@@ -5,6 +5,8 @@
 # NAME runs every platform of the scenario; NAME:PLATFORM only its platform gpufleet-NAME-PLATFORM
 # (`molecule test -p`), which must be one of the platforms that molecule/NAME/molecule.yml lists. Every
 # NAME:PLATFORM is checked before the first scenario runs, so a typo fails at once, not half an hour in.
+# TEST_KEEP_GOING=1 (make test-all): a failure stops nothing; every scenario runs and the run fails at the end
+# naming each that failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 molecule=${MOLECULE:-.venv/bin/molecule}
@@ -42,6 +44,8 @@ done
 
 rows=()
 failed=
+first_rc=0
+keep_going=${TEST_KEEP_GOING:-0}
 summary() {
   echo
   echo "molecule: scenario times ($jobs at a time)"
@@ -66,11 +70,13 @@ if ((jobs <= 1)); then
     "$molecule" "${args[@]}" || rc=$?
     rows+=("$item $(($(date +%s) - t0))")
     if [[ $rc != 0 ]]; then
-      failed=$item
+      failed="${failed:+$failed }$item"
+      ((first_rc)) || first_rc=$rc
+      [[ $keep_going == 1 ]] && continue
       exit "$rc"
     fi
   done
-  exit 0
+  exit "$first_rc"
 fi
 
 # MOLECULE_JOBS > 1: that many scenarios at a time, in the order given (the longest first packs best), each
@@ -104,10 +110,13 @@ while ((next < ${#runs[@]})) || ((${#pid_item[@]})); do
   unset "pid_item[$done_pid]"
   rows+=("$item $(($(date +%s) - pid_t0[$done_pid]))")
   if [[ $rc != 0 ]]; then
-    failed=$item
+    failed="${failed:+$failed }$item"
+    ((first_rc)) || first_rc=$rc
     echo "=== molecule: $item FAILED (exit $rc); the end of $logs/${item//:/_}.log:"
     tail -n 120 "$logs/${item//:/_}.log"
+    [[ $keep_going == 1 ]] && continue
     exit "$rc"
   fi
   echo "=== molecule: $item passed ($(date -u +%H:%M:%S) UTC)"
 done
+[[ $first_rc == 0 ]] || exit "$first_rc"

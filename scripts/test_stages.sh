@@ -11,7 +11,9 @@
 #   (TERM, then KILL), and the run fails naming it. Nothing is cut silently.
 # - A stage that prints a line starting with "SKIPPED: " (no QEMU, no GPU) is shown as skipped in the table, and
 #   the lines are repeated at the end: skipped is never reported as passed.
-# When a foreground stage fails, the background ones are stopped.
+# When a foreground stage fails, the background ones are stopped; with TEST_KEEP_GOING=1 (make test-all) every
+# stage runs to its end whatever failed before it, and the run fails at the end naming each stage that failed
+# (one run of hours reports every failure, and one harness failure does not throw away the VM guests' hour).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $# -gt 0 ]] || { echo "usage: $0 STAGE..." >&2; exit 2; }
@@ -24,6 +26,7 @@ budget=${TEST_BUDGET:-0}
 export CPU_AWK='/^cpu /{ print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }'
 cpu() { awk "$CPU_AWK" /proc/stat; }
 export BG_NICE=10
+keep_going=${TEST_KEEP_GOING:-0}
 rows=()
 skipped=()
 start=$(date +%s)
@@ -99,7 +102,8 @@ finish_background() {  # name: wait for it, show its log, record its row
   tail -n 40 "$logs/$name.log"
   [[ $rc != 124 && $rc != 137 ]] || cut "bg:$name" "$((${end[0]:-$(date +%s)} - bg_t0[$name]))"
   if [[ $rc != 0 ]]; then
-    failed="$name (background)"
+    failed="${failed:+$failed, }$name (background)"
+    [[ $keep_going == 1 ]] && return 0
     exit "$rc"
   fi
   done_stages+=("$name")
@@ -153,7 +157,8 @@ for stage in "$@"; do
   row "$stage" "$logs/$stage.log" "$t0" "$busy0" "$all0"
   [[ $rc != 124 && $rc != 137 ]] || cut "$stage" "$(($(date +%s) - t0))"
   if [[ $rc != 0 ]]; then
-    failed=$stage
+    failed="${failed:+$failed, }$stage"
+    [[ $keep_going == 1 ]] && continue
     exit "$rc"
   fi
   done_stages+=("$stage")
@@ -162,3 +167,4 @@ for name in "${!bg_pid[@]}"; do
   echo "=== make test: waiting for $name (background, started $((($(date +%s) - bg_t0[$name]) / 60)) min ago)"
   finish_background "$name"
 done
+[[ -z $failed ]] || exit 2  # TEST_KEEP_GOING: every stage ran; the table names those that failed

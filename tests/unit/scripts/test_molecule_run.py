@@ -64,9 +64,9 @@ def tree(tmp_path):
     return tmp_path
 
 
-def _run(tree, *items, fail="", jobs=1, sleep=0):
+def _run(tree, *items, fail="", jobs=1, sleep=0, keep_going=False):
     env = dict(os.environ, MOLECULE=str(tree / "fake-molecule"), PYTHON=sys.executable, FAIL=fail)
-    env.update(MOLECULE_JOBS=str(jobs), SLEEP=str(sleep))
+    env.update(MOLECULE_JOBS=str(jobs), SLEEP=str(sleep), TEST_KEEP_GOING="1" if keep_going else "0")
     argv = ["bash", str(tree / "scripts" / "molecule_run.sh"), *items]
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
 
@@ -120,3 +120,21 @@ def test_with_jobs_the_first_failure_stops_the_others_and_shows_its_log(tree):
     assert "test -s two -p gpufleet-two-debian13" not in _calls(tree)
     time.sleep(5)
     assert "two done" not in (tree / ".cache/molecule/two_debian12.log").read_text()
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_keep_going_runs_every_scenario_and_fails_at_the_end_naming_the_failures(tree, jobs):
+    """Issue 37 (make test-all, TEST_KEEP_GOING=1): one scenario's failure stops nothing; the run fails at the
+    end with the first failure's code, naming each scenario that failed."""
+    res = _run(tree, "two:debian12", "one", "two:debian13", "one", jobs=jobs, fail="one", keep_going=True)
+    assert res.returncode == 3
+    assert sorted(_calls(tree)) == sorted(
+        [
+            "test -s two -p gpufleet-two-debian12",
+            "test -s one",
+            "test -s two -p gpufleet-two-debian13",
+            "test -s one",
+        ]
+    )
+    assert "failed in one one" in res.stdout
+    assert "stopped" not in res.stdout

@@ -45,10 +45,12 @@ def tree(tmp_path):
     return tmp_path
 
 
-def _run(tree, *stages, budget=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "TEST_BUDGET"}
+def _run(tree, *stages, budget=None, keep_going=False):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and not k.startswith("TEST_")}
     if budget is not None:
         env["TEST_BUDGET"] = str(budget)
+    if keep_going:
+        env["TEST_KEEP_GOING"] = "1"
     argv = ["bash", str(tree / "scripts" / "test_stages.sh"), *stages]
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
 
@@ -114,6 +116,27 @@ def test_a_failing_stage_stops_the_run_and_the_background_stages(tree):
     assert "good-ran" not in res.stdout
     time.sleep(3)  # it would have finished by now had it not been stopped
     assert not (tree / "sleeper.done").exists()
+
+
+def test_keep_going_runs_every_stage_and_fails_at_the_end_naming_each_failure(tree):
+    """Issue 37: make test-all's airgap failure stopped the VM guests an hour into their run; with
+    TEST_KEEP_GOING=1 (make test-all) every stage runs to its end, the background ones too, and the run fails
+    at the end naming every stage that failed."""
+    res = _run(tree, "bg:sleeper", "bad", "good", "bg:bad", "wait:bad", "wait:sleeper", keep_going=True)
+    assert res.returncode == 2
+    assert "good-ran" in res.stdout
+    assert (tree / "sleeper.done").exists()  # not stopped
+    assert "stopped background stage" not in res.stdout
+    assert "failed in bad, bad (background)" in res.stdout
+    assert _rows(res.stdout) == ["bad", "good", "bg:bad", "bg:sleeper"]
+
+
+def test_make_test_all_keeps_going_and_make_test_stops_at_the_first_failure():
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(
+        r"^test-all: .*\n\tTEST_BUDGET=0 TEST_KEEP_GOING=1 scripts/test_stages\.sh ", makefile, re.M
+    )
+    assert "TEST_KEEP_GOING" not in re.search(r"^test: .*\n\t(.*)$", makefile, re.M).group(1)
 
 
 def test_a_wait_stage_waits_for_its_background_stage_there(tree):
