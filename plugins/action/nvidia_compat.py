@@ -23,7 +23,9 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import 
 
 GATHER_SUBSET = ["gpu", "driver"]
 # The parameters that say what the host is instead of its facts (compat_inputs' overrides).
-HOST_PARAMETERS = ("gpus", "driver_version", "driver_branch", "kernel_module", "os", "cuda_forward_compat")
+HOST_PARAMETERS = (
+    "gpus", "driver_version", "driver_branch", "kernel_module", "os", "machine", "cuda_forward_compat",
+)  # fmt: skip
 
 
 def host_facts(facts):

@@ -32,6 +32,7 @@ NVIDIA_COMPAT = {
     "cudnn_version": {"type": "str"},
     "cudnn_cuda_major": {"type": "str"},
     "os": {"type": "dict", "options": {"distribution": {"type": "str"}, "version": {"type": "str"}}},
+    "machine": {"type": "str"},
     "cuda_forward_compat": {"type": "bool", "default": False},
     "fail_on_incompatible": {"type": "bool", "default": True},
 }

@@ -101,6 +101,15 @@ options:
       version:
         description: Distribution version, for example C(24.04).
         type: str
+  machine:
+    description:
+      - The target's CPU architecture as C(uname -m) names it, for example C(x86_64) or C(aarch64) (an Arm
+        server such as Grace, NVIDIA's C(sbsa) platform). gpufleet provisions those two; any other is an
+        error.
+      - Default is C(host.machine) of O(facts). A Jetson (C(host.tegra) of O(facts), a Tegra SoC running
+        Jetson Linux) is an error too (JetPack installs its driver, CUDA and cuDNN); giving O(machine) checks
+        the plan for that architecture instead of the facts' host.
+    type: str
   cuda_forward_compat:
     description:
       - Allow a CUDA major newer than the driver's through NVIDIA's forward-compatibility package

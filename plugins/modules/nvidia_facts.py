@@ -211,10 +211,11 @@ ansible_facts:
         host:
           description: Container, VM, whether the driver is managed from outside this filesystem, kernel
             release, CPU architecture (C(machine), as C(uname -m); null with a reason when it cannot be told),
-            OS (Ansible's distribution name, VERSION_ID and gpufleet's OS key) and EFI boot.
+            C(tegra) (the evidence that the host is an NVIDIA Jetson, a Tegra SoC running Jetson Linux, else
+            null), OS (Ansible's distribution name, VERSION_ID and gpufleet's OS key) and EFI boot.
           type: dict
           sample: {"container": "docker", "vm": "firecracker", "driver_managed_externally": true,
-                   "kernel_release": "6.18.44", "machine": "x86_64",
+                   "kernel_release": "6.18.44", "machine": "x86_64", "tegra": null,
                    "os": {"distribution": "Ubuntu", "version": "24.04", "key": "ubuntu2404",
                           "debian_mirror": null},
                    "efi": false, "reasons": {}}

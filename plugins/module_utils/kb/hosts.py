@@ -45,6 +45,17 @@ REDIST_PLATFORMS = {
     "arm64": "linux-sbsa",
 }
 REPO_ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "sbsa", "arm64": "sbsa"}
+SUPPORTED_MACHINES = "x86_64 and aarch64 (Arm servers such as Grace: NVIDIA's sbsa platform)"
+
+# NVIDIA Jetson (a Tegra SoC running Jetson Linux, L4T) is another platform: its GPU driver is part of the L4T
+# board support package, and JetPack brings its CUDA, cuDNN and TensorRT ("JetPack SDK includes the Jetson
+# Linux ... and CUDA-X accelerated libraries"; NVIDIA's linux-aarch64 redist platform and Jetson apt
+# repository). The datacenter driver and the sbsa repositories do not install on it; gpufleet refuses it.
+# high: https://developer.nvidia.com/embedded/jetpack
+JETSON_ADVICE = (
+    "its driver, CUDA and cuDNN come with NVIDIA JetPack (Jetson Linux and NVIDIA's Jetson repository), "
+    "which gpufleet does not install: use NVIDIA SDK Manager or JetPack's apt packages"
+)
 
 
 def os_family(distribution):

@@ -943,7 +943,7 @@ def resolve_gpus(items):
 
 
 def _apply_rules(
-    f, resolved, *, kernel_module, dversion, branch, cuda, cudnn, os_norm, forward_compat, today
+    f, resolved, *, kernel_module, dversion, branch, cuda, cudnn, os_norm, forward_compat, today, platform
 ):
     if cuda is not None:
         if branch is not None:
@@ -963,9 +963,22 @@ def _apply_rules(
     if cudnn[0] is not None:
         _rule_cudnn(f, cudnn[0], cudnn[1], cuda=cuda, dversion=dversion, branch=branch, gpus=resolved)
     _rule_os(f, os_norm, cuda, driver_planned=branch is not None or bool(resolved))
+    _rule_platform(f, *platform)
     if not resolved and branch is not None:
         f.warn(
             "no NVIDIA GPU found or given: the GPU rules were skipped (a driver has nothing to drive here)"
+        )
+
+
+def _rule_platform(f, machine, tegra):
+    """The host's CPU architecture and platform: gpufleet provisions x86_64 and Arm servers (sbsa) only, and
+    never a Jetson (kb/hosts.py)."""
+    if tegra:
+        f.error(f"this host is an NVIDIA Jetson (Tegra SoC, Jetson Linux: {tegra}): {kb_hosts.JETSON_ADVICE}")
+    if machine not in (None, "") and kb_hosts.redist_platform(machine) is None:
+        f.error(
+            f"machine: {machine!r} is not a CPU architecture gpufleet provisions; it provisions "
+            f"{kb_hosts.SUPPORTED_MACHINES} hosts"
         )
 
 
@@ -990,12 +1003,16 @@ def check(
     cudnn_cuda_major=None,
     os_info=None,
     cuda_forward_compat=False,
+    machine=None,
+    tegra=None,
     today=None,
 ):
     """Check a plan; returns {compatible, errors, warnings, recommended, gpus}.
 
     ``gpus`` is a list of items as accepted by gpus.resolve_gpu (already-resolved dicts from an earlier call
-    are accepted too). Raises CompatInputError on bad input (malformed/unknown versions, contradictions).
+    are accepted too). ``machine`` is the host's CPU architecture as ``uname -m`` says it, ``tegra`` the
+    evidence that it is a Jetson (the facts' ``host.machine`` and ``host.tegra``). Raises CompatInputError on
+    bad input (malformed/unknown versions, contradictions).
     """
     today = today or datetime.date.today()
     kernel_module = _normalize_kernel_module(kernel_module)
@@ -1022,6 +1039,7 @@ def check(
         os_norm=os_norm,
         forward_compat=bool(cuda_forward_compat),
         today=today,
+        platform=(str(machine or "").strip(), tegra),
     )
     return {
         "compatible": not f.errors,

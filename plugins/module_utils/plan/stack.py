@@ -111,7 +111,8 @@ def _facts_driver(driver):
 
 def compat_inputs(facts, overrides=None):
     """compat.check's host inputs: the facts, or what a preflight or nvidia_compat's parameters give instead
-    (overrides: gpus, driver_version, driver_branch, kernel_module, os, cuda_forward_compat; None = facts)."""
+    (overrides: gpus, driver_version, driver_branch, kernel_module, os, machine, cuda_forward_compat;
+    None = facts)."""
     facts = facts or {}
     over = {k: v for k, v in (overrides or {}).items() if v not in (None, "")}
     gpus = over.get("gpus")
@@ -128,6 +129,7 @@ def compat_inputs(facts, overrides=None):
         host_os = (facts.get("host") or {}).get("os") or {}
         if host_os.get("distribution"):
             os_info = {"distribution": host_os["distribution"], "version": host_os.get("version", "")}
+    host = facts.get("host") or {}
     return {
         "gpus": gpus,
         "driver_version": driver_version,
@@ -135,6 +137,8 @@ def compat_inputs(facts, overrides=None):
         "kernel_module": kernel_module,
         "os_info": os_info,
         "cuda_forward_compat": bool(over.get("cuda_forward_compat", False)),
+        "machine": over.get("machine", host.get("machine")),
+        "tegra": None if "machine" in over else host.get("tegra"),
     }
 
 

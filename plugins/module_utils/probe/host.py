@@ -206,6 +206,25 @@ def machine(root, live):
     return name, None
 
 
+# Jetson (Tegra SoC) systems: NVIDIA's L4T writes /etc/nv_tegra_release ("# R36 (release), REVISION: 4.3,
+# ..."); the device tree names the SoC "nvidia,tegra234" (Orin), "nvidia,tegra194" (Xavier), ...
+TEGRA_RELEASE = "/etc/nv_tegra_release"
+DEVICE_TREE_COMPATIBLE = "/proc/device-tree/compatible"
+
+
+def tegra(root):
+    """The evidence (str) that this is a Jetson/Tegra system (L4T), else None."""
+    if root.exists(TEGRA_RELEASE):
+        text, _reason = root.read_text(TEGRA_RELEASE, limit=4096)
+        first = next((line.strip() for line in (text or "").splitlines() if line.strip()), "")
+        return f"{TEGRA_RELEASE} exists" + (f" ({first[:80]})" if first else "")
+    data, _reason = root.read_bytes(DEVICE_TREE_COMPATIBLE, limit=4096)
+    for entry in (data or b"").split(b"\0"):
+        if entry.startswith(b"nvidia,tegra"):
+            return f"{DEVICE_TREE_COMPATIBLE} names {entry.decode('ascii', 'replace')}"
+    return None
+
+
 def efi(root):
     """True when the system booted through EFI (the firmware exposes /sys/firmware/efi)."""
     return root.isdir(EFI_DIR)
@@ -266,6 +285,7 @@ def empty_host():
         "driver_managed_externally_reason": "",
         "kernel_release": "",
         "machine": None,
+        "tegra": None,
         "os": {"distribution": UNKNOWN, "version": UNKNOWN, "key": None, "debian_mirror": None},
         "efi": False,
         "reasons": {},
@@ -301,5 +321,6 @@ def probe(root, live):
     host["machine"], reason = machine(root, live)
     if reason:
         host["reasons"]["machine"] = reason
+    host["tegra"] = tegra(root)
     host["efi"] = efi(root)
     return host

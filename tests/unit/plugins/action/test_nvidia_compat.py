@@ -413,3 +413,20 @@ def test_a_misspelled_distribution_is_refused_before_the_facts(distribution):
 def test_the_distribution_names_gpufleet_knows_are_accepted(distribution):
     with pytest.raises(AssertionError, match="ran a module on the host"):
         reported(action_for({"cuda_version": "13.0", "os": {"distribution": distribution, "version": "9"}}))
+
+
+def test_a_jetson_host_is_refused_from_its_facts(h200_root):
+    """The facts' host.tegra (an Orin's device tree) refuses the plan; machine: names another host's
+    architecture instead of the facts' (the plan of an Arm server) and an unknown one is an error."""
+    compatible = tmp = h200_root / "proc/device-tree"
+    tmp.mkdir(parents=True)
+    (compatible / "compatible").write_bytes(b"nvidia,p3737-0000\0nvidia,tegra234\0")
+    result = run(h200_root, cuda_version="13.0", fail_on_incompatible=False)
+    assert result["compatible"] is False
+    assert (
+        "this host is an NVIDIA Jetson (Tegra SoC, Jetson Linux: /proc/device-tree/compatible names "
+        in (result["errors"][0])
+    )
+    assert run(h200_root, cuda_version="13.0", machine="aarch64")["compatible"] is True
+    result = run(h200_root, cuda_version="13.0", machine="ppc64le")
+    assert result["failed"] is True and "machine: 'ppc64le' is not a CPU architecture" in result["msg"]

@@ -372,3 +372,23 @@ def test_rhel8_package_paths_are_refused_with_an_ansible_core_that_cannot_run_dn
         "host": {**rocky8["host"], "os": {"distribution": "Rocky", "version": "9", "key": "rhel9"}},
     }
     assert roles.el8_dnf_refusal("cudnn", variables, rocky9, "2.19.4") is None
+
+
+UBUNTU2404_ARM = dict(
+    DEBIAN12,
+    host={"os": {"distribution": "Ubuntu", "version": "24.04", "key": "ubuntu2404"}, "container": "none",
+          "kernel_release": "6.8.0-1015-nvidia-64k", "machine": "aarch64", "tegra": None},
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("role", ["nvidia_driver", "cuda_toolkit", "cudnn"])
+def test_each_role_refuses_a_jetson_and_plans_an_arm_server_from_sbsa(role):
+    """An Arm server (Grace: aarch64) gets NVIDIA's sbsa repository; a Jetson (facts' host.tegra) is refused
+    by every role's plan before any change: JetPack installs its driver, CUDA and cuDNN."""
+    gh200 = dict(UBUNTU2404_ARM, gpus=[{"device_id": "0x2342", "compute_capability": "9.0", "name": "GH200"}])
+    plan, compat = roles.plan(role, defaults(role), gh200)
+    assert compat["errors"] == [], compat
+    assert "/repos/ubuntu2404/sbsa" in str(plan), plan
+    jetson = dict(gh200, host=dict(gh200["host"], tegra="/etc/nv_tegra_release exists (# R36 (release))"))
+    _plan, compat = roles.plan(role, defaults(role), jetson)
+    assert any(e.startswith("this host is an NVIDIA Jetson") for e in compat["errors"]), compat

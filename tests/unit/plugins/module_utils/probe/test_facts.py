@@ -259,7 +259,7 @@ def test_unreadable_dpkg_database(tmp_path, monkeypatch):
 
 # Keys the facts gained after tests/data/audit/h200.json was captured (schema_version 1 only adds keys).
 ADDED_SINCE_THE_AUDIT_FIXTURE = {
-    "host": {"kernel_release", "os", "efi", "machine"},
+    "host": {"kernel_release", "os", "efi", "machine", "tegra"},
     "gpus": {"pci_device_id", "pci_subsystem_vendor_id", "pci_subsystem_id", "pci_ids_name"},
     "driver": {
         "loaded_version",

@@ -255,3 +255,19 @@ def test_host_managed_matrix(case, expected):
     container, path, owner, readonly = case
     managed, _ = probe_host.driver_managed_externally(container, path, path, owner, readonly=readonly)
     assert bool(managed) is expected
+
+
+def test_tegra_from_l4t_release_or_device_tree(tmp_path):
+    """A Jetson (Tegra SoC, L4T) is told from NVIDIA's /etc/nv_tegra_release, else the device tree's SoC name;
+    an Arm server (Grace: no such file, a device tree without nvidia,tegra) is not one."""
+    root = Root(str(tmp_path))
+    assert probe_host.tegra(root) is None
+    assert probe_host.probe(root, live=False)["tegra"] is None
+    fakeroot.write(tmp_path, "/proc/device-tree/compatible", "nvidia,grace\0arm,sbsa\0")
+    assert probe_host.tegra(root) is None
+    fakeroot.write(tmp_path, "/proc/device-tree/compatible", "nvidia,p3737-0000\0nvidia,tegra234\0")
+    assert probe_host.tegra(root) == "/proc/device-tree/compatible names nvidia,tegra234"
+    fakeroot.write(tmp_path, "/etc/nv_tegra_release", "# R36 (release), REVISION: 4.3, GCID: 38968081\n")
+    expected = "/etc/nv_tegra_release exists (# R36 (release), REVISION: 4.3, GCID: 38968081)"
+    assert probe_host.tegra(root) == expected
+    assert probe_host.probe(root, live=False)["tegra"].startswith("/etc/nv_tegra_release exists")
