@@ -28,7 +28,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common impor
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import (
     bounded_names as common_bounded_names,
 )
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.ldcache import resolve
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.ldcache import resolve, trusted_dirs
 
 MAX_ENTRIES = 20000
 MAX_ENVS = 64
@@ -36,7 +36,6 @@ MAX_META = 4 * 1024 * 1024
 MAX_SMALL = 256 * 1024
 ENVIRONMENT_FILE = "/etc/environment"
 PROFILE_DIR = "/etc/profile.d"
-DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")
 CUDNN_SONAME = re.compile(r"^libcudnn\.so\.(\d+)$")
 CUDNN_FILE = re.compile(r"^(libcudnn(?:_[a-z_]+)?)\.so\.(\d+)(?:\.(\d+\.\d+(?:\.\d+)?))?$")
 DIST_INFO = re.compile(r"^([A-Za-z0-9_.]+)-([^-]+)\.dist-info$")
@@ -55,7 +54,7 @@ VIA_WORDS = {
     "preload": "{name}'s own preload of site-packages/nvidia/*/lib",
     "conda_lib": "conda's lib directory (conda's binaries carry DT_RPATH $ORIGIN/../lib)",
     "ld_cache": "the loader cache (ldconfig)",
-    "default_dirs": "the loader's default directories",
+    "default_dirs": "glibc's trusted directories (searched after the loader cache, which does not list it)",
 }
 
 # Frameworks: dist name (normalized, lower case) -> (name, anchors: the ELF files that load cuDNN, relative to
@@ -394,6 +393,7 @@ class Context:
     def __init__(self, root, ld_entries, login, copies):
         self.root = root
         self.ld_entries = ld_entries
+        self.trusted = list(trusted_dirs(root))
         self.login = login
         self.copies = copies
         self.by_library = {c.get("library"): c for c in copies if c.get("library")}
@@ -459,7 +459,7 @@ def load_order(dynamic, anchor_dir, ctx, *, preload=None, exe_rpath=()):
     order.append(("ld_cache", []))
     if preload:
         order.append(("preload", [preload]))
-    order.append(("default_dirs", list(DEFAULT_DIRS)))
+    order.append(("default_dirs", ctx.trusted))
     return [(via, dirs) for via, dirs in order if dirs or via == "ld_cache"]
 
 
@@ -681,7 +681,10 @@ def python_environment(ctx, env, sp, kind):
             }
             | _conda_majors(ctx, env)
         )
-        order = [*_conda_lib(ctx, env_fact), ("ld_library_path", ctx.login["dirs"]), ("ld_cache", [])]
+        order = [
+            *_conda_lib(ctx, env_fact), ("ld_library_path", ctx.login["dirs"]), ("ld_cache", []),
+            ("default_dirs", ctx.trusted),
+        ]  # fmt: skip
         order = [(via, dirs) for via, dirs in order if dirs or via == "ld_cache"]
         words = {"sources": ", ".join(ctx.login["sources"])}
         env_fact["cudnn"] = [resolve_soname(ctx, f"libcudnn.so.{m}", order, words) for m in majors]
@@ -701,23 +704,30 @@ def _relevant(root, sp, conda_copies):
     )
 
 
+def _majors_in(ctx, dirs):
+    """The cuDNN majors whose libcudnn.so.N one of ``dirs`` holds."""
+    return {
+        int(m.group(1))
+        for d in dirs
+        for m in map(CUDNN_SONAME.match, bounded_names(ctx.root, d, limit=5000)[0] or ())
+        if m
+    }
+
+
 def system_environments(ctx):
     """The system linker cache (a service or a program started without LD_LIBRARY_PATH), and a login
     shell when /etc/environment or /etc/profile.d set LD_LIBRARY_PATH."""
-    majors = sorted({int(m.group(1)) for m in (CUDNN_SONAME.match(e[0]) for e in ctx.ld_entries) if m})
+    majors = {int(m.group(1)) for m in (CUDNN_SONAME.match(e[0]) for e in ctx.ld_entries) if m}
+    majors = sorted(majors | _majors_in(ctx, ctx.trusted))
     system = new_env("system", "/")
-    system["cudnn"] = [resolve_soname(ctx, f"libcudnn.so.{m}", [("ld_cache", [])], {}) for m in majors]
+    order = [("ld_cache", []), ("default_dirs", ctx.trusted)]
+    system["cudnn"] = [resolve_soname(ctx, f"libcudnn.so.{m}", order, {}) for m in majors]
     envs = [system]
     if ctx.login["sources"]:
         login = new_env("login", "/")
-        order = [("ld_library_path", ctx.login["dirs"]), ("ld_cache", [])]
+        order = [("ld_library_path", ctx.login["dirs"]), ("ld_cache", []), ("default_dirs", ctx.trusted)]
         words = {"sources": ", ".join(ctx.login["sources"])}
-        found = {
-            int(m.group(1))
-            for d in ctx.login["dirs"]
-            for m in map(CUDNN_SONAME.match, bounded_names(ctx.root, d, limit=5000)[0] or ())
-            if m
-        }
+        found = _majors_in(ctx, ctx.login["dirs"])
         login["cudnn"] = [
             resolve_soname(ctx, f"libcudnn.so.{m}", order, words) for m in sorted(found | set(majors))
         ]
@@ -730,7 +740,7 @@ def toolkit_environment(ctx, toolkit, copies):
     env_fact = new_env("cuda_toolkit", toolkit)
     majors = {int(m.group(1)) for m in (CUDNN_SONAME.match(e[0]) for e in ctx.ld_entries) if m}
     majors |= {c["major"] for c in copies if str(c.get("path", "")).startswith(toolkit) and c.get("major")}
-    order = [("ld_library_path", ctx.login["dirs"]), ("ld_cache", [])]
+    order = [("ld_library_path", ctx.login["dirs"]), ("ld_cache", []), ("default_dirs", ctx.trusted)]
     order = [(via, dirs) for via, dirs in order if dirs or via == "ld_cache"]
     words = {"sources": ", ".join(ctx.login["sources"])}
     env_fact["cudnn"] = [resolve_soname(ctx, f"libcudnn.so.{m}", order, words) for m in sorted(majors)]
@@ -778,7 +788,10 @@ def probe(root, ld_entries, copies, *, site_packages=(), conda_envs=(), toolkits
         envs.append(new_env("conda", env))
         envs[-1]["cudnn"] = [
             resolve_soname(
-                ctx, f"libcudnn.so.{c['major']}", [("conda_lib", [env + "/lib"]), ("ld_cache", [])], {}
+                ctx,
+                f"libcudnn.so.{c['major']}",
+                [("conda_lib", [env + "/lib"]), ("ld_cache", []), ("default_dirs", ctx.trusted)],
+                {},
             )
             for c in copies
             if c.get("path") == env and c.get("major")

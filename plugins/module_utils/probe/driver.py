@@ -782,7 +782,10 @@ def _versions(root, driver, userspace, package):
         driver["version_mismatch"] = driver["loaded_version"] != user or len(set(libs)) > 1
     else:
         driver["reasons"]["version_mismatch"] = (
-            "no loaded module to compare" if user else "no versioned libnvidia-ml/libcuda in the loader cache"
+            "no loaded module to compare"
+            if user
+            else "no versioned libnvidia-ml/libcuda where the loader finds them "
+            "(its cache, glibc's trusted directories)"
         )
 
 

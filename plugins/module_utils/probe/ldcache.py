@@ -114,9 +114,39 @@ def resolve(entries, soname, machine=None):
     return None
 
 
+# glibc's trusted directories, searched after the loader cache for a library it does not list (ld.so(8);
+# `ld.so --help` prints them as "system search path"): Debian's and Ubuntu's multiarch glibc searches
+# /lib/<triplet>, /usr/lib/<triplet>, /lib, /usr/lib (Debian 12 x86_64's ld.so --help); RHEL's 64-bit glibc
+# /lib64, /usr/lib64.
+MULTIARCH = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu", "ppc64le": "powerpc64le-linux-gnu"}
+LIB64_DIRS = ("/lib64", "/usr/lib64")
+
+
+def trusted_dirs(root, machine=None):
+    """glibc's trusted directories on this root, in its search order: the multiarch ones where the tree has
+    /usr/lib/<triplet> (Debian, Ubuntu), else /lib64 and /usr/lib64 (the RHEL family)."""
+    triplet = MULTIARCH.get(machine or platform.machine())
+    if triplet and root.isdir(f"/usr/lib/{triplet}"):
+        return (f"/lib/{triplet}", f"/usr/lib/{triplet}", "/lib", "/usr/lib")
+    return LIB64_DIRS
+
+
+def locate(root, entries, soname, machine=None):
+    """(path, via) where the loader finds ``soname``: its cache entry (via "ld_cache"), else the first trusted
+    directory holding it (via "default_dirs"); (None, None) when neither has it."""
+    path = resolve(entries, soname, machine)
+    if path is not None:
+        return path, "ld_cache"
+    for directory in trusted_dirs(root, machine):
+        candidate = f"{directory}/{soname}"
+        if root.exists(candidate):
+            return candidate, "default_dirs"
+    return None, None
+
+
 def nvml_location(root, entries, packages):
-    """(cache path, real inner path, owning package or None) of libnvidia-ml.so.1, or None when absent."""
-    path = resolve(entries, NVML_SONAME)
+    """(loader path, real inner path, owning package or None) of libnvidia-ml.so.1, or None when absent."""
+    path, _via = locate(root, entries, NVML_SONAME)
     if path is None:
         return None
     real, _reason = root.realpath(path)
@@ -140,15 +170,17 @@ _LIB_VERSION = re.compile(r"\.so\.(\d{3}\.\d+(?:\.\d+)?)$")
 
 
 def userspace_driver(root, entries):
-    """{soname: {path, real_path, version}} of the driver's user-space libraries (libnvidia-ml.so.1,
-    libcuda.so.1) the loader cache resolves; ``version`` from the real file name (libcuda.so.580.126.09),
-    None when the cache has no such library or the name carries no version."""
+    """{soname: {path, real_path, version, via}} of the driver's user-space libraries (libnvidia-ml.so.1,
+    libcuda.so.1) where the loader finds them (its cache, else glibc's trusted directories: ``via``);
+    ``version`` from the real file name (libcuda.so.580.126.09), None when the name carries no version."""
     found = {}
     for soname in USERSPACE_SONAMES:
-        path = resolve(entries, soname)
+        path, via = locate(root, entries, soname)
         if path is None:
             continue
         real, _reason = root.realpath(path)
         match = _LIB_VERSION.search(real)
-        found[soname] = {"path": path, "real_path": real, "version": match.group(1) if match else None}
+        found[soname] = {
+            "path": path, "real_path": real, "version": match.group(1) if match else None, "via": via,
+        }  # fmt: skip
     return found

@@ -154,7 +154,10 @@ def test_driver_without_a_versioned_user_space(tmp_path):
         fakeroot.link(tmp_path, f"/usr/lib/x86_64-linux-gnu/{name}.1", "/nowhere")
     driver = gather(str(tmp_path), live=False)["driver"]
     assert driver["version_mismatch"] is None
-    assert driver["reasons"]["version_mismatch"] == "no versioned libnvidia-ml/libcuda in the loader cache"
+    assert driver["reasons"]["version_mismatch"] == (
+        "no versioned libnvidia-ml/libcuda where the loader finds them "
+        "(its cache, glibc's trusted directories)"
+    )
 
 
 def test_cuda_compat_directory_and_package(tmp_path):
@@ -311,3 +314,15 @@ def test_initramfs_without_any_input_file_is_current(tmp_path):
     fakeroot.write(tmp_path, "/boot/initrd.img-6.8.0-49-generic", "initramfs")
     facts, _reason = probe_boot.probe(Root(str(tmp_path)), running="6.8.0-49-generic", dkms=[], packages=[])
     assert facts["kernels"][0]["initramfs"]["stale"] is False
+
+
+def test_the_driver_user_space_outside_the_loader_cache_is_still_found(tmp_path):
+    """glibc searches its trusted directories for a library its cache does not list (an ldconfig never run
+    after a manual copy): the user-space version, and the mismatch with the loaded module, are still seen."""
+    roots.bare_metal(tmp_path)
+    fakeroot.ld_cache(tmp_path, [])
+    driver = gather(str(tmp_path), live=False)["driver"]
+    assert driver["versions"]["userspace"] == "580.126.09"
+    assert driver["version_mismatch"] is True  # 580.95.05 loaded
+    assert driver["userspace"]["libcuda.so.1"]["via"] == "default_dirs"
+    assert driver["userspace"]["libcuda.so.1"]["path"] == "/lib/x86_64-linux-gnu/libcuda.so.1"

@@ -70,6 +70,17 @@ def test_the_system_answer_is_the_loader_cache(tmp_path):
     assert system_dir["mixed"] is False
 
 
+def test_a_cudnn_the_loader_cache_does_not_list_is_found_in_glibcs_trusted_directories(tmp_path):
+    """An ldconfig never run after the copy: glibc still finds /usr/lib/x86_64-linux-gnu/libcudnn.so.9 in its
+    trusted directories, and the audit says so (issue 39)."""
+    root = h200_torch(tmp_path)
+    fakeroot.ld_cache(root, [])
+    (system,) = env(consumers(root), "system")["cudnn"]
+    assert (system["soname"], system["via"], system["version"]) == ("libcudnn.so.9", "default_dirs", "9.14.0")
+    assert system["path"] == "/lib/x86_64-linux-gnu/libcudnn.so.9"
+    assert system["why"].startswith("glibc's trusted directories")
+
+
 # ---------------------------------------------------------------- the cases of issue 13
 def test_a_pin_the_installed_wheel_does_not_satisfy(tmp_path):
     facts = consumers(h200_torch(tmp_path, wheel="9.14.0.64"))

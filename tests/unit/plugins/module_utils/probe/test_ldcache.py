@@ -3,14 +3,18 @@
 from pathlib import Path
 
 import pytest
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common import Root
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.ldcache import (
+    locate,
     parse_ld_cache,
     parse_ldconfig_p,
     resolve,
     sonames,
+    trusted_dirs,
 )
 
 from tests.data.builders import build_ld_cache
+from tests.data.facts import fakeroot
 
 H200 = Path(__file__).resolve().parents[4] / "data" / "h200-ubuntu2404"
 
@@ -49,3 +53,23 @@ def test_real_cache_of_this_machine_parses():
 def test_garbage_cache_raises_value_error(data):
     with pytest.raises(ValueError):
         parse_ld_cache(data)
+
+
+def test_glibcs_trusted_directories_after_the_cache(tmp_path):
+    """Debian's multiarch glibc (its ld.so --help: /lib/x86_64-linux-gnu, /usr/lib/x86_64-linux-gnu, /lib,
+    /usr/lib) and the RHEL family's (/lib64, /usr/lib64), searched for what the cache does not list."""
+    root = Root(str(tmp_path))
+    assert trusted_dirs(root, "x86_64") == ("/lib64", "/usr/lib64")
+    fakeroot.write(tmp_path, "/usr/lib64/libcuda.so.1")
+    assert locate(root, [], "libcuda.so.1", "x86_64") == ("/usr/lib64/libcuda.so.1", "default_dirs")
+    assert locate(root, [], "libnvidia-ml.so.1", "x86_64") == (None, None)
+    fakeroot.write(tmp_path, "/usr/lib/aarch64-linux-gnu/libcuda.so.1")
+    assert trusted_dirs(root, "aarch64") == (
+        "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib", "/usr/lib",
+    )  # fmt: skip
+    assert locate(root, [], "libcuda.so.1", "aarch64") == (
+        "/usr/lib/aarch64-linux-gnu/libcuda.so.1",
+        "default_dirs",
+    )
+    cached = [("libcuda.so.1", "/opt/driver/libcuda.so.1", 0x0A03)]
+    assert locate(root, cached, "libcuda.so.1", "aarch64") == ("/opt/driver/libcuda.so.1", "ld_cache")
