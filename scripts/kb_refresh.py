@@ -198,9 +198,58 @@ def diff_cudnn(built, kb_cudnn):
     return rows
 
 
+PLATFORMS = ("linux-x86_64", "linux-sbsa")
+
+
+def cudnn_platforms(texts):
+    """{cuDNN label: {platform: sorted CUDA majors built}} for the platforms gpufleet provisions (a platform
+    entry without cudaN keys is one build of the manifest's cuda_variant)."""
+    out = {}
+    for label, text in texts.items():
+        component = json.loads(text)["cudnn"]
+        declared = sorted(int(v) for v in component.get("cuda_variant") or ())
+        out[label] = {}
+        for platform in PLATFORMS:
+            entry = component.get(platform)
+            if isinstance(entry, dict):
+                keys = [int(k[4:]) for k in entry if re.fullmatch(r"cuda\d+", k)]
+                out[label][platform] = sorted(keys) if keys else declared
+    return out
+
+
+def _gap_covered(gaps, platform, major, label):
+    return any(
+        (p, m) == (platform, major)
+        and _vkey(first) <= _vkey(label)
+        and (last is None or _vkey(label) <= _vkey(last))
+        for p, m, first, last, _conf in gaps
+    )
+
+
+def diff_platforms(built, kb_cudnn):
+    """Rows for PLATFORM_GAPS: a linux-sbsa build missing a CUDA variant that linux-x86_64 has (added), and a
+    gap the knowledge base records where the manifest has the build (removed)."""
+    rows = []
+    gaps = kb_cudnn.PLATFORM_GAPS
+    for label in sorted(built, key=_vkey):
+        x86 = set(built[label].get("linux-x86_64") or ())
+        for platform in PLATFORMS[1:]:
+            if platform not in built[label]:
+                continue  # a trimmed manifest (one platform): nothing to compare
+            have = set(built[label][platform])
+            for major in sorted(x86 - have):
+                if not _gap_covered(gaps, platform, major, label):
+                    rows.append(("added", f"PLATFORM_GAPS {platform} cuda{major}", None, label))
+            for major in sorted(x86 & have):
+                if _gap_covered(gaps, platform, major, label):
+                    rows.append(("removed", f"PLATFORM_GAPS {platform} cuda{major}", label, None))
+    return rows
+
+
 def refresh_cudnn(src):
     kb_cudnn = _load("kb_cudnn", KB / "cudnn.py")
-    return diff_cudnn(cudnn_variants(_manifest_texts(src, kb_cudnn.OLDEST_DETAILED)), kb_cudnn)
+    texts = _manifest_texts(src, kb_cudnn.OLDEST_DETAILED)
+    return diff_cudnn(cudnn_variants(texts), kb_cudnn) + diff_platforms(cudnn_platforms(texts), kb_cudnn)
 
 
 # ---------------------------------------------------------------------------------------------------

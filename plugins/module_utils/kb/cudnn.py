@@ -87,3 +87,14 @@ SUB_LIBRARIES = {
         "libcudnn_adv_infer", "libcudnn_adv_train"),
 }
 # fmt: on
+
+# fmt: off
+# CPU platforms (NVIDIA's redist names) whose cuDNN builds lack a CUDA variant that linux-x86_64 has:
+# (platform, cuda major, first cuDNN, last cuDNN or None, confidence). Empty: for every release from
+# OLDEST_DETAILED, NVIDIA's cuDNN redist manifests give linux-sbsa the variants linux-x86_64 has (8.9.7,
+# 9.3.0, 9.7.1: cuda11 and cuda12; 9.12.0 on: cuda12 and cuda13); scripts/kb_refresh.py compares each
+# manifest's linux-sbsa entries with linux-x86_64's and reports a gap as a row to add here, which compat.py
+# then refuses.
+# medium: NVIDIA's manifests as nixpkgs copies them (cudnn/releases.nix, linux-sbsa), https://developer.download.nvidia.com/compute/cudnn/redist/
+PLATFORM_GAPS = ()
+# fmt: on

@@ -963,23 +963,39 @@ def _apply_rules(
     if cudnn[0] is not None:
         _rule_cudnn(f, cudnn[0], cudnn[1], cuda=cuda, dversion=dversion, branch=branch, gpus=resolved)
     _rule_os(f, os_norm, cuda, driver_planned=branch is not None or bool(resolved))
-    _rule_platform(f, *platform)
+    _rule_platform(f, *platform, cudnn)
     if not resolved and branch is not None:
         f.warn(
             "no NVIDIA GPU found or given: the GPU rules were skipped (a driver has nothing to drive here)"
         )
 
 
-def _rule_platform(f, machine, tegra):
+def _cudnn_platform(f, cudnn, major, platform):
+    """A cuDNN build NVIDIA does not publish for the host's platform (kb_cudnn.PLATFORM_GAPS)."""
+    for row_platform, row_major, first, last, conf in kb_cudnn.PLATFORM_GAPS:
+        if (row_platform, row_major) == (platform, major) and _cudnn_in(cudnn, first, last):
+            f.add(
+                conf,
+                f"cuDNN {cudnn} for CUDA {major} has no {platform} build (NVIDIA's cuDNN redist manifests): "
+                "choose another cudnn_version or cudnn_cuda_major",
+            )
+
+
+def _rule_platform(f, machine, tegra, cudnn):
     """The host's CPU architecture and platform: gpufleet provisions x86_64 and Arm servers (sbsa) only, and
-    never a Jetson (kb/hosts.py)."""
+    never a Jetson (kb/hosts.py); a cuDNN build must exist for the platform."""
     if tegra:
         f.error(f"this host is an NVIDIA Jetson (Tegra SoC, Jetson Linux: {tegra}): {kb_hosts.JETSON_ADVICE}")
-    if machine not in (None, "") and kb_hosts.redist_platform(machine) is None:
+    if machine in (None, ""):
+        return
+    platform = kb_hosts.redist_platform(machine)
+    if platform is None:
         f.error(
             f"machine: {machine!r} is not a CPU architecture gpufleet provisions; it provisions "
             f"{kb_hosts.SUPPORTED_MACHINES} hosts"
         )
+    elif cudnn[0] is not None:
+        _cudnn_platform(f, cudnn[0], cudnn[1], platform)
 
 
 def _normalize_kernel_module(kernel_module):

@@ -147,3 +147,23 @@ def test_nothing_to_read_exits_2(monkeypatch, capsys):
     monkeypatch.setattr(kb_refresh, "INSTALLED_SUPPORTED_GPUS", Path("/nonexistent/supported-gpus.json"))
     assert kb_refresh.main(["--no-network"]) == 2
     assert "no source given or found" in capsys.readouterr().err
+
+
+def test_the_sbsa_entries_of_the_manifests_are_read_and_a_missing_variant_reported(capsys):
+    """linux-sbsa against linux-x86_64 per release (cudnn-redist-sbsa: 9.28.0's sbsa entry without cuda12, an
+    edited copy): the gap is reported as a PLATFORM_GAPS row; 9.14.0's full sbsa entry agrees."""
+    texts = kb_refresh._manifest_texts(DATA / "cudnn-redist-sbsa", "8.9.0")
+    assert kb_refresh.cudnn_platforms(texts) == {
+        "9.14.0": {"linux-x86_64": [12, 13], "linux-sbsa": [12, 13]},
+        "9.28.0": {"linux-x86_64": [12, 13], "linux-sbsa": [13]},
+    }
+    assert kb_refresh.main(["--cudnn-redist", str(DATA / "cudnn-redist-sbsa")]) == 1
+    out = capsys.readouterr().out
+    assert "cudnn: added PLATFORM_GAPS linux-sbsa cuda12: None -> '9.28.0'" in out
+    assert "9.14.0" not in out
+    known = type("kb", (), {"PLATFORM_GAPS": (("linux-sbsa", 12, "9.28.0", None, "high"),)})
+    assert kb_refresh.diff_platforms(kb_refresh.cudnn_platforms(texts), known) == []
+    known.PLATFORM_GAPS = (("linux-sbsa", 12, "9.0.0", None, "high"),)  # 9.14.0 has the build
+    assert kb_refresh.diff_platforms(kb_refresh.cudnn_platforms(texts), known) == [
+        ("removed", "PLATFORM_GAPS linux-sbsa cuda12", "9.14.0", None)
+    ]

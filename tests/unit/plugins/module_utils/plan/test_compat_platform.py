@@ -3,6 +3,7 @@ servers (aarch64, NVIDIA's sbsa platform) and never a Jetson (Tegra SoC, Jetson 
 and cuDNN come with JetPack (https://developer.nvidia.com/embedded/jetpack)."""
 
 import pytest
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cudnn as kb_cudnn
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat, stack
 
 H200 = [{"compute_capability": "9.0", "name": "NVIDIA H200"}]
@@ -43,3 +44,17 @@ def test_the_facts_give_machine_and_tegra_and_a_machine_parameter_replaces_both(
     assert (inputs["machine"], inputs["tegra"]) == ("aarch64", None)
     assert compat.check(**inputs, cuda_version="13.0")["compatible"] is True
     assert stack.compat_inputs({})["machine"] is None
+
+
+def test_a_cudnn_build_missing_for_the_platform_is_refused(monkeypatch):
+    """kb_cudnn.PLATFORM_GAPS (empty today: NVIDIA's manifests give linux-sbsa every variant linux-x86_64 has;
+    scripts/kb_refresh.py reports a gap as a row): a row refuses that build on that platform only."""
+    assert kb_cudnn.PLATFORM_GAPS == ()
+    monkeypatch.setattr(kb_cudnn, "PLATFORM_GAPS", (("linux-sbsa", 12, "9.29.0", None, "high"),))
+    plan = {"gpus": H200, "driver_branch": "580", "cuda_version": "12.9", "cudnn_version": "9.29.0"}
+    assert compat.check(**plan, machine="x86_64")["errors"] == []
+    assert compat.check(**plan, machine="aarch64")["errors"] == [
+        "cuDNN 9.29.0 for CUDA 12 has no linux-sbsa build (NVIDIA's cuDNN redist manifests): choose another "
+        "cudnn_version or cudnn_cuda_major"
+    ]
+    assert compat.check(**dict(plan, cudnn_version="9.28.1"), machine="aarch64")["errors"] == []
