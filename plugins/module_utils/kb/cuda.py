@@ -82,7 +82,9 @@ CUDA_RELEASES = (
     # "GA release is versioned 13.4.1"
     ("13.4.1", "13.4 GA", None, HIGH),  # high: https://docs.nvidia.com/cuda/archive/13.4.1/cuda-toolkit-release-notes/index.html
     ("13.4.2", "13.4 Update 1", None, HIGH),  # high: 13.4 Update 1 notes, https://docs.nvidia.com/cuda/archive/13.4.2/cuda-toolkit-release-notes/index.html
-    # minimum not found; R620 is native 13.5
+    # minimum not found; R620 is native 13.5. Re-checked 2026-12-06 (issue 39): the 13.5 release notes exist
+    # ("CUDA Toolkit 13.5 - Release Notes", docs.nvidia.com/cuda/cuda-toolkit-release-notes/) but their driver
+    # table was not readable here, so the minimum stays unknown (low)
     ("13.5.0", "13.5 GA", None, LOW),  # low: https://developer.download.nvidia.com/compute/nvidia-driver/redist/redistrib_620.70.06.json
 )
 
@@ -186,7 +188,8 @@ CUDA_OS_FACTS = (
     ("ubuntu", "22.04", "repo_from", "11.7", HIGH),  # high: https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/Packages
     ("debian", "12", "repo_from", "12.3", HIGH),  # high: repo listing, https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/
     ("ubuntu", "24.04", "repo_from", "12.5", MEDIUM),  # medium: key dated 2024-05, https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64
-    # public scripts (cuda-toolkit-13-3/13-4)
+    # public scripts (cuda-toolkit-13-3/13-4); re-checked 2026-12-06 (issue 39): neither the CUDA installation
+    # guide's distribution table nor a cuDNN matrix listing Ubuntu 26.04 was readable here (medium)
     ("ubuntu", "26.04", "repo_from", "13.3", MEDIUM),  # medium: https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html
     # CUDA 13.0 "Added support for the following new operating system distributions: Red Hat Enterprise Linux
     # 10.0 and 9.6, Debian 12.10, Fedora 42, Rocky Linux 10.0 and 9.6" (CUDA 13.0 Features, General CUDA).
@@ -204,7 +207,8 @@ CUDA_OS_FACTS = (
 # Distributions in NVIDIA's driver installation guides (x86_64): (os-release ID, versions, confidence).
 # A distribution may have several rows (one per guide/confidence); the rule takes the union.
 # Oracle Linux 10 and Azure Linux 4: the R620 guide's OS table as issue 14 read it; only that guide's table of
-# contents was readable here (medium until read).
+# contents was readable here (medium until read; re-checked 2026-12-06 for issue 39: still only the table of
+# contents, neither the OS table nor an R620 introduction page with Oracle Linux 10 or Azure Linux 4).
 DRIVER_GUIDE_DISTROS = (
     # R580-era "Linux System Requirements"
     ("rhel", ("8", "9", "10"), HIGH),  # high: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/introduction.html

@@ -36,7 +36,7 @@ MIN_DRIVER = (
 
 # The CUDA minors a cuDNN build supports, as NVIDIA's support matrices list them: (cuda major of the build,
 # first cuDNN, last cuDNN, first CUDA minor listed, confidence). A CUDA minor below the row's first is refused
-# (NVIDIA lists an older cuDNN for it); minors newer than a matrix are not checked (the cuDNN predates them).
+# (NVIDIA lists an older cuDNN for it); minors newer than a read matrix are warned (MATRIX_LISTS below).
 CUDA_MINORS = (
     # 8.9.6 and 9.0.0 list 11.0-11.8; the 9.5.0 matrix lists "cuDNN 9.4.0 for CUDA 11.x" for 11.0-11.7
     (11, "8.9.0", "9.4.0", "11.0", HIGH),  # high: 9.4.0 row, https://docs.nvidia.com/deeplearning/cudnn/v9.5.0/reference/support-matrix.html
@@ -57,7 +57,8 @@ ARCH_CUDA_MINORS = (
 MIN_CC = (
     (13, "9.12.0", None, "7.5", HIGH),  # high: 9.17.0 matrix CUDA 13 CC 7.5+, https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
     (12, "9.17.0", None, "7.5", HIGH),  # high: 9.17.0 matrix CUDA 12 CC 7.5-12.0, https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
-    # cut-over after 9.10.2 unconfirmed
+    # cut-over after 9.10.2 unconfirmed: NVIDIA's 9.11-9.16 matrices and release notes were not readable
+    # here (re-checked 2026-12-06, issue 39); conda-forge packagers report 9.11+ lacks pre-Turing device code
     (12, "9.11.0", "9.16.99", "7.5", MEDIUM),  # medium: https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
     # 9.0.0..9.10.2 matrices CC 5.0+
     (None, "9.0.0", "9.10.2", "5.0", HIGH),  # high: https://docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0/reference/support-matrix.html
@@ -72,6 +73,45 @@ NEWEST_FOR_CC = (
     ("5.0", "9.10.2", HIGH),  # high: 9.10.2 matrix (last with CC 5.0-7.2), https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
     # 8.5.0 is the last read matrix listing SM 3.5
     ("3.5", "8.5.0", MEDIUM),  # medium: https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-850/pdf/cuDNN-Support-Matrix.pdf
+)
+
+# What NVIDIA's support matrix of one cuDNN release lists for one build: (cuda major of the build, the cuDNN
+# release the matrix is for, newest CUDA minor listed, compute capabilities listed, confidence). A CUDA minor
+# newer than the newest listed, or a GPU whose compute capability is not listed and which no listed CUDA
+# builds for (its first CUDA, kb/cuda.py CC_CUDA_RANGE, is newer than the newest listed), is newer than the
+# matrix: warned, never refused (the release predates it; NVIDIA does not say it fails, and cuDNN 9's
+# graphs are partly hardware forward compatible). A release without a row here (matrix not read) is not
+# checked. The release matches its patch builds (9.17.0 = 9.17.0.29), not the next patch (9.17.1).
+
+# The compute capabilities those matrices list, Turing to Hopper ("9.0, 8.9, 8.6, 8.0, 7.5"), Maxwell to Volta
+# before 9.11 ("7.0, 6.1, 6.0, 5.0") and Blackwell ("12.0, 10.0"; 9.10.2 and 9.17.0 only).
+# high: https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
+_TURING_ON = ("7.5", "8.0", "8.6", "8.9", "9.0")
+# high: https://docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0/reference/support-matrix.html
+_MAXWELL_ON = ("5.0", "6.0", "6.1", "7.0", *_TURING_ON)
+# high: https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
+_BLACKWELL = ("10.0", "12.0")
+MATRIX_LISTS = (
+    # "cuDNN 9.17.0 for CUDA 13.x: 13.1, 13.0 / >=580.65.06 / 12.0, 10.0, 9.0, 8.9, 8.6, 8.0, 7.5"
+    (13, "9.17.0", "13.1", _TURING_ON + _BLACKWELL, HIGH),  # high: https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
+    # "cuDNN 9.17.0 for CUDA 12.x: 12.9, 12.8, 12.6 ... 12.0 / >=525.60.13 / 12.0 [3], 10.0 [3], 9.0 ... 7.5"
+    (12, "9.17.0", "12.9", _TURING_ON + _BLACKWELL, HIGH),  # high: https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
+    # "cuDNN 9.10.2 for CUDA 12.x: 12.9, 12.8 / >=570.26 / 12.0, 10.0, 9.0 ... 5.0" and "12.9 ... 12.0"
+    (12, "9.10.2", "12.9", _MAXWELL_ON + _BLACKWELL, HIGH),  # high: https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
+    # "cuDNN 9.10.2 for CUDA 11.x: 11.8 / >= 450.80.02 / 9.0 ... 5.0"
+    (11, "9.10.2", "11.8", _MAXWELL_ON, HIGH),  # high: https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
+    # "cuDNN 9.5.1 for CUDA 12.x: 12.6, 12.5 ... 12.0 / 9.0 ... 5.0"; "cuDNN 9.5.1 for CUDA 11.x: 11.8"
+    (12, "9.5.1", "12.6", _MAXWELL_ON, HIGH),  # high: https://docs.nvidia.com/deeplearning/cudnn/backend/v9.5.1/reference/support-matrix.html
+    (11, "9.5.1", "11.8", _MAXWELL_ON, HIGH),  # high: same, https://docs.nvidia.com/deeplearning/cudnn/backend/v9.5.1/reference/support-matrix.html
+    # "cuDNN 9.5.0 for CUDA 12.x: 12.6, 12.5 ... 12.0 / 9.0 ... 5.0"; "cuDNN 9.5.0 for CUDA 11.x: 11.8"
+    (12, "9.5.0", "12.6", _MAXWELL_ON, HIGH),  # high: https://docs.nvidia.com/deeplearning/cudnn/v9.5.0/reference/support-matrix.html
+    (11, "9.5.0", "11.8", _MAXWELL_ON, HIGH),  # high: same, https://docs.nvidia.com/deeplearning/cudnn/v9.5.0/reference/support-matrix.html
+    # "cuDNN 9.0.0 for CUDA 12.x: 12.3" and "12.2, 12.1, 12.0 / 9.0 ... 5.0"; "... for CUDA 11.x: 11.8"
+    (12, "9.0.0", "12.3", _MAXWELL_ON, HIGH),  # high: https://docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0/reference/support-matrix.html
+    (11, "9.0.0", "11.8", _MAXWELL_ON, HIGH),  # high: same, https://docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0/reference/support-matrix.html
+    # "cuDNN 8.9.6 for CUDA 12.x: 12.2, 12.1, 12.0"; "for CUDA 11.x: 11.8 ... 11.0" / 9.0 ... 5.0
+    (12, "8.9.6", "12.2", _MAXWELL_ON, HIGH),  # high: https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-896/support-matrix
+    (11, "8.9.6", "11.8", _MAXWELL_ON, HIGH),  # high: same, https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-896/support-matrix
 )
 # fmt: on
 

@@ -59,6 +59,8 @@ DRIVER_BRANCHES = {
     # 615: native 13.4 (cuda-compat-13-4 is built from the 615 libraries); new feature branch: the /620/ page
     # lists only LTSB and PB (R580, R595, R620), https://docs.nvidia.com/datacenter/tesla/drivers/620/supported-drivers-and-cuda-toolkit-versions.html
     615: (NFB, None, "13.4", HIGH),  # high: not on /620/ (LTSB/PB only), https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+    # No 616 row: no NVIDIA page read names an R616 (developer) branch (issue 39, 2026-12-06); R616 is warned
+    # as a branch the knowledge base does not know.
     # /620/ page + cuda_compat 13.5
     620: (LTSB, (2029, 9), "13.5", HIGH),  # high: https://docs.nvidia.com/datacenter/tesla/drivers/620/supported-drivers-and-cuda-toolkit-versions.html
 }

@@ -741,6 +741,33 @@ def _cudnn_gpus(f, label, cudnn, major, gpus):
             )
 
 
+def _cudnn_matrix(f, label, cudnn, major, *, cuda, gpus):
+    """A CUDA minor or a GPU newer than NVIDIA's support matrix of this cuDNN release (kb_cudnn.MATRIX_LISTS):
+    warned, never refused (the release predates it; NVIDIA does not say it fails)."""
+    for row_major, release, newest_cuda, ccs, _conf in kb_cudnn.MATRIX_LISTS:
+        if row_major != major or not _cudnn_in(cudnn, release, release):
+            continue
+        newest = _v(newest_cuda)
+        source = f"NVIDIA's cuDNN {release} support matrix lists CUDA {major}.x up to {newest_cuda}"
+        if cuda is not None and cuda.truncate(2) > newest:
+            f.warn(
+                f"CUDA {cuda} is newer than {label}: {source} (NVIDIA does not say it fails; verify by "
+                f"hand): set cuda_version <= {newest_cuda}, or a cudnn_version whose support matrix lists "
+                f"CUDA {cuda.truncate(2)}"
+            )
+        for gpu in gpus:
+            cc = gpu.get("compute_capability")
+            first = cc_cuda_range(cc) if cc else None
+            if first is None or cc in ccs or first[0] <= newest:
+                continue
+            f.warn(
+                f"{gpu_label(gpu)} is newer than {label}: {source} and compute capabilities "
+                f"{', '.join(ccs)}; compute capability {cc} came with CUDA {first[0]} (NVIDIA does not say "
+                f"it fails; verify by hand): set a cudnn_version whose support matrix lists it"
+            )
+        return
+
+
 def _rule_cudnn(f, cudnn, major, *, cuda=None, dversion, branch, gpus):
     label = f"cuDNN {cudnn} for CUDA {major}"
     _cudnn_variants(f, cudnn, major)
@@ -749,6 +776,7 @@ def _rule_cudnn(f, cudnn, major, *, cuda=None, dversion, branch, gpus):
         _cudnn_cuda_minor(f, label, cudnn, major, cuda)
     _cudnn_arch_cuda(f, label, cudnn, major, cuda=cuda, dversion=dversion, branch=branch, gpus=gpus)
     _cudnn_gpus(f, label, cudnn, major, gpus)
+    _cudnn_matrix(f, label, cudnn, major, cuda=cuda, gpus=gpus)
 
 
 def newest_cudnn_for_cc(cc):
