@@ -26,10 +26,11 @@ TEST_ALL_STAGES ?= bg:lab lint sanity importer wait:lab bg:test-vm unit integrat
 # the installed tarball), each on one platform (NAME:PLATFORM), MOLECULE_JOBS at a time
 # (scripts/molecule_run.sh prints each one's time). repo (an admin's upgrades and tampered repositories on the
 # same path as default) runs in `make molecule-all`, which runs MOLECULE_ALL_SCENARIOS on every platform each lists.
-# el, el-brownfield and ubuntu (the dnf path on EL-shaped hosts, the apt path on an Ubuntu-shaped one) too, after `make lab-shaped`
-# builds their images and the RPM repositories.
+# el, el-brownfield and ubuntu (the dnf path on EL-shaped hosts, the apt path on an Ubuntu-shaped one) and arm64 (an Arm
+# server under QEMU user emulation) too, after `make lab-shaped` builds their images, the RPM repositories and the
+# mirror's linux-sbsa archives.
 MOLECULE_SCENARIOS ?= default:debian12 brownfield:debian13 redist:debian12 journey audit driver
-MOLECULE_ALL_SCENARIOS ?= smoke default redist brownfield repo airgap facts driver audit journey removal el el-brownfield ubuntu
+MOLECULE_ALL_SCENARIOS ?= smoke default redist brownfield repo airgap facts driver audit journey removal el el-brownfield ubuntu arm64
 MOLECULE_JOBS ?= 2
 export MOLECULE_JOBS
 # molecule scenarios on lab VM guests (QEMU; SKIPPED where it cannot run or with GPUFLEET_VM=0): `make vm` runs
@@ -67,9 +68,10 @@ lab: venv  ## docker engine, base images, NVIDIA redist mirror (built only when 
 molecule: lab  ## make test's molecule scenarios (MOLECULE_SCENARIOS, MOLECULE_JOBS at a time)
 	scripts/molecule_run.sh $(MOLECULE_SCENARIOS)
 
-lab-shaped: lab  ## EL- and Ubuntu-shaped images, the NVIDIA-layout RPM repositories (built only when missing or changed)
-	$(PY) -m lab images el9-systemd el10-systemd ubuntu2404-systemd
+lab-shaped: lab  ## EL-, Ubuntu-shaped and arm64 images, the RPM repositories, the linux-sbsa archives (only when missing or changed)
+	$(PY) -m lab images el9-systemd el10-systemd ubuntu2404-systemd debian12-arm64-systemd
 	$(PY) -m lab rpms build
+	$(PY) -m lab mirror sbsa
 
 molecule-all: lab lab-shaped  ## every docker scenario on every platform (MOLECULE_ALL_SCENARIOS, MOLECULE_JOBS at a time)
 	scripts/molecule_run.sh $(MOLECULE_ALL_SCENARIOS)

@@ -65,6 +65,12 @@ def cmd_mirror_build(args):
     mirror.build(cudnn, cuda, variants)
 
 
+def cmd_mirror_sbsa(_args):
+    from lab import mirror
+
+    mirror.build_sbsa()
+
+
 def cmd_repo_build(args):
     from lab import repo
 
@@ -282,7 +288,8 @@ def build_parser():
         "names",
         nargs="*",
         metavar="NAME",
-        help="debian12 debian12-systemd debian13 debian13-systemd, el9-systemd el10-systemd (EL-shaped)",
+        help="debian12 debian12-systemd debian13 debian13-systemd, el9-systemd el10-systemd (EL-shaped), "
+        "ubuntu2404-systemd ubuntu2204-systemd (Ubuntu-shaped), debian12-arm64-systemd (arm64, emulated)",
     )
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
     p.set_defaults(func=cmd_images, check=check_images)
@@ -292,6 +299,9 @@ def build_parser():
     b = msub.add_parser("build", help="build .lab/mirror from NVIDIA's wheels (only what is missing/changed)")
     _add_mirror_options(b)
     b.set_defaults(func=cmd_mirror_build, check=_mirror_args)
+    msub.add_parser(
+        "sbsa", help="add the linux-sbsa (Arm server) archives: mirror.SBSA_CUDNN, SBSA_CUDA (aarch64 wheels)"
+    ).set_defaults(func=cmd_mirror_sbsa)
     msub.add_parser("serve", help="serve .lab/mirror at http://gpufleet-mirror/").set_defaults(
         func=cmd_mirror_serve
     )

@@ -79,6 +79,55 @@ def ensure_tool(binary, packages, log=print):
     apt_install(packages)
 
 
+# Foreign-architecture images and containers (arm64 on this x86_64 machine): QEMU user emulation through the
+# kernel's binfmt_misc, the F flag loading the interpreter at registration so that it works inside containers;
+# arch-test, which mmdebstrap needs for a foreign --arch.
+FOREIGN_PACKAGES = ("qemu-user-static", "binfmt-support", "arch-test")
+BINFMT_DIR = "/proc/sys/fs/binfmt_misc"
+QEMU_HANDLERS = {"arm64": "qemu-aarch64"}
+
+
+def binfmt_flags(text):
+    """The flags of a binfmt_misc entry's text ("enabled\ninterpreter ...\nflags: PF\n..."), or None when
+    the entry is disabled or has no flags line."""
+    lines = (text or "").splitlines()
+    if not lines or lines[0].strip() != "enabled":
+        return None
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("flags:")), None)
+
+
+def ensure_foreign_arch(arch, log=print):
+    """Make containers and mmdebstrap of ``arch`` (arm64) run here: the packages, binfmt_misc mounted and the
+    QEMU handler enabled with the F flag; LabError naming what to do otherwise."""
+    handler = QEMU_HANDLERS.get(arch)
+    if handler is None:
+        raise LabError(f"architecture {arch!r}: the lab emulates {', '.join(QEMU_HANDLERS)} only")
+    ensure_tool(f"{handler}-static", list(FOREIGN_PACKAGES), log)
+    if not shutil.which("arch-test"):
+        ensure_tool("arch-test", ["arch-test"], log)
+    entry = os.path.join(BINFMT_DIR, handler)
+    if not os.path.exists(os.path.join(BINFMT_DIR, "register")):
+        _run(["mount", "-t", "binfmt_misc", "binfmt_misc", BINFMT_DIR])
+    if binfmt_flags(_read(entry)) is None:
+        _run(["update-binfmts", "--enable", handler])
+    flags = binfmt_flags(_read(entry))
+    if flags is None or "F" not in flags:
+        raise LabError(
+            f"{entry}: the {arch} emulation is not registered with the F flag (flags {flags!r}): as root, "
+            f"`update-binfmts --enable {handler}` after installing {' '.join(FOREIGN_PACKAGES)}",
+            code=2,
+        )
+    return flags
+
+
+def _read(path):
+    try:
+        with open(path, encoding="ascii", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
 def ensure(timeout=90, log=print):
     """Make `docker info` answer; install docker.io and start dockerd when root on Debian/Ubuntu."""
     if docker_answers():

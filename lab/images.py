@@ -6,12 +6,14 @@ recipe (hence the hash) changed.
 """
 
 import hashlib
+import io
 import json
 import os
 import re
 import shlex
 import shutil
 import subprocess
+import tarfile
 import time
 from dataclasses import dataclass, field
 
@@ -304,6 +306,8 @@ class Recipe:
     changes: tuple = field(default=())
     # built only when named (`python -m lab images <name>`, the scenarios that use it), not by `lab up`
     on_demand: bool = False
+    # the Debian architecture: another than amd64 is built and run under QEMU user emulation
+    arch: str = "amd64"
 
     @property
     def tag(self):
@@ -320,6 +324,8 @@ class Recipe:
             "changes": list(self.changes),
             "format": 1,
         }
+        if self.arch != "amd64":  # only where set: the amd64 images' digests stay what they were
+            doc["arch"] = self.arch
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
@@ -363,6 +369,29 @@ def _ubuntu_recipe(name, identity):
     )
 
 
+# Under QEMU user emulation systemd cannot set up the credentials of three units at boot (each fails with
+# status 243/CREDENTIALS: "Failed at step CREDENTIALS spawning ...: Invalid argument") and ends "degraded";
+# the lab masks them (the image's users and files exist already: nothing a lab container needs from them).
+ARM64_MASKED = (
+    "systemd-sysusers.service", "systemd-tmpfiles-setup.service", "systemd-tmpfiles-setup-dev.service",
+)  # fmt: skip
+
+
+def _arm64_recipe(name):
+    # an Arm server's userland (Debian 12 arm64) with systemd like the other lab hosts, and g++ (nvcc's host
+    # compiler: emulated apt-get is slow, and the lab network has no archive)
+    return Recipe(
+        name=name,
+        suite="bookworm",
+        systemd=True,
+        packages=BASE_PACKAGES + SYSTEMD_PACKAGES + ("g++",),
+        hooks=(*SYSTEMD_HOOKS, f'chroot "$1" systemctl mask {" ".join(ARM64_MASKED)}'),
+        changes=SYSTEMD_CHANGES,
+        on_demand=True,
+        arch="arm64",
+    )
+
+
 RECIPES = {
     r.name: r
     for r in (
@@ -374,6 +403,7 @@ RECIPES = {
         _el_recipe("el10-systemd", "rhel10"),
         _ubuntu_recipe("ubuntu2404-systemd", "ubuntu2404"),
         _ubuntu_recipe("ubuntu2204-systemd", "ubuntu2204"),
+        _arm64_recipe("debian12-arm64-systemd"),
     )
 }
 
@@ -408,6 +438,8 @@ def mmdebstrap_cmd(recipe, mirror, target):
         "--aptopt=APT::Install-Recommends false",
         f"--include={','.join(recipe.packages)}",
     ]
+    if recipe.arch != "amd64":
+        cmd.append(f"--arch={recipe.arch}")
     cmd += [f"--dpkgopt={opt}" for opt in DPKG_EXCLUDES]
     cmd += [f"--customize-hook={hook}" for hook in recipe.hooks]
     cmd += [
@@ -436,6 +468,8 @@ def build(client, names=(), force=False, log=print):
     if any(image_recipe_label(client, r.tag) != r.digest() for r in recipes) or force:
         # the trixie key ships in debian-archive-keyring; mmdebstrap builds the images
         engine.ensure_tool("mmdebstrap", ["mmdebstrap", "debian-archive-keyring"], log)
+    for arch in sorted({r.arch for r in recipes} - {"amd64"}):
+        engine.ensure_foreign_arch(arch, log)
     results = {}
     mirror = None
     for recipe in recipes:
@@ -472,13 +506,16 @@ def _build_one(recipe, mirror, digest, log):
         raise LabError(f"mmdebstrap failed for {recipe.tag} ({_tail(logfile)}): see {logfile}")
     changes = [*recipe.changes, f"LABEL gpufleet.recipe={digest}", f"LABEL gpufleet.suite={recipe.suite}"]
     previous = _image_id(recipe.tag)
-    cmd = ["docker", "import"]
-    for change in changes:
-        cmd += ["--change", change]
-    cmd += [str(tarball), f"{recipe.tag}:latest"]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if recipe.arch == "amd64":
+        cmd = ["docker", "import"]
+        for change in changes:
+            cmd += ["--change", change]
+        cmd += [str(tarball), f"{recipe.tag}:latest"]
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    else:
+        res = docker_load(tarball, recipe.arch, f"{recipe.tag}:latest", changes)
     if res.returncode != 0:
-        raise LabError(f"docker import failed for {recipe.tag}: {res.stderr.strip()}")
+        raise LabError(f"loading {recipe.tag} into docker failed: {res.stderr.strip()}")
     size = os.path.getsize(tarball)
     os.unlink(tarball)
     if previous and previous != _image_id(recipe.tag):
@@ -487,6 +524,62 @@ def _build_one(recipe, mirror, digest, log):
     took = time.monotonic() - start
     log(f"images: built {recipe.tag} in {took:.0f}s ({size / 1e6:.0f} MB)")
     return f"built in {took:.0f}s"
+
+
+def image_config(arch, changes, diff_id, created):
+    """The image config (docker save format) of a one-layer image of ``arch``: ``changes`` are the ENV, CMD
+    and LABEL instructions `docker import --change` takes for amd64."""
+    config = {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"], "Labels": {}}
+    for change in changes:
+        key, _, value = change.partition(" ")
+        if key == "ENV":
+            config["Env"].append(value)
+        elif key == "CMD":
+            config["Cmd"] = json.loads(value)
+        elif key == "LABEL":
+            name, _, label = value.partition("=")
+            config["Labels"][name] = label
+        else:
+            raise LabError(f"image change {change!r}: only ENV, CMD and LABEL are supported ({arch} image)")
+    doc = {
+        "architecture": arch,
+        "os": "linux",
+        "created": created,
+        "config": config,
+        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+        "history": [{"created": created, "created_by": f"mmdebstrap --arch={arch} (gpufleet lab)"}],
+    }
+    if arch == "arm64":
+        doc["variant"] = "v8"
+    return doc
+
+
+def docker_load(tarball, arch, tag, changes):
+    """Load the root tarball as a one-layer image labelled ``arch``, through a docker save archive: `docker
+    import` labels every image with the daemon's own architecture (dockerd 20.10 ignores --platform), and a
+    container of a mislabelled image looks for it in a registry."""
+    sha = hashlib.sha256()
+    with open(tarball, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            sha.update(chunk)
+    created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    config = json.dumps(image_config(arch, changes, f"sha256:{sha.hexdigest()}", created)).encode()
+    config_name = hashlib.sha256(config).hexdigest() + ".json"
+    layer = f"{sha.hexdigest()}/layer.tar"
+    manifest = json.dumps([{"Config": config_name, "RepoTags": [tag], "Layers": [layer]}]).encode()
+    proc = subprocess.Popen(["docker", "load"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)  # fmt: skip
+    with tarfile.open(fileobj=proc.stdin, mode="w|") as out:
+        for name, data in ((config_name, config), ("manifest.json", manifest)):
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(data), int(time.time())
+            out.addfile(info, io.BytesIO(data))
+        with open(tarball, "rb") as fh:
+            info = out.gettarinfo(fileobj=fh, arcname=layer)
+            info.mode, info.uid, info.gid, info.uname, info.gname = 0o644, 0, 0, "root", "root"
+            out.addfile(info, fh)
+    stdout, stderr = proc.communicate()  # closes stdin: the end of the archive
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout.decode(), stderr.decode())
 
 
 def _image_id(tag):

@@ -2,10 +2,14 @@
 
 Output (.lab/mirror/):
   cudnn/redist/redistrib_<X.Y.Z>.json
-  cudnn/redist/cudnn/linux-x86_64/cudnn-linux-x86_64-<X.Y.Z.B>_cuda<M>-archive.tar.xz
+  cudnn/redist/cudnn/<platform>/cudnn-<platform>-<X.Y.Z.B>_cuda<M>-archive.tar.xz
   cuda/redist/redistrib_<X.Y.Z>.json
-  cuda/redist/<comp>/linux-x86_64/<comp>-linux-x86_64-<ver>-archive.tar.xz
+  cuda/redist/<comp>/<platform>/<comp>-<platform>-<ver>-archive.tar.xz
   wheels/   the original wheels, a flat pip --find-links directory
+
+<platform> is linux-x86_64 (`build`), and linux-sbsa for Arm servers (`build_sbsa`: NVIDIA's aarch64 wheels,
+the same versions; a smaller set, SBSA). A manifest lists every platform built for its release: building one
+platform keeps the other's entries whose archives are there.
 
 Archives are streamed from the wheel (zip) into `xz` without unpacking to disk, with
 fixed owners and mtimes, so the same wheel gives the same bytes. An archive is rebuilt
@@ -28,6 +32,18 @@ from lab.xzstore import XZ_OPTS, add_bytes, add_dirs, add_link, tar_info, write_
 
 FORMAT = 1  # bump when the archive recipe changes: every archive is rebuilt
 PLATFORM = "linux-x86_64"
+SBSA = "linux-sbsa"
+# NVIDIA's redist platform -> the machine of its wheels' tags, and the tags pip may download for it (the
+# wheels of another machine than this one: pip download --platform, for CPython 3.11)
+WHEEL_MACHINE = {PLATFORM: "x86_64", SBSA: "aarch64"}
+PIP_PLATFORMS = {
+    SBSA: (
+        "manylinux_2_28_aarch64",
+        "manylinux_2_27_aarch64",
+        "manylinux2014_aarch64",
+        "manylinux_2_17_aarch64",
+    ),  # fmt: skip
+}
 
 DEFAULT_CUDNN = ("9.28.0.42", "9.14.0.64")
 CUDNN_VARIANTS = ("12", "13")
@@ -213,29 +229,35 @@ def wheel_file_name(dist):
     return dist.replace("-", "_")
 
 
-def find_wheel(dist, version, directory=None):
+def find_wheel(dist, version, directory=None, platform=PLATFORM):
     directory = Path(directory or cache_dir())
     prefix = f"{wheel_file_name(dist)}-{version}-"
+    machine = WHEEL_MACHINE[platform]
     if directory.is_dir():
         for path in sorted(directory.iterdir()):
-            if path.name.startswith(prefix) and path.name.endswith(".whl") and "x86_64" in path.name:
+            if path.name.startswith(prefix) and path.name.endswith(".whl") and machine in path.name:
                 return path
     return None
 
 
-def fetch_wheel(dist, version, log=print):
-    """The cached wheel of dist==version; downloaded with pip (hash-checked by pip) when missing."""
-    found = find_wheel(dist, version)
+def fetch_wheel(dist, version, log=print, platform=PLATFORM):
+    """The cached wheel of dist==version for ``platform``; downloaded with pip (hash-checked by pip) when
+    missing."""
+    found = find_wheel(dist, version, platform=platform)
     if found:
         return found
     directory = cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    log(f"mirror: downloading {dist}=={version} into {directory}")
+    log(f"mirror: downloading {dist}=={version} ({WHEEL_MACHINE[platform]}) into {directory}")
     start = time.monotonic()
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-cache-dir"]
+    for tag in PIP_PLATFORMS.get(platform, ()):
+        cmd += ["--platform", tag]
+    if platform in PIP_PLATFORMS:
+        cmd += ["--python-version", "3.11"]
     cmd += ["--disable-pip-version-check", "-q", "-d", str(directory), f"{dist}=={version}"]
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    found = find_wheel(dist, version)
+    found = find_wheel(dist, version, platform=platform)
     if res.returncode != 0 or not found:
         text = res.stderr + res.stdout
         if "No matching distribution" in text or "Could not find a version" in text:
@@ -253,13 +275,13 @@ def fetch_wheel(dist, version, log=print):
 FETCH_WORKERS = 6
 
 
-def fetch_wheels(wanted, log=print, workers=FETCH_WORKERS):
+def fetch_wheels(wanted, log=print, workers=FETCH_WORKERS, platform=PLATFORM):
     """fetch_wheel for each (dist, version) of ``wanted``, the missing ones downloaded ``workers`` at a time
     (each its own pip, its own file); the paths in ``wanted``'s order. Every download is waited for; then the
     first failure in ``wanted``'s order is raised, so the message does not depend on which finished first."""
     wanted = list(dict.fromkeys(wanted))
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = [pool.submit(fetch_wheel, dist, version, log) for dist, version in wanted]
+        futures = [pool.submit(fetch_wheel, dist, version, log, platform) for dist, version in wanted]
     for future in futures:
         if future.exception() is not None:
             raise future.exception()
@@ -435,15 +457,32 @@ def build_archive(redist_dir, archive, log):
     return entry
 
 
-def cuda_component(comp, title, version, entry):
+def cuda_component(comp, title, version, entry, platform=PLATFORM):
     """A component of redistrib_<release>.json, as NVIDIA writes it: ``entry`` is its archive's."""
     return {
         "name": title,
         "license": "CUDA Toolkit",
         "license_path": f"{comp}/LICENSE.txt",
         "version": version,
-        PLATFORM: entry,
+        platform: entry,
     }
+
+
+def kept_platforms(path, redist, key, platform):
+    """{platform: entry} of ``key`` in the manifest at ``path`` for the platforms other than ``platform``
+    whose archives are still there (what building one platform keeps of the others)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    kept = {}
+    for other, entry in (doc.get(key) or {}).items():
+        if other == platform or other not in WHEEL_MACHINE or not isinstance(entry, dict):
+            continue
+        archives = [entry] if "relative_path" in entry else list(entry.values())
+        if archives and all((redist / a.get("relative_path", "")).is_file() for a in archives):
+            kept[other] = entry
+    return kept
 
 
 def write_json(path, doc):
@@ -456,10 +495,10 @@ def write_json(path, doc):
 # ---------------------------------------------------------------- cuDNN and CUDA
 
 
-def cudnn_archive(version, major, wheel):
-    name = f"cudnn-{PLATFORM}-{version}_cuda{major}-archive"
+def cudnn_archive(version, major, wheel, platform=PLATFORM):
+    name = f"cudnn-{platform}-{version}_cuda{major}-archive"
     return Archive(
-        relative_path=f"cudnn/{PLATFORM}/{name}.tar.xz",
+        relative_path=f"cudnn/{platform}/{name}.tar.xz",
         top=name,
         sources={"cudnn": wheel},
         mapping=CUDNN_MAP,
@@ -468,7 +507,10 @@ def cudnn_archive(version, major, wheel):
     )
 
 
-def cudnn_manifest(version, entries, release_date):
+def cudnn_manifest(version, entries, release_date, platform=PLATFORM, kept=None):
+    """``entries`` {major: archive entry} of ``platform``; ``kept`` {other platform: {cudaM: entry}}."""
+    builds = {**(kept or {}), platform: {f"cuda{major}": entry for major, entry in sorted(entries.items())}}
+    variants = {key[4:] for variant in builds.values() for key in variant}
     return {
         "release_date": release_date,
         "release_label": short(version),
@@ -478,29 +520,32 @@ def cudnn_manifest(version, entries, release_date):
             "license": "cudnn",
             "license_path": "cudnn/LICENSE.txt",
             "version": version,
-            "cuda_variant": sorted(entries),
-            PLATFORM: {f"cuda{major}": entry for major, entry in sorted(entries.items())},
+            "cuda_variant": sorted(variants, key=int),
+            **dict(sorted(builds.items())),
         },
     }
 
 
-def build_cudnn(version, variants=CUDNN_VARIANTS, log=print):
+def build_cudnn(version, variants=CUDNN_VARIANTS, log=print, platform=PLATFORM):
     validate_cudnn_version(version)
     redist = mirror_dir() / "cudnn" / "redist"
-    wheels = {m: fetch_wheel(f"nvidia-cudnn-cu{m}", version, log) for m in variants}
-    entries = {m: build_archive(redist, cudnn_archive(version, m, w), log) for m, w in wheels.items()}
+    wheels = {m: fetch_wheel(f"nvidia-cudnn-cu{m}", version, log, platform) for m in variants}
+    entries = {
+        m: build_archive(redist, cudnn_archive(version, m, w, platform), log) for m, w in wheels.items()
+    }
     release_date, _ = wheel_date(next(iter(wheels.values())))
     _write_license(redist / "cudnn" / "LICENSE.txt", next(iter(wheels.values())))
     path = redist / f"redistrib_{short(version)}.json"
-    write_json(path, cudnn_manifest(version, entries, release_date))
+    kept = kept_platforms(path, redist, "cudnn", platform)
+    write_json(path, cudnn_manifest(version, entries, release_date, platform, kept))
     return path, list(wheels.values())
 
 
-def cuda_archive(comp, version, wheels):
-    name = f"{comp}-{PLATFORM}-{version}-archive"
+def cuda_archive(comp, version, wheels, platform=PLATFORM):
+    name = f"{comp}-{platform}-{version}-archive"
     mapping = CUDA_MAPS[comp]
     return Archive(
-        relative_path=f"{comp}/{PLATFORM}/{name}.tar.xz",
+        relative_path=f"{comp}/{platform}/{name}.tar.xz",
         top=name,
         sources={src: wheels[src] for src, _, _ in mapping},
         mapping=mapping,
@@ -511,20 +556,33 @@ def cuda_archive(comp, version, wheels):
     )
 
 
-def build_cuda(release, log=print):
+def build_cuda(release, log=print, platform=PLATFORM, components=None):
+    """The release's components (``components``: a subset of them) for ``platform``; the manifest keeps the
+    other platforms' entries whose archives are there."""
     validate_cuda_release(release)
-    comps = CUDA_RELEASES[release]
+    comps = {c: v for c, v in CUDA_RELEASES[release].items() if components is None or c in components}
     redist = mirror_dir() / "cuda" / "redist"
-    wheels = {comp: fetch_wheel(WHEEL_OF[comp], ver, log) for comp, (_, ver) in comps.items()}
+    sources = {src for comp in comps for src, _, _ in CUDA_MAPS[comp]}
+    versions = {c: v for c, (_, v) in CUDA_RELEASES[release].items()}
+    wheels = {src: fetch_wheel(WHEEL_OF[src], versions[src], log, platform) for src in sorted(sources)}
+    path = redist / f"redistrib_{release}.json"
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        previous = {}
     doc = {"release_date": None, "release_label": release, "release_product": "cuda"}
     dates = []
-    for comp, (title, version) in comps.items():
-        entry = build_archive(redist, cuda_archive(comp, version, wheels), log)
-        _write_license(redist / comp / "LICENSE.txt", wheels[comp])
-        dates.append(wheel_date(wheels[comp])[0])
-        doc[comp] = cuda_component(comp, title, version, entry)
-    doc["release_date"] = max(dates)
-    path = redist / f"redistrib_{release}.json"
+    for comp, (title, version) in CUDA_RELEASES[release].items():
+        kept = kept_platforms(path, redist, comp, platform)
+        if comp in comps:
+            entry = build_archive(redist, cuda_archive(comp, version, wheels, platform), log)
+            _write_license(redist / comp / "LICENSE.txt", wheels[comp])
+            dates.append(wheel_date(wheels[comp])[0])
+            kept[platform] = entry
+        if kept:
+            doc[comp] = {k: v for k, v in cuda_component(comp, title, version, {}).items() if k != PLATFORM}
+            doc[comp].update(sorted(kept.items()))
+    doc["release_date"] = max([*dates, previous.get("release_date") or ""])
     write_json(path, doc)
     return path, list(wheels.values())
 
@@ -553,6 +611,29 @@ def publish_wheels(wheels):
             import shutil
 
             shutil.copyfile(wheel, dest)
+
+
+# What the lab builds for Arm servers (linux-sbsa, from NVIDIA's aarch64 wheels: the same versions as
+# x86_64): one cuDNN for CUDA 13, and CUDA 13.0.2's compiler with cuBLAS and cuRAND (the cuda_toolkit role's
+# verify links both), which the arm64 scenario installs; the rest of the toolkit stays x86_64-only in the lab
+# (under emulation every library costs minutes, and the scenario proves the platform, not each library).
+SBSA_CUDNN = (("9.14.0.64", ("13",)),)
+SBSA_CUDA = {"13.0.2": ("cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cudart", "cuda_cccl", "cuda_nvrtc",
+                        "libcublas", "libcurand")}  # fmt: skip
+
+
+def build_sbsa(log=print):
+    """The linux-sbsa archives (SBSA_CUDNN, SBSA_CUDA) into the mirror's manifests; returns the manifests."""
+    start = time.monotonic()
+    wanted = [(f"nvidia-cudnn-cu{m}", v) for v, majors in SBSA_CUDNN for m in majors]
+    for release, comps in SBSA_CUDA.items():
+        versions = {c: v for c, (_, v) in CUDA_RELEASES[release].items()}
+        wanted += [(WHEEL_OF[src], versions[src]) for c in comps for src, _, _ in CUDA_MAPS[c]]
+    fetch_wheels(wanted, log, platform=SBSA)
+    manifests = [build_cuda(release, log, SBSA, comps)[0] for release, comps in SBSA_CUDA.items()]
+    manifests += [build_cudnn(v, majors, log, SBSA)[0] for v, majors in SBSA_CUDNN]
+    log(f"mirror: {SBSA} archives ready in {mirror_dir()} ({time.monotonic() - start:.0f}s)")
+    return manifests
 
 
 def build(

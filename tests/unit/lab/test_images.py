@@ -3,7 +3,7 @@ import subprocess
 
 import pytest
 
-from lab import LabError
+from lab import LabError, engine, images
 from lab.aptsources import DebianMirror
 from lab.images import (
     EL_BASE_PROVIDES,
@@ -19,6 +19,7 @@ from lab.images import (
 def test_four_debian_images_and_el_and_ubuntu_shaped_ones_on_demand():
     assert sorted(r.tag for r in RECIPES.values()) == [
         "gpufleet/debian12",
+        "gpufleet/debian12-arm64-systemd",
         "gpufleet/debian12-systemd",
         "gpufleet/debian13",
         "gpufleet/debian13-systemd",
@@ -33,6 +34,7 @@ def test_four_debian_images_and_el_and_ubuntu_shaped_ones_on_demand():
         "el10-systemd",
         "ubuntu2404-systemd",
         "ubuntu2204-systemd",
+        "debian12-arm64-systemd",
     ]
 
 
@@ -175,3 +177,32 @@ def test_an_ubuntu_shaped_root_has_an_ubuntu_identity(tmp_path, name, version, c
     assert f"DISTRIB_RELEASE={version}\n" in (root / "etc/lsb-release").read_text()
     assert (root / "etc/debian_version").read_text().endswith("/sid\n")
     assert (root / "var/lib/dpkg/status").exists() and (root / "etc/apt/sources.list").exists()
+
+
+def test_the_arm64_image_is_built_with_a_foreign_arch_and_loaded_labelled_arm64(monkeypatch):
+    """mmdebstrap --arch=arm64 (QEMU user emulation) and a docker save archive whose config says arm64 (docker
+    import would label it amd64 on this dockerd); the amd64 images' digests and commands are unchanged."""
+    arm, mirror = RECIPES["debian12-arm64-systemd"], DebianMirror("http://m.example/debian")
+    cmd = images.mmdebstrap_cmd(arm, mirror, "/tmp/x.tar")
+    assert "--arch=arm64" in cmd and "g++" in cmd[cmd.index("--include=" + ",".join(arm.packages))]
+    assert any("systemctl mask systemd-sysusers.service" in c for c in cmd)
+    assert not any(c.startswith("--arch") for c in images.mmdebstrap_cmd(RECIPES["debian12"], mirror, "/t"))
+    assert arm.digest() != dataclasses.replace(arm, arch="amd64").digest()
+    config = images.image_config("arm64", [*arm.changes, "LABEL gpufleet.recipe=abc"], "sha256:00", "now")
+    assert (config["architecture"], config["variant"], config["os"]) == ("arm64", "v8", "linux")
+    assert config["config"]["Cmd"] == ["/lib/systemd/systemd"]
+    assert "container=docker" in config["config"]["Env"]
+    assert config["config"]["Labels"] == {"gpufleet.recipe": "abc"}
+    with pytest.raises(LabError, match="only ENV, CMD and LABEL"):
+        images.image_config("arm64", ["EXPOSE 22"], "sha256:00", "now")
+
+
+def test_the_emulation_handler_must_be_enabled_with_the_f_flag():
+    """binfmt_misc's entry (this machine's qemu-aarch64 once registered): the F flag opens the interpreter at
+    registration, so that it works inside containers, whose root has no /usr/libexec/qemu-binfmt."""
+    entry = "enabled\ninterpreter /usr/libexec/qemu-binfmt/aarch64-binfmt-P\nflags: PF\noffset 0\n"
+    assert engine.binfmt_flags(entry) == "PF"
+    assert engine.binfmt_flags(entry.replace("enabled", "disabled", 1)) is None
+    assert engine.binfmt_flags("") is None
+    with pytest.raises(LabError, match="emulates arm64 only"):
+        engine.ensure_foreign_arch("riscv64")

@@ -183,3 +183,48 @@ def test_cudnn_manifest_schema():
     assert set(comp["linux-x86_64"]) == {"cuda12", "cuda13"}
     assert {"name", "license", "license_path"} <= set(comp)
     json.dumps(doc)
+
+
+def test_sbsa_wheels_are_asked_for_aarch64_and_found_apart_from_x86_64(lab_state, monkeypatch):
+    """NVIDIA's aarch64 wheels for the linux-sbsa archives: pip download --platform (CPython 3.11 tags); the
+    cache holds both machines' wheels of one version side by side."""
+    asked = []
+
+    def fake_run(cmd, **kw):
+        asked.append(cmd)
+        dist, version = cmd[-1].split("==")
+        machine = "aarch64" if "--platform" in cmd else "x86_64"
+        name = f"{mirror.wheel_file_name(dist)}-{version}-py3-none-manylinux_2_27_{machine}.whl"
+        (Path(cmd[cmd.index("-d") + 1]) / name).write_bytes(b"PK")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(mirror.subprocess, "run", fake_run)
+    x86 = mirror.fetch_wheel("nvidia-cublas", "13.1.0.3", log=lambda m: None)
+    arm = mirror.fetch_wheel("nvidia-cublas", "13.1.0.3", log=lambda m: None, platform=mirror.SBSA)
+    assert x86.name.endswith("_x86_64.whl") and arm.name.endswith("_aarch64.whl")
+    assert "--platform" not in asked[0]
+    assert asked[1][asked[1].index("--platform") + 1] == "manylinux_2_28_aarch64"
+    assert asked[1][asked[1].index("--python-version") + 1] == "3.11"
+    assert mirror.find_wheel("nvidia-cublas", "13.1.0.3", platform=mirror.SBSA) == arm
+    assert mirror.fetch_wheel("nvidia-cublas", "13.1.0.3", log=lambda m: None, platform=mirror.SBSA) == arm
+    assert len(asked) == 2  # cached
+
+
+def test_a_manifest_keeps_the_other_platforms_builds(tmp_path):
+    """Building linux-sbsa into redistrib_9.14.0.json keeps linux-x86_64's entries whose archives are there
+    (and drops one whose archive is gone); cuda_variant is the union."""
+    redist = tmp_path / "redist"
+    x86 = {"relative_path": "cudnn/linux-x86_64/a_cuda12.tar.xz", "sha256": "1", "md5": "2", "size": "3"}
+    (redist / "cudnn/linux-x86_64").mkdir(parents=True)
+    (redist / x86["relative_path"]).write_bytes(b"x")
+    path = redist / "redistrib_9.14.0.json"
+    mirror.write_json(path, mirror.cudnn_manifest("9.14.0.64", {"12": x86}, "2025-10-08"))
+    kept = mirror.kept_platforms(path, redist, "cudnn", mirror.SBSA)
+    assert kept == {"linux-x86_64": {"cuda12": x86}}
+    arm = dict(x86, relative_path="cudnn/linux-sbsa/a_cuda13.tar.xz")
+    doc = mirror.cudnn_manifest("9.14.0.64", {"13": arm}, "2025-10-08", mirror.SBSA, kept)
+    assert doc["cudnn"]["cuda_variant"] == ["12", "13"]
+    assert doc["cudnn"]["linux-sbsa"] == {"cuda13": arm} and doc["cudnn"]["linux-x86_64"] == {"cuda12": x86}
+    (redist / x86["relative_path"]).unlink()
+    assert mirror.kept_platforms(path, redist, "cudnn", mirror.SBSA) == {}
+    assert mirror.kept_platforms(redist / "missing.json", redist, "cudnn", mirror.SBSA) == {}
