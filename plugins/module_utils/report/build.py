@@ -256,6 +256,8 @@ def _host(h):
     return {
         "container": _s(h.get("container")),
         "vm": _s(h.get("vm")),
+        # the CPU architecture (uname -m): a fleet of x86_64 nodes and Arm servers (aarch64, NVIDIA's sbsa)
+        "machine": h.get("machine") or None,
         "driver_managed_externally": h.get("driver_managed_externally"),
         "driver_managed_externally_reason": h.get("driver_managed_externally_reason") or "",
     }
