@@ -20,6 +20,7 @@ import argparse
 import importlib
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -61,7 +62,8 @@ def build_host(tree):
 
 def with_real_libraries(tree):
     """Put the real libcudnn.so.9 (+ graph) of the cached cu13 wheel in the pip copies; False when absent."""
-    wheels = sorted(WHEELS.glob("nvidia_cudnn_cu13-9.14.*.whl"))
+    # this machine's wheel: the cache also holds the aarch64 ones of the lab's linux-sbsa archives
+    wheels = sorted(WHEELS.glob(f"nvidia_cudnn_cu13-9.14.*_{platform.machine()}.whl"))
     if not wheels:
         return False
     with zipfile.ZipFile(wheels[0]) as archive:

@@ -1,6 +1,7 @@
 """probe_cudnn: every source type from synthetic roots, bad input, bounds, and a real library load."""
 
 import os
+import platform
 import zipfile
 from pathlib import Path
 
@@ -299,7 +300,8 @@ WHEEL_DIR = Path(os.environ.get("GPUFLEET_WHEELS", Path.home() / ".cache" / "gpu
 
 def cudnn_wheel():
     """The cached nvidia-cudnn-cu13 9.14 wheel; skips (with the reason) only when the wheel cache lacks it."""
-    wheels = sorted(WHEEL_DIR.glob("nvidia_cudnn_cu13-9.14.*.whl"))
+    # this machine's wheel: the cache also holds the aarch64 ones of the lab's linux-sbsa archives
+    wheels = sorted(WHEEL_DIR.glob(f"nvidia_cudnn_cu13-9.14.*_{platform.machine()}.whl"))
     if not wheels:
         pytest.skip(f"no nvidia_cudnn_cu13-9.14 wheel in {WHEEL_DIR} (filled by the lab set-up)")
     return wheels[0]
