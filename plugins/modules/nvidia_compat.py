@@ -191,6 +191,15 @@ EXAMPLES = r"""
     os:
       distribution: ubuntu
       version: "24.04"
+
+- name: Would this plan work on a Grace Hopper node (an Arm server), asked from an x86_64 controller?
+  gpufleet.nvidia.nvidia_compat:
+    gpus:
+      - name: NVIDIA GH200 480GB
+    driver_branch: "580"
+    cuda_version: "13.0"
+    cudnn_version: "9.14.0"
+    machine: aarch64
 """
 
 RETURN = r"""
