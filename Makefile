@@ -68,8 +68,8 @@ lab: venv  ## docker engine, base images, NVIDIA redist mirror (built only when 
 molecule: lab  ## make test's molecule scenarios (MOLECULE_SCENARIOS, MOLECULE_JOBS at a time)
 	scripts/molecule_run.sh $(MOLECULE_SCENARIOS)
 
-lab-shaped: lab  ## EL-, Ubuntu-shaped and arm64 images, the RPM repositories, the linux-sbsa archives (only when missing or changed)
-	$(PY) -m lab images el9-systemd el10-systemd ubuntu2404-systemd debian12-arm64-systemd
+lab-shaped: lab  ## EL-, Ubuntu-shaped and arm64 images, the RPM repositories, the linux-sbsa archives and sbsa repository (only when missing or changed)
+	$(PY) -m lab images el9-systemd el10-systemd ubuntu2404-systemd debian12-arm64-systemd ubuntu2404-arm64-systemd
 	$(PY) -m lab rpms build
 	$(PY) -m lab mirror sbsa
 

@@ -66,9 +66,10 @@ def cmd_mirror_build(args):
 
 
 def cmd_mirror_sbsa(_args):
-    from lab import mirror
+    from lab import mirror, repo
 
     mirror.build_sbsa()
+    repo.build_sbsa()  # the sbsa apt repository from those archives (only what is missing or changed)
 
 
 def cmd_repo_build(args):
@@ -289,7 +290,8 @@ def build_parser():
         nargs="*",
         metavar="NAME",
         help="debian12 debian12-systemd debian13 debian13-systemd, el9-systemd el10-systemd (EL-shaped), "
-        "ubuntu2404-systemd ubuntu2204-systemd (Ubuntu-shaped), debian12-arm64-systemd (arm64, emulated)",
+        "ubuntu2404-systemd ubuntu2204-systemd (Ubuntu-shaped), debian12-arm64-systemd "
+        "ubuntu2404-arm64-systemd (arm64, emulated)",
     )
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
     p.set_defaults(func=cmd_images, check=check_images)
@@ -300,7 +302,9 @@ def build_parser():
     _add_mirror_options(b)
     b.set_defaults(func=cmd_mirror_build, check=_mirror_args)
     msub.add_parser(
-        "sbsa", help="add the linux-sbsa (Arm server) archives: mirror.SBSA_CUDNN, SBSA_CUDA (aarch64 wheels)"
+        "sbsa",
+        help="add the linux-sbsa (Arm server) archives (mirror.SBSA_CUDNN, SBSA_CUDA: aarch64 wheels) and "
+        "the sbsa apt repository built from them (repo.SBSA_DIRS)",
     ).set_defaults(func=cmd_mirror_sbsa)
     msub.add_parser("serve", help="serve .lab/mirror at http://gpufleet-mirror/").set_defaults(
         func=cmd_mirror_serve

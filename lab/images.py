@@ -377,15 +377,17 @@ ARM64_MASKED = (
 )  # fmt: skip
 
 
-def _arm64_recipe(name):
+def _arm64_recipe(name, identity=None):
     # an Arm server's userland (Debian 12 arm64) with systemd like the other lab hosts, and g++ (nvcc's host
-    # compiler: emulated apt-get is slow, and the lab network has no archive)
+    # compiler: emulated apt-get is slow, and the lab network has no archive); with ``identity``, an
+    # Ubuntu-shaped one (a GH200 node's Ubuntu 24.04: NVIDIA's ubuntu2404/sbsa repository)
+    identity_hooks = ubuntu_hooks(identity) if identity else ()
     return Recipe(
         name=name,
         suite="bookworm",
         systemd=True,
         packages=BASE_PACKAGES + SYSTEMD_PACKAGES + ("g++",),
-        hooks=(*SYSTEMD_HOOKS, f'chroot "$1" systemctl mask {" ".join(ARM64_MASKED)}'),
+        hooks=(*SYSTEMD_HOOKS, f'chroot "$1" systemctl mask {" ".join(ARM64_MASKED)}', *identity_hooks),
         changes=SYSTEMD_CHANGES,
         on_demand=True,
         arch="arm64",
@@ -404,6 +406,7 @@ RECIPES = {
         _ubuntu_recipe("ubuntu2404-systemd", "ubuntu2404"),
         _ubuntu_recipe("ubuntu2204-systemd", "ubuntu2204"),
         _arm64_recipe("debian12-arm64-systemd"),
+        _arm64_recipe("ubuntu2404-arm64-systemd", "ubuntu2404"),
     )
 }
 

@@ -615,11 +615,13 @@ def publish_wheels(wheels):
 
 # What the lab builds for Arm servers (linux-sbsa, from NVIDIA's aarch64 wheels: the same versions as
 # x86_64): one cuDNN for CUDA 13, and CUDA 13.0.2's compiler with cuBLAS and cuRAND (the cuda_toolkit role's
-# verify links both), which the arm64 scenario installs; the rest of the toolkit stays x86_64-only in the lab
-# (under emulation every library costs minutes, and the scenario proves the platform, not each library).
+# verify links both), which the arm64 scenario installs, with what NVIDIA's packages of those depend on
+# (cuda-cudart-dev and libcublas-dev on cuda-culibos-dev, cuda-nvcc on libnvptxcompiler: lab/repo.py
+# build_sbsa); the rest of the toolkit stays x86_64-only in the lab (under emulation every library costs
+# minutes, and the scenario proves the platform, not each library).
 SBSA_CUDNN = (("9.14.0.64", ("13",)),)
 SBSA_CUDA = {"13.0.2": ("cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cudart", "cuda_cccl", "cuda_nvrtc",
-                        "libcublas", "libcurand")}  # fmt: skip
+                        "libcublas", "libcurand", "cuda_culibos", "libnvptxcompiler")}  # fmt: skip
 
 
 def build_sbsa(log=print):

@@ -4,17 +4,20 @@ repositories and signed with the lab's own OpenPGP key.
 
 Output (.lab/):
   mirror/cuda/repos/<debian12|debian13|ubuntu2404>/x86_64/   (the mirror root stands for NVIDIA's .../compute)
+  mirror/cuda/repos/ubuntu2404/sbsa/   Arm servers (build_sbsa: from the mirror's linux-sbsa archives)
       *.deb (hard links into repo-build/pool), Packages, Packages.gz, Release, InRelease, Release.gpg,
       3bf863cc.pub or 8793F200.pub (the key file name NVIDIA's repository has there; the lab's key inside)
   repo-key/gnupg/        the key pair, made once per lab (gpg --batch)
   repo-key/fingerprint, repo-key/lab.pub.asc
-  repo-build/pool/       the .debs; stamps/repo__<package>.json: recipe digest, control fields, hashes
+  repo-build/pool/       the .debs (pool-sbsa/: the arm64 ones); stamps/repo__<package>.json: recipe digest,
+                         control fields, hashes
 
 Served by the mirror server: http://gpufleet-mirror/cuda/repos/debian12/x86_64/ is what NVIDIA serves at
 https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/.
 """
 
 import calendar
+import dataclasses
 import hashlib
 import json
 import os
@@ -37,9 +40,45 @@ MAINTAINER = "cudatools <cudatools@nvidia.com>"
 LAB_NOTE = "Built by the gpufleet lab from NVIDIA's PyPI wheels, in NVIDIA's package layout."
 CUDA_HOME = "https://developer.nvidia.com/cuda-zone"
 CUDNN_HOME = "https://developer.nvidia.com/cudnn"
-LIBDIR = "/usr/lib/x86_64-linux-gnu"
-TARGET_LIB = "targets/x86_64-linux/lib"
-INCDIR = "/usr/include/x86_64-linux-gnu"
+
+
+@dataclasses.dataclass(frozen=True)
+class Arch:
+    """One architecture of NVIDIA's CUDA repositories: its directory (x86_64, sbsa), Debian architecture,
+    redist platform, multiarch triplet and /usr/local/cuda-X.Y/targets/ tree (NVIDIA's sbsa packages: arm64,
+    targets/sbsa-linux, cuDNN in /usr/lib/aarch64-linux-gnu)."""
+
+    name: str
+    deb: str
+    platform: str
+    triplet: str
+    target: str
+
+    @property
+    def libdir(self):
+        return f"/usr/lib/{self.triplet}"
+
+    @property
+    def incdir(self):
+        return f"/usr/include/{self.triplet}"
+
+    @property
+    def target_lib(self):
+        return f"targets/{self.target}/lib"
+
+    @property
+    def target_include(self):
+        return f"targets/{self.target}/include"
+
+
+X86_64 = Arch("x86_64", "amd64", "linux-x86_64", "x86_64-linux-gnu", "x86_64-linux")
+SBSA = Arch("sbsa", "arm64", "linux-sbsa", "aarch64-linux-gnu", "sbsa-linux")
+# The Arm server repositories the lab publishes and what they hold: the mirror's linux-sbsa archives
+# (lab/mirror.py SBSA_CUDA, SBSA_CUDNN). Ubuntu 24.04's, as on GH200 nodes: NVIDIA publishes ubuntu2404/sbsa;
+# for Debian no native sbsa repository was found (kb/hosts.py SBSA_REPOSITORIES), so the lab's Debian arm64
+# host takes the redist path
+SBSA_DIRS = ("ubuntu2404",)
+LIBDIR, TARGET_LIB, INCDIR = X86_64.libdir, X86_64.target_lib, X86_64.incdir
 # cuDNN 9 headers: NVIDIA's libcudnn9-headers-cuda-13 (9.14.0.64-1 on the H200's Ubuntu 24.04) ships
 # <name>_v9.h and <name>.h -> <name>_v9.h in /usr/include/x86_64-linux-gnu; no maintainer scripts.
 CUDNN_HEADERS = (
@@ -100,7 +139,7 @@ def _cuda_fields(summary, depends="", extra=None):
     return fields
 
 
-def config_common_debs(xy, version, mtime):
+def config_common_debs(xy, version, mtime, arch=X86_64):
     """cuda-toolkit-config-common, -<M>-config-common, -<M>-<m>-config-common: NVIDIA's linker files
     (/etc/ld.so.conf.d/000_cuda.conf, 987_cuda-<M>.conf) and the cuda / cuda-<M> alternatives."""
     major, minor = xy.split(".")
@@ -126,14 +165,16 @@ def config_common_debs(xy, version, mtime):
         debs.Deb(
             name="cuda-toolkit-config-common",
             fields=_cuda_fields("Common config package for CUDA Toolkit."),
-            files={"/etc/ld.so.conf.d/000_cuda.conf": f"/usr/local/cuda/{TARGET_LIB}\n"},
+            files={"/etc/ld.so.conf.d/000_cuda.conf": f"/usr/local/cuda/{arch.target_lib}\n"},
             ldconfig=True,
             **common,
         ),
         debs.Deb(
             name=f"cuda-toolkit-{major}-config-common",
             fields=_cuda_fields(f"Common config package for CUDA Toolkit {major}."),
-            files={f"/etc/ld.so.conf.d/987_cuda-{major}.conf": f"/usr/local/cuda-{major}/{TARGET_LIB}\n"},
+            files={
+                f"/etc/ld.so.conf.d/987_cuda-{major}.conf": f"/usr/local/cuda-{major}/{arch.target_lib}\n"
+            },
             ldconfig=True,
             **common,
         ),
@@ -170,31 +211,31 @@ WHEEL_SUBSET = (
 )
 
 
-def _top_links(top, rules):
+def _top_links(top, rules, arch=X86_64):
     """The /usr/local/cuda-X.Y/include and lib64 links, in every package with files below them (NVIDIA's
     packages all ship the same links; dpkg shares identical symlinks between packages)."""
     dests = [dest for _prefix, dest, _test in rules]
     links = []
-    if any(dest.startswith(f"{top}/targets/x86_64-linux/include") for dest in dests):
-        links.append((f"{top}/include", "targets/x86_64-linux/include"))
-    if any(dest.startswith(f"{top}/{TARGET_LIB}") for dest in dests):
-        links.append((f"{top}/lib64", TARGET_LIB))
+    if any(dest.startswith(f"{top}/{arch.target_include}") for dest in dests):
+        links.append((f"{top}/include", arch.target_include))
+    if any(dest.startswith(f"{top}/{arch.target_lib}") for dest in dests):
+        links.append((f"{top}/lib64", arch.target_lib))
     return tuple(links)
 
 
-def _cuda_component(spec, manifest, mtime, top):
-    source, sha = _source("cuda", manifest[spec["comp"]]["linux-x86_64"])
+def _cuda_component(spec, manifest, mtime, top, arch=X86_64):
+    source, sha = _source("cuda", manifest[spec["comp"]][arch.platform])
     extra = {k: spec[k] for k in ("ldconfig", "files") if k in spec}
     fields = {k: spec[k] for k in ("Source", "Provides", "Replaces", "Breaks") if spec.get(k)}
     return debs.Deb(
         name=spec["name"],
         version=manifest[spec["comp"]]["version"] + "-1",
-        arch="amd64",
+        arch=arch.deb,
         fields=_cuda_fields(spec["summary"], spec.get("depends", ""), fields),
         source=source,
         source_sha256=sha,
         rules=spec["rules"],
-        links=spec.get("links", _top_links(top, spec["rules"])),
+        links=spec.get("links", _top_links(top, spec["rules"], arch)),
         mtime=mtime,
         **extra,
     )
@@ -206,13 +247,13 @@ def _pkg(**spec):
     return spec
 
 
-def cuda_components(xy, ver):
+def cuda_components(xy, ver, arch=X86_64):
     """Each CUDA component package the lab builds, in NVIDIA's names, layout and dependencies (the H100's
     dpkg status and file lists, tests/data/h100-ubuntu2404-cuda13): /usr/local/cuda-X.Y/{bin,nvvm},
     targets/x86_64-linux/{include,lib}, the lib64 and include links. ``ver``: redist component -> version."""
     d, major = xy.replace(".", "-"), xy.split(".")[0]
     top = f"/usr/local/cuda-{xy}"
-    inc, lib = f"{top}/targets/x86_64-linux/include", f"{top}/{TARGET_LIB}"
+    inc, lib = f"{top}/{arch.target_include}", f"{top}/{arch.target_lib}"
     config = f"cuda-toolkit-config-common, cuda-toolkit-{major}-config-common, cuda-toolkit-{d}-config-common"
     config_or = (
         f"cuda-toolkit-config-common | cuda-cudart-11-2, "
@@ -296,7 +337,7 @@ def cuda_components(xy, ver):
             Source="cuda-nvcc",
             rules=(("bin/", f"{top}/bin", "any"), ("include/", inc, "not crt")),
             Provides=f"cuda-nvcc-{major}",
-            links=((f"{top}/include", "targets/x86_64-linux/include"), (f"{top}/lib64", TARGET_LIB)),
+            links=((f"{top}/include", arch.target_include), (f"{top}/lib64", arch.target_lib)),
             depends=f"cuda-cudart-dev-{d}, libnvvm-{d}, cuda-crt-{d}, libnvptxcompiler-{d}",
         ),  # + build-essential
         _pkg(
@@ -457,9 +498,10 @@ META_PACKAGES = (
 )  # fmt: skip
 
 
-def meta_debs(xy, release, built, mtime):
+def meta_debs(xy, release, built, mtime, arch=X86_64):
     """NVIDIA's meta packages over ``built`` (the component packages and config-common), each depending on
-    what the lab builds of NVIDIA's list and naming what it leaves out (LEFT_OUT_PACKAGES)."""
+    what the lab builds of NVIDIA's list and naming what it leaves out (LEFT_OUT_PACKAGES; on sbsa, what the
+    mirror's linux-sbsa archives do not hold)."""
     d = xy.replace(".", "-")
     have = {deb.name: deb.version for deb in built}
     out = []
@@ -475,12 +517,12 @@ def meta_debs(xy, release, built, mtime):
             depends += [f"{deb.name}" for deb in built if deb.name.endswith("config-common")]
         words = summary.format(xy=xy)
         if missing:
-            left = ", ".join(f"{m} ({LEFT_OUT_PACKAGES[m.removesuffix('-' + d)]})" for m in missing)
+            left = ", ".join(f"{m} ({_left_out_reason(m.removesuffix('-' + d), arch)})" for m in missing)
             words += f"\nNVIDIA's also depends on {left}: not in the gpufleet lab."
         deb = debs.Deb(
             name=f"{stem}-{d}",
             version=f"{release}-1",
-            arch="amd64",
+            arch=arch.deb,
             fields=_cuda_fields(f"{words}\n{WHEEL_SUBSET}", ", ".join(depends)),
             doc="changelog",  # NVIDIA's meta packages hold their changelog alone
             mtime=mtime,
@@ -490,24 +532,46 @@ def meta_debs(xy, release, built, mtime):
     return out
 
 
-def cuda_debs(release=CUDA_RELEASE):
-    """NVIDIA's CUDA component packages of a release, the config-common packages and the meta packages
-    (cuda-libraries, -libraries-dev, -compiler, -minimal-build, -command-line-tools, -tools, cuda-toolkit)."""
-    manifest = _manifest("cuda", release)
-    wanted = lab_mirror.CUDA_RELEASES[release]
-    missing = sorted(set(wanted) - set(manifest))
-    if missing:
+def _left_out_reason(stem, arch):
+    if stem in LEFT_OUT_PACKAGES:
+        return LEFT_OUT_PACKAGES[stem]
+    return f"not among the lab's {arch.platform} archives (lab/mirror.py SBSA_CUDA)"
+
+
+def _wanted_components(release, arch):
+    """The redist components of ``release`` the lab packages for ``arch``."""
+    if arch == X86_64:
+        return tuple(lab_mirror.CUDA_RELEASES[release])
+    if release not in lab_mirror.SBSA_CUDA:
         raise LabError(
-            f"the mirror's redistrib_{release}.json has no {', '.join(missing)}: "
-            "run `python -m lab mirror build` to rebuild the mirror"
+            f"the lab builds no {arch.platform} archives of CUDA {release} (lab/mirror.py SBSA_CUDA)"
+        )
+    return lab_mirror.SBSA_CUDA[release]
+
+
+def cuda_debs(release=CUDA_RELEASE, arch=X86_64):
+    """NVIDIA's CUDA component packages of a release, the config-common packages and the meta packages
+    (cuda-libraries, -libraries-dev, -compiler, -minimal-build, -command-line-tools, -tools, cuda-toolkit),
+    for ``arch``: on sbsa the components the mirror's linux-sbsa archives hold, the meta packages naming the
+    others."""
+    manifest = _manifest("cuda", release)
+    wanted = _wanted_components(release, arch)
+    missing = sorted(c for c in wanted if arch.platform not in manifest.get(c, {}))
+    if missing:
+        command = "mirror build" if arch == X86_64 else "mirror sbsa"
+        raise LabError(
+            f"the mirror's redistrib_{release}.json has no {arch.platform} {', '.join(missing)}: "
+            f"run `python -m lab {command}` to rebuild the mirror"
         )
     xy = ".".join(release.split(".")[:2])
     mtime = _date_epoch(manifest["release_date"])
-    ver = {comp: manifest[comp]["version"] for comp in wanted}
+    # every component's version (the manifest's, whichever platforms it holds): the packages name each other's
+    ver = {comp: manifest[comp]["version"] for comp in lab_mirror.CUDA_RELEASES[release] if comp in manifest}
     top = f"/usr/local/cuda-{xy}"
-    components = [_cuda_component(spec, manifest, mtime, top) for spec in cuda_components(xy, ver)]
-    configs = config_common_debs(xy, ver["cuda_cudart"] + "-1", mtime)
-    return [*components, *configs, *meta_debs(xy, release, components + configs, mtime)]
+    specs = [spec for spec in cuda_components(xy, ver, arch) if spec["comp"] in wanted]
+    components = [_cuda_component(spec, manifest, mtime, top, arch) for spec in specs]
+    configs = config_common_debs(xy, ver["cuda_cudart"] + "-1", mtime, arch)
+    return [*components, *configs, *meta_debs(xy, release, components + configs, mtime, arch)]
 
 
 # ---------------------------------------------------------------- cuDNN 9
@@ -530,26 +594,37 @@ def _virtual(name):
     return {"Conflicts": name, "Provides": name, "Replaces": name}
 
 
-def cudnn_debs(version, major):
+def cudnn_debs(version, major, arch=X86_64):
     """libcudnn9-cuda-<M>, -dev-, -headers- and cudnn9-cuda-<M> at <version>-1, in NVIDIA's layout
     (tests/data/h200-ubuntu2404/dpkg-L-libcudnn9-cuda-13.txt)."""
     manifest = _manifest("cudnn", lab_mirror.short(version))
     if manifest["cudnn"]["version"] != version:
         have = manifest["cudnn"]["version"]
         raise LabError(f"the mirror has cuDNN {have}, not {version}: rebuild the mirror")
-    source, sha = _source("cudnn", manifest["cudnn"]["linux-x86_64"][f"cuda{major}"])
+    entry = manifest["cudnn"].get(arch.platform, {}).get(f"cuda{major}")
+    if entry is None:
+        raise LabError(
+            f"the mirror has no {arch.platform} cuDNN {version} for CUDA {major}: rebuild the mirror"
+        )
+    source, sha = _source("cudnn", entry)
     deb_version = f"{version}-1"
     mtime = _date_epoch(manifest["release_date"])
-    common = {"version": deb_version, "arch": "amd64", "source": source, "source_sha256": sha, "mtime": mtime}
+    common = {
+        "version": deb_version,
+        "arch": arch.deb,
+        "source": source,
+        "source_sha256": sha,
+        "mtime": mtime,
+    }
     lib = f"libcudnn9-cuda-{major}"
-    header_links = tuple((f"{INCDIR}/{h}.h", f"{h}_v9.h") for h in CUDNN_HEADERS)
+    header_links = tuple((f"{arch.incdir}/{h}.h", f"{h}_v9.h") for h in CUDNN_HEADERS)
     return [
         debs.Deb(
             name=lib,
             fields=_cudnn_fields(
                 "cuDNN runtime libraries", major, {"Depends": "zlib1g", **_virtual("libcudnn9")}
             ),
-            rules=(("lib/", LIBDIR, "so.N"),),
+            rules=(("lib/", arch.libdir, "so.N"),),
             ldconfig=True,
             **common,
         ),
@@ -563,20 +638,20 @@ def cudnn_debs(version, major):
                     **_virtual("libcudnn9-dev"),
                 },
             ),
-            rules=(("lib/", LIBDIR, ".so"),),
+            rules=(("lib/", arch.libdir, ".so"),),
             **common,
         ),
         debs.Deb(
             name=f"libcudnn9-headers-cuda-{major}",
             fields=_cudnn_fields("cuDNN header files", major, _virtual("libcudnn9-headers")),
-            rules=(("include/", INCDIR, "_v9.h"),),
+            rules=(("include/", arch.incdir, "_v9.h"),),
             links=header_links,
             **common,
         ),
         debs.Deb(
             name=f"cudnn9-cuda-{major}",
             version=deb_version,
-            arch="amd64",
+            arch=arch.deb,
             fields=_cudnn_fields(
                 "NVIDIA cuDNN meta-package",
                 major,
@@ -687,18 +762,21 @@ def check_subset(values, allowed, what):
 # ---------------------------------------------------------------- build
 
 
-def pool_dir():
-    return state() / "repo-build" / "pool"
+def pool_dir(arch=X86_64):
+    """Each architecture's packages in a pool of their own: NVIDIA's sbsa repositories have arch-all packages
+    of the same name and version as x86_64's with other contents (config-common: targets/sbsa-linux)."""
+    return state() / "repo-build" / ("pool" if arch == X86_64 else f"pool-{arch.name}")
 
 
-def _stamp(deb):
-    return state() / "stamps" / f"repo__{deb.name}_{deb.version}.json"
+def _stamp(deb, arch=X86_64):
+    prefix = "repo" if arch == X86_64 else f"repo-{arch.name}"
+    return state() / "stamps" / f"{prefix}__{deb.name}_{deb.version}.json"
 
 
-def build_one(deb, log):
+def build_one(deb, log, arch=X86_64):
     """The .deb in the pool (built when missing or its recipe changed); returns its Packages stanza."""
-    out = pool_dir() / deb.filename
-    stamp = _stamp(deb)
+    out = pool_dir(arch) / deb.filename
+    stamp = _stamp(deb, arch)
     digest = deb.digest()
     if out.exists() and stamp.exists():
         try:
@@ -708,8 +786,8 @@ def build_one(deb, log):
         if saved.get("digest") == digest and saved.get("hashes", {}).get("Size") == str(out.stat().st_size):
             return saved["stanza"]
     start = time.monotonic()
-    pool_dir().mkdir(parents=True, exist_ok=True)
-    fields = debs.build_deb(deb, pool_dir(), state() / "repo-build")
+    pool_dir(arch).mkdir(parents=True, exist_ok=True)
+    fields = debs.build_deb(deb, pool_dir(arch), state() / "repo-build")
     hashes = debs.file_hashes(out)
     stanza = debs.packages_stanza(fields, deb.filename, hashes)
     stamp.parent.mkdir(parents=True, exist_ok=True)
@@ -768,12 +846,12 @@ def _write_if_changed(path, data):
     return True
 
 
-def _link_debs(target, names):
+def _link_debs(target, names, pool):
     for stale in target.glob("*.deb"):
         if stale.name not in names:
             stale.unlink()
     for name in names:
-        dest, src = target / name, pool_dir() / name
+        dest, src = target / name, pool / name
         if dest.exists() and os.path.samestat(dest.stat(), src.stat()):
             continue
         if dest.exists():
@@ -784,20 +862,24 @@ def _link_debs(target, names):
             shutil.copyfile(src, dest)
 
 
-def publish(rdir, stanzas, fingerprint, pub, date):
+def publish(rdir, stanzas, fingerprint, pub, date, *, arch=X86_64):
     """One repository directory: the .debs, Packages(.gz), Release, its signatures and the key file."""
-    target = repos_dir() / rdir / "x86_64"
+    target = repos_dir() / rdir / arch.name
     target.mkdir(parents=True, exist_ok=True)
-    _link_debs(target, sorted(stanzas))
+    _link_debs(target, sorted(stanzas), pool_dir(arch))
     packages = "\n".join(stanzas[name] for name in sorted(stanzas)).encode()
     indexes = {"Packages": packages, "Packages.gz": debs.gzip_bytes(packages)}
-    words = f"gpufleet lab: NVIDIA CUDA packages for {rdir} (not NVIDIA's)"
+    words = f"gpufleet lab: NVIDIA CUDA packages for {rdir}/{arch.name} (not NVIDIA's)"
     release = debs.release_text(indexes, date, words)
     for name, data in indexes.items():
         _write_if_changed(target / name, data)
     _write_if_changed(target / KEY_FILES[rdir], pub)
     changed = _write_if_changed(target / "Release", release.encode())
-    stamp = state() / "stamps" / f"repo-sign__{rdir}.json"
+    stamp = (
+        state()
+        / "stamps"
+        / (f"repo-sign__{rdir}.json" if arch == X86_64 else f"repo-sign__{rdir}-{arch.name}.json")
+    )
     wanted = {"release": hashlib.sha256(release.encode()).hexdigest(), "key": fingerprint}
     signed = stamp.exists() and json.loads(stamp.read_text(encoding="utf-8")) == wanted
     if changed or not signed or not (target / "InRelease").exists() or not (target / "Release.gpg").exists():
@@ -820,24 +902,58 @@ def build(log=print, cudnn_versions=None, cudnn_majors=None, dists=None):
     # the driver stand-ins on a lab machine only: a GPU host's subset build (lab/gpuhost) has a real driver
     drivers = cudnn_versions is None and cudnn_majors is None
     wanted = all_debs(versions, majors, drivers=drivers)
-    stanzas = {deb.filename: build_one(deb, log) for deb in wanted}
-    for stale in pool_dir().glob("*.deb"):
+    drivers = {deb.filename for deb in driver_debs()} if drivers else set()
+
+    def of(rdir):  # the driver stand-ins only where DRIVER_DIRS says
+        return lambda stanzas: {k: v for k, v in stanzas.items() if k not in drivers or rdir in DRIVER_DIRS}
+
+    return _build_and_publish(wanted, {rdir: of(rdir) for rdir in rdirs}, X86_64, log, start)
+
+
+def sbsa_debs():
+    """The Arm server packages: CUDA's and cuDNN's of the mirror's linux-sbsa archives (lab/mirror.py
+    SBSA_CUDA, SBSA_CUDNN) in NVIDIA's sbsa names and layout (arm64, targets/sbsa-linux,
+    /usr/lib/aarch64-linux-gnu)."""
+    out = [deb for release in lab_mirror.SBSA_CUDA for deb in cuda_debs(release, SBSA)]
+    for version, majors in lab_mirror.SBSA_CUDNN:
+        for major in majors:
+            out += cudnn_debs(version, major, SBSA)
+    return out
+
+
+def build_sbsa(log=print):
+    """The sbsa repositories (SBSA_DIRS), signed with the lab's key: what an Arm server's apt reads at
+    NVIDIA's .../repos/<distro>/sbsa/. Needs the mirror's linux-sbsa archives (`python -m lab mirror
+    sbsa`)."""
+    debs.need_tools()
+    start = time.monotonic()
+    return _build_and_publish(sbsa_debs(), dict.fromkeys(SBSA_DIRS, _every), SBSA, log, start)
+
+
+def _every(stanzas):
+    return stanzas
+
+
+def _build_and_publish(wanted, rdirs, arch, log, start):
+    """Build ``wanted`` into the architecture's pool (what changed only; stale packages leave it), then
+    publish each repository directory of ``rdirs`` (name -> the stanzas it takes) signed."""
+    stanzas = {deb.filename: build_one(deb, log, arch) for deb in wanted}
+    for stale in pool_dir(arch).glob("*.deb"):
         if stale.name not in stanzas:
             stale.unlink()
     fingerprint, pub = ensure_key(log)
     date = max(deb.mtime for deb in wanted)
-    drivers = {deb.filename for deb in driver_debs()} if drivers else set()
-
-    def of(rdir):  # the driver stand-ins only where DRIVER_DIRS says
-        return {k: v for k, v in stanzas.items() if k not in drivers or rdir in DRIVER_DIRS}
-
     try:
-        signed = [rdir for rdir in rdirs if publish(rdir, of(rdir), fingerprint, pub, date)]
+        signed = [
+            rdir
+            for rdir, take in rdirs.items()
+            if publish(rdir, take(stanzas), fingerprint, pub, date, arch=arch)
+        ]
     finally:
         stop_agent()
     state_words = f"signed {', '.join(signed)}" if signed else "up to date"
     log(
-        f"repo: {len(stanzas)} packages in {repos_dir()}/{{{','.join(rdirs)}}}/x86_64, {state_words}, "
+        f"repo: {len(stanzas)} packages in {repos_dir()}/{{{','.join(rdirs)}}}/{arch.name}, {state_words}, "
         f"key {fingerprint} ({time.monotonic() - start:.0f}s)"
     )
     return fingerprint

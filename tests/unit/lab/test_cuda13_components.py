@@ -342,5 +342,7 @@ def test_a_mirror_without_the_new_components_is_one_line(tmp_path, monkeypatch):
     redist.mkdir(parents=True)
     doc = {"release_date": "2025-10-09", "cuda_nvcc": {"version": "13.0.88"}}
     (redist / f"redistrib_{RELEASE}.json").write_text(json.dumps(doc))
-    with pytest.raises(Exception, match=r"has no cuda_cccl, .*libcublas.*: run `python -m lab mirror build`"):
+    with pytest.raises(
+        Exception, match=r"has no linux-x86_64 cuda_cccl, .*libcublas.*: run `python -m lab mirror build`"
+    ):
         repo.cuda_debs(RELEASE)

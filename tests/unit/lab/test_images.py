@@ -26,6 +26,7 @@ def test_four_debian_images_and_el_and_ubuntu_shaped_ones_on_demand():
         "gpufleet/el10-systemd",
         "gpufleet/el9-systemd",
         "gpufleet/ubuntu2204-systemd",
+        "gpufleet/ubuntu2404-arm64-systemd",
         "gpufleet/ubuntu2404-systemd",
     ]
     assert RECIPES["debian13"].suite == "trixie"
@@ -35,6 +36,7 @@ def test_four_debian_images_and_el_and_ubuntu_shaped_ones_on_demand():
         "ubuntu2404-systemd",
         "ubuntu2204-systemd",
         "debian12-arm64-systemd",
+        "ubuntu2404-arm64-systemd",
     ]
 
 
@@ -195,6 +197,18 @@ def test_the_arm64_image_is_built_with_a_foreign_arch_and_loaded_labelled_arm64(
     assert config["config"]["Labels"] == {"gpufleet.recipe": "abc"}
     with pytest.raises(LabError, match="only ENV, CMD and LABEL"):
         images.image_config("arm64", ["EXPOSE 22"], "sha256:00", "now")
+
+
+def test_the_ubuntu_shaped_arm_server_is_the_arm64_image_with_ubuntus_identity():
+    """A GH200 node's Ubuntu 24.04 (NVIDIA's ubuntu2404/sbsa repository): the arm64 recipe, the units masked
+    before the identity hooks, which are the x86_64 Ubuntu-shaped image's."""
+    arm, ubuntu = RECIPES["ubuntu2404-arm64-systemd"], RECIPES["ubuntu2404-systemd"]
+    debian_arm = RECIPES["debian12-arm64-systemd"]
+    assert (arm.arch, arm.packages, arm.on_demand) == ("arm64", debian_arm.packages, True)
+    identity = images.ubuntu_hooks("ubuntu2404")
+    assert arm.hooks == (*debian_arm.hooks, *identity)
+    assert ubuntu.hooks[-len(identity) :] == identity
+    assert arm.digest() != debian_arm.digest()
 
 
 def test_the_emulation_handler_must_be_enabled_with_the_f_flag():

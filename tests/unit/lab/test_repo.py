@@ -364,3 +364,105 @@ def test_the_driver_stand_ins_are_in_ubuntu2404_only_with_the_plans_names(built)
     assert "/etc/apt/preferences.d/nvidia-driver-pinning-590" in pin
     unit = _listing(lab_dir / "repo-build" / "pool" / "nvidia-persistenced_580.105.08-0ubuntu1_amd64.deb")
     assert "/usr/lib/systemd/system/nvidia-persistenced.service" in unit
+
+
+# ---------------------------------------------------------------- sbsa (issue 39: Arm servers)
+
+
+@pytest.fixture
+def sbsa_lab(lab_dir):
+    """The synthetic mirror with linux-sbsa archives of what lab/mirror.py SBSA_CUDA and SBSA_CUDNN name."""
+    redist = lab_dir / "mirror" / "cuda" / "redist"
+    manifest = redist / "redistrib_13.0.2.json"
+    doc = json.loads(manifest.read_text())
+    for comp in lab_mirror.SBSA_CUDA["13.0.2"]:
+        files, links = CUDA_FILES[comp]
+        top = f"{comp}-linux-sbsa-{doc[comp]['version']}-archive"
+        doc[comp]["linux-sbsa"] = _tar_xz(redist / comp / "linux-sbsa" / f"{top}.tar.xz", top, files, links)
+    manifest.write_text(json.dumps(doc))
+    cudnn = lab_dir / "mirror" / "cudnn" / "redist"
+    for version, majors in lab_mirror.SBSA_CUDNN:
+        path = cudnn / f"redistrib_{lab_mirror.short(version)}.json"
+        doc = json.loads(path.read_text())
+        x86 = doc["cudnn"]["linux-x86_64"]
+        doc["cudnn"]["linux-sbsa"] = {f"cuda{m}": x86[f"cuda{m}"] for m in majors}  # the same bytes will do
+        path.write_text(json.dumps(doc))
+    return lab_dir
+
+
+def test_sbsa_repository_has_nvidias_arm_names_layout_and_signature(sbsa_lab, tmp_path):
+    """NVIDIA's .../repos/<distro>/sbsa/: arm64 packages of the same names and versions, the toolkit under
+    targets/sbsa-linux, cuDNN in /usr/lib/aarch64-linux-gnu; signed with the lab key like x86_64's."""
+    lines = []
+    fingerprint = repo.build_sbsa(log=lines.append)
+    target = sbsa_lab / "mirror" / "cuda" / "repos" / "ubuntu2404" / "sbsa"
+    index = install_repo.parse_index((target / "Packages").read_text())
+    arches = {fields["Architecture"] for versions in index.values() for fields in versions.values()}
+    assert arches == {"arm64", "all"}
+    assert set(index["libcudnn9-cuda-13"]) == {"9.14.0.64-1"} and "libcudnn9-cuda-12" not in index
+    assert {"cuda-toolkit-13-0", "cuda-nvcc-13-0", "libcublas-dev-13-0", "libcurand-13-0"} <= set(index)
+    assert "libcufft-13-0" not in index  # not among the lab's linux-sbsa archives
+    pool = sbsa_lab / "repo-build" / "pool-sbsa"
+    cublas = _listing(pool / "libcublas-13-0_13.1.0.3-1_arm64.deb")
+    assert "/usr/local/cuda-13.0/targets/sbsa-linux/lib/libcublas.so.13" in cublas
+    assert not [p for p in cublas if "x86_64" in p]
+    nvcc = _listing(pool / "cuda-nvcc-13-0_13.0.88-1_arm64.deb")
+    assert "/usr/local/cuda-13.0/targets/sbsa-linux/include/fatbinary_section.h" in nvcc
+    cudnn = _listing(pool / "libcudnn9-cuda-13_9.14.0.64-1_arm64.deb")
+    assert "/usr/lib/aarch64-linux-gnu/libcudnn.so.9" in cudnn
+    headers = _listing(pool / "libcudnn9-headers-cuda-13_9.14.0.64-1_arm64.deb")
+    assert "/usr/include/aarch64-linux-gnu/cudnn.h" in headers
+    common = _listing(pool / "cuda-toolkit-config-common_13.0.96-1_all.deb")
+    assert "/etc/ld.so.conf.d/000_cuda.conf" in common
+    conf = subprocess.run(
+        ["dpkg-deb", "--fsys-tarfile", str(pool / "cuda-toolkit-config-common_13.0.96-1_all.deb")],
+        capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    with tarfile.open(fileobj=io.BytesIO(conf)) as tar:
+        text = tar.extractfile("./etc/ld.so.conf.d/000_cuda.conf").read().decode()
+    assert text == "/usr/local/cuda/targets/sbsa-linux/lib\n"
+    meta = pool / "cuda-toolkit-13-0_13.0.2-1_arm64.deb"
+    assert "cuda-compiler-13-0 (>= 13.0.2)" in _field(meta, "Depends")
+    assert "libcufft-13-0 (not among the lab's linux-sbsa archives" in _field(
+        pool / "cuda-libraries-13-0_13.0.2-1_arm64.deb", "Description"
+    )
+    # every dependency among the lab's packages is in the repository (apt resolves cuda-toolkit-13-0)
+    for versions in index.values():
+        for fields in versions.values():
+            for dep in filter(None, fields.get("Depends", "").split(", ")):
+                name = dep.split(" ")[0].split("|")[0]
+                assert name in index or name == "zlib1g", (fields["Package"], dep)
+    key = target / repo_plan.KEYS["ubuntu2404"][0]
+    assert install_repo.key_fingerprints(key.read_bytes())[0] == fingerprint
+    keyring = tmp_path / "sbsa.gpg"
+    subprocess.run(["gpg", "--dearmor", "-o", str(keyring), str(key)], check=True, capture_output=True)
+    cmd = ["gpgv", "--keyring", str(keyring), str(target / "InRelease")]
+    res = subprocess.run(cmd, capture_output=True, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "/{ubuntu2404}/sbsa, signed ubuntu2404" in lines[-1]
+
+
+def test_sbsa_and_x86_64_repositories_leave_each_other_alone(sbsa_lab):
+    """Two pools: building one architecture neither removes nor re-signs the other's packages, though
+    config-common has the same file name in both (arch all, other contents)."""
+    fingerprint = repo.build(log=lambda _line: None)
+    repos = sbsa_lab / "mirror" / "cuda" / "repos"
+    x86 = {p.name: p.read_bytes() for p in (repos / "ubuntu2404" / "x86_64").iterdir()}
+    assert repo.build_sbsa(log=lambda _line: None) == fingerprint
+    assert {p.name: p.read_bytes() for p in (repos / "ubuntu2404" / "x86_64").iterdir()} == x86
+    sbsa = {p.name: p.read_bytes() for p in (repos / "ubuntu2404" / "sbsa").iterdir()}
+    again = []
+    repo.build(log=again.append)
+    assert "up to date" in again[-1]
+    assert {p.name: p.read_bytes() for p in (repos / "ubuntu2404" / "sbsa").iterdir()} == sbsa
+    again = []
+    repo.build_sbsa(log=again.append)
+    assert "up to date" in again[-1] and not [line for line in again if line.startswith("repo: built ")]
+    assert sorted(p.name for p in repos.iterdir()) == sorted(repo.REPO_DIRS)
+    assert sorted(p.name for p in (repos / "ubuntu2404").iterdir()) == ["sbsa", "x86_64"]
+    assert [p.name for p in (repos / "debian12").iterdir()] == ["x86_64"]
+
+
+def test_sbsa_without_the_mirrors_sbsa_archives_says_what_to_run(lab_dir):
+    with pytest.raises(LabError, match=r"no linux-sbsa cuda_.*run `python -m lab mirror sbsa`"):
+        repo.build_sbsa(log=lambda _line: None)
