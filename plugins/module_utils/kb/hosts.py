@@ -46,6 +46,18 @@ REDIST_PLATFORMS = {
 }
 REPO_ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "sbsa", "arm64": "sbsa"}
 SUPPORTED_MACHINES = "x86_64 and aarch64 (Arm servers such as Grace: NVIDIA's sbsa platform)"
+# The OS keys whose NVIDIA CUDA repository has an sbsa (Arm server) tree, .../repos/<key>/sbsa/: Ubuntu and
+# RHEL (medium: NVIDIA's repository index, https://developer.download.nvidia.com/compute/cuda/repos/, as
+# stored copies show it, ubuntu2204/sbsa, ubuntu2404/sbsa, rhel9/sbsa, rhel10/sbsa; rhel8/sbsa through CUDA
+# 12). Debian's directories showed x86_64 and cross-linux-sbsa only (packages for x86_64 hosts that
+# cross-compile for Arm; low: an older copy of the index, re-checked 2026-12-06 for issue 39), so an Arm
+# server on Debian is warned, not refused: the redist archives (linux-sbsa) are the sure way there.
+SBSA_REPOSITORIES = ("ubuntu2204", "ubuntu2404", "rhel8", "rhel9", "rhel10")
+SBSA_ADVICE = {
+    "cuda_toolkit": "cuda_toolkit_source: redist installs NVIDIA's linux-sbsa archives",
+    "cudnn": "cudnn_source: redist installs NVIDIA's linux-sbsa archives",
+    "nvidia_driver": "nvidia_driver_source: distro installs the distribution's own driver packages",
+}
 
 # NVIDIA Jetson (a Tegra SoC running Jetson Linux, L4T) is another platform: its GPU driver is part of the L4T
 # board support package, and JetPack brings its CUDA, cuDNN and TensorRT ("JetPack SDK includes the Jetson

@@ -16,6 +16,7 @@ refused nothing and plans nothing: its plan says "disabled by <role>_enabled".
 
 from __future__ import annotations
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat as plan_compat
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cuda as plan_cuda
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import cudnn as plan_cudnn
@@ -572,6 +573,22 @@ def el8_dnf_refusal(role, variables, facts, core):
     )
 
 
+def sbsa_repository_warning(role, variables, repo):
+    """A warning when a role installs from an sbsa tree of NVIDIA's repository that NVIDIA is not known to
+    publish (an Arm server on Debian: kb/hosts.py SBSA_REPOSITORIES), naming the URL and the way that is sure;
+    None otherwise."""
+    if variables.get(f"{role}_source") != "nvidia_repo" or not repo or repo.get("arch") != "sbsa":
+        return None
+    if repo.get("repo_dir") in kb_hosts.SBSA_REPOSITORIES:
+        return None
+    label = kb_hosts.OS_TABLE.get(repo["repo_dir"], {}).get("label", repo["repo_dir"])
+    return (
+        f"{role}_source: nvidia_repo on an Arm server (aarch64) with {label}: NVIDIA is not known to publish "
+        f"an sbsa repository for {label} ({repo['url']}; its Debian repositories carry x86_64 and "
+        f"cross-linux-sbsa); if that URL is missing, {kb_hosts.SBSA_ADVICE[role]}"
+    )
+
+
 def plan(role, variables, facts, context=None):
     """(plan, compat) of one role for one host; PlanError for a variable no plan can serve.
 
@@ -596,6 +613,9 @@ def plan(role, variables, facts, context=None):
     if refusal:
         raise PlanError(refusal)
     made, compat = funcs[2](variables, facts, context or {})
+    sbsa = sbsa_repository_warning(role, variables, made.get("repo"))
+    if sbsa:
+        compat = dict(compat, warnings=[*compat.get("warnings", []), sbsa])
     made.update(enabled=True, state=variables[f"{role}_state"])
     made["download"] = plan_downloads.settings(role, variables)
     return made, compat

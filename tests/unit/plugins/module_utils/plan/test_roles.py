@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import hosts as kb_hosts
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import roles
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.stack import PlanError
 
@@ -392,3 +393,29 @@ def test_each_role_refuses_a_jetson_and_plans_an_arm_server_from_sbsa(role):
     jetson = dict(gh200, host=dict(gh200["host"], tegra="/etc/nv_tegra_release exists (# R36 (release))"))
     _plan, compat = roles.plan(role, defaults(role), jetson)
     assert any(e.startswith("this host is an NVIDIA Jetson") for e in compat["errors"]), compat
+
+
+@pytest.mark.parametrize("role", ["nvidia_driver", "cuda_toolkit", "cudnn"])
+def test_an_arm_server_on_debian_is_warned_that_nvidias_sbsa_repository_is_not_known(role):
+    """kb/hosts.py SBSA_REPOSITORIES (issue 39): NVIDIA's Debian repositories are known with x86_64 and
+    cross-linux-sbsa trees only (low confidence), so nvidia_repo on a Debian arm64 host is planned from
+    .../debian12/sbsa/ with a warning naming the URL and the sure way; Ubuntu's sbsa tree is known."""
+    gpus = [{"device_id": "0x2342", "compute_capability": "9.0", "name": "GH200"}]
+    debian = dict(DEBIAN12, gpus=gpus, host=dict(DEBIAN12["host"], machine="aarch64", tegra=None))
+    _plan, compat = roles.plan(role, defaults(role), debian)
+    assert compat["errors"] == [], compat
+    (warning,) = [w for w in compat["warnings"] if "sbsa repository" in w]
+    assert warning.startswith(f"{role}_source: nvidia_repo on an Arm server (aarch64) with Debian 12: "), (
+        warning
+    )
+    assert "/repos/debian12/sbsa/" in warning
+    assert warning.endswith(kb_hosts.SBSA_ADVICE[role])
+    _plan, compat = roles.plan(role, defaults(role), dict(UBUNTU2404_ARM, gpus=gpus))
+    assert not [w for w in compat["warnings"] if "sbsa repository" in w], compat["warnings"]
+    x86 = dict(debian, host=dict(debian["host"], machine="x86_64"))
+    _plan, compat = roles.plan(role, defaults(role), x86)
+    assert not [w for w in compat["warnings"] if "sbsa repository" in w], compat["warnings"]
+    if role != "nvidia_driver":  # the redist archives: no repository at all
+        redist = dict(defaults(role), **{f"{role}_source": "redist"})
+        _plan, compat = roles.plan(role, redist, debian)
+        assert not [w for w in compat["warnings"] if "sbsa repository" in w], compat["warnings"]
