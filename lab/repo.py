@@ -694,7 +694,7 @@ Pin-Priority: 1000
 """
 
 
-def driver_debs():
+def driver_debs(arch=X86_64):
     """NVIDIA's driver packages for Ubuntu (the names plan/driver/packages.py installs in a container:
     nvidia-driver-cuda, nvidia-persistenced; nvidia-driver-pinning-<branch> from R590) as stand-ins: each
     holds a file under /usr/share/gpufleet-lab/ that says what it is (no driver: none can be built or loaded
@@ -704,7 +704,7 @@ def driver_debs():
         branch = version.split(".")[0]
         common = {
             "version": f"{version}-0ubuntu1",
-            "arch": "amd64",
+            "arch": arch.deb,
             "doc": False,
             "mtime": _date_epoch("2025-11-05"),
         }
@@ -913,8 +913,9 @@ def build(log=print, cudnn_versions=None, cudnn_majors=None, dists=None):
 def sbsa_debs():
     """The Arm server packages: CUDA's and cuDNN's of the mirror's linux-sbsa archives (lab/mirror.py
     SBSA_CUDA, SBSA_CUDNN) in NVIDIA's sbsa names and layout (arm64, targets/sbsa-linux,
-    /usr/lib/aarch64-linux-gnu)."""
-    out = [deb for release in lab_mirror.SBSA_CUDA for deb in cuda_debs(release, SBSA)]
+    /usr/lib/aarch64-linux-gnu), and the driver's stand-ins (arm64: NVIDIA's sbsa repositories carry the
+    driver too)."""
+    out = [deb for release in lab_mirror.SBSA_CUDA for deb in cuda_debs(release, SBSA)] + driver_debs(SBSA)
     for version, majors in lab_mirror.SBSA_CUDNN:
         for major in majors:
             out += cudnn_debs(version, major, SBSA)

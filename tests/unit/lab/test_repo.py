@@ -402,6 +402,9 @@ def test_sbsa_repository_has_nvidias_arm_names_layout_and_signature(sbsa_lab, tm
     assert set(index["libcudnn9-cuda-13"]) == {"9.14.0.64-1"} and "libcudnn9-cuda-12" not in index
     assert {"cuda-toolkit-13-0", "cuda-nvcc-13-0", "libcublas-dev-13-0", "libcurand-13-0"} <= set(index)
     assert "libcufft-13-0" not in index  # not among the lab's linux-sbsa archives
+    # the driver's stand-ins (NVIDIA's sbsa repositories carry the driver's packages too)
+    assert set(index["nvidia-driver-cuda"]) == {"580.105.08-0ubuntu1", "590.48.01-0ubuntu1"}
+    assert "nvidia-driver-pinning-590" in index
     pool = sbsa_lab / "repo-build" / "pool-sbsa"
     cublas = _listing(pool / "libcublas-13-0_13.1.0.3-1_arm64.deb")
     assert "/usr/local/cuda-13.0/targets/sbsa-linux/lib/libcublas.so.13" in cublas
