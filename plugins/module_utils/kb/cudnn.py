@@ -57,8 +57,12 @@ ARCH_CUDA_MINORS = (
 MIN_CC = (
     (13, "9.12.0", None, "7.5", HIGH),  # high: 9.17.0 matrix CUDA 13 CC 7.5+, https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
     (12, "9.17.0", None, "7.5", HIGH),  # high: 9.17.0 matrix CUDA 12 CC 7.5-12.0, https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
-    # cut-over after 9.10.2 unconfirmed: NVIDIA's 9.11-9.16 matrices and release notes were not readable
-    # here (re-checked 2026-12-06, issue 39); conda-forge packagers report 9.11+ lacks pre-Turing device code
+    # cut-over after 9.10.2 unconfirmed on an NVIDIA page: NVIDIA's 9.11-9.16 matrices and release notes were
+    # not readable here (re-checked 2026-12-06, issue 39; NVIDIA's 9.10.2 matrix lists CC 7.0 for CUDA 12, its
+    # 9.17.0 matrix 7.5+). Third-party, all saying 9.11.0: conda-forge (tensorflow-feedstock#457: "cuDNN 9.11+
+    # dropped device code for pre-Turing devices", admin-requests#1742 removed those cuda12 builds), an NVIDIA
+    # engineer reviewing pytorch/pytorch#165773 ("removed in cuDNN starting with 9.11"). Warned, not refused,
+    # until NVIDIA's own page is read.
     (12, "9.11.0", "9.16.99", "7.5", MEDIUM),  # medium: https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
     # 9.0.0..9.10.2 matrices CC 5.0+
     (None, "9.0.0", "9.10.2", "5.0", HIGH),  # high: https://docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0/reference/support-matrix.html
