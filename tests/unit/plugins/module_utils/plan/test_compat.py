@@ -12,18 +12,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-TODAY = datetime.date(2026, 11, 30)
-H200 = {"pci_device_id": "0x2335", "pci_subsystem_id": "0x18BF"}
-V100 = {"pci_device_id": "0x1DB5"}
-K80 = {"pci_device_id": "0x102D"}
-B200 = {"pci_device_id": "0x2901"}
-RTX5090 = {"pci_device_id": "0x2B85"}
-T4 = {"pci_device_id": "0x1EB8"}
-
-
-def run(**kwargs):
-    kwargs.setdefault("today", TODAY)
-    return check(**kwargs)
+from tests.unit.plugins.module_utils.plan.compat_cases import B200, H200, K80, RTX5090, T4, V100, run
 
 
 def lower(version, step=1):

@@ -12,18 +12,9 @@ CDNN  https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html (
       https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html (9.10.2)
 """
 
-import datetime
-
 import pytest
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.compat import check
 
-TODAY = datetime.date(2026, 11, 30)
-H200 = {"pci_device_id": "0x2335", "pci_subsystem_id": "0x18BF"}
-
-
-def run(**kwargs):
-    kwargs.setdefault("today", TODAY)
-    return check(**kwargs)
+from tests.unit.plugins.module_utils.plan.compat_cases import H200, run
 
 
 def os_run(dist, version, cuda):

@@ -14,25 +14,12 @@ Each case names its NVIDIA source:
          Blackwell 10.0: 12.8)
 """
 
-import datetime
-
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cudnn as kb_cudnn
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat as compat_rules
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.compat import check
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import parse_version
 
-TODAY = datetime.date(2026, 12, 6)
-H200 = {"pci_device_id": "0x2335", "pci_subsystem_id": "0x18BF"}
-B200 = {"pci_device_id": "0x2901"}
-RUBIN = {"compute_capability": "10.7"}
-THOR = {"compute_capability": "11.0"}
-VOLTA = {"compute_capability": "7.0"}
-
-
-def run(**kwargs):
-    kwargs.setdefault("today", TODAY)
-    return check(**kwargs)
+from tests.unit.plugins.module_utils.plan.compat_cases import B200, H200, RUBIN, THOR, VOLTA, run
 
 
 def matrix_warnings(result):

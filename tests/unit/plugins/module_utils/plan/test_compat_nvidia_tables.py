@@ -11,7 +11,6 @@ Sources:
   RDST  https://developer.download.nvidia.com/compute/cudnn/redist/redistrib_8.8.0.json
 """
 
-import datetime
 import re
 from pathlib import Path
 
@@ -20,20 +19,11 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import arch as 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import cuda as kb_cuda
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kb import driver as kb_driver
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan import compat as compat_rules
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.compat import check
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.versions import parse_version
 
-TODAY = datetime.date(2026, 11, 30)
-H200 = {"pci_device_id": "0x2335", "pci_subsystem_id": "0x18BF"}
-B200 = {"pci_device_id": "0x2901"}
-RTX5090 = {"pci_device_id": "0x2B85"}
-RUBIN = {"compute_capability": "10.7"}
+from tests.unit.plugins.module_utils.plan.compat_cases import B200, H200, RTX5090, RUBIN, run
+
 ROOT = Path(__file__).resolve().parents[5]
-
-
-def run(**kwargs):
-    kwargs.setdefault("today", TODAY)
-    return check(**kwargs)
 
 
 def fwd(cuda, branch, gpus=(H200,)):

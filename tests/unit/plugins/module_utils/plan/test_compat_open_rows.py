@@ -8,18 +8,9 @@ raising one to high (an error instead of a warning) is a visible change. Each ca
   U2604  kb/cuda.py CUDA_OS_FACTS ("ubuntu", "26.04", "repo_from", "13.3", medium)
 """
 
-import datetime
-
 import pytest
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.plan.compat import check
 
-TODAY = datetime.date(2026, 12, 6)
-H200 = {"pci_device_id": "0x2335", "pci_subsystem_id": "0x18BF"}
-
-
-def run(**kwargs):
-    kwargs.setdefault("today", TODAY)
-    return check(**kwargs)
+from tests.unit.plugins.module_utils.plan.compat_cases import H200, run
 
 
 @pytest.mark.parametrize(
