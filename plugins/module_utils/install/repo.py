@@ -440,16 +440,11 @@ def apt_update_refusal(output, rc, url, var):
     ]
     if rc == 0 and not errors:
         return None
-    why = next(
-        (words for rx, words in APT_REFUSALS if rx.search(output or "")), f"apt-get update failed (rc={rc})"
-    )
     first = next(
         (line for tag in ("E:", "W:", "Err:") for line in errors if line.startswith(tag)), f"rc={rc}"
     )
-    return (
-        f"apt refused the repository {url}: {why.format(var=var)} (apt: {' '.join(first.split())[:300]}); "
-        "nothing was installed or changed: the packages installed before are as they were"
-    )
+    fallback = f"apt-get update failed (rc={rc})"
+    return _refused("apt", APT_REFUSALS, output, fallback=fallback, url=url, var=var, quote=first)
 
 
 # dnf makecache of a staged .repo: what its output says about the repository (repomd.xml's signature, reach)
@@ -468,14 +463,20 @@ def dnf_makecache_refusal(output, rc, url, var):
     """None when dnf makecache read the repository, else the one-line reason (names the variable)."""
     if rc == 0:
         return None
-    why = next(
-        (words for rx, words in DNF_REFUSALS if rx.search(output or "")), f"dnf makecache failed (rc={rc})"
-    )
     lines = [line.strip() for line in (output or "").splitlines() if line.strip()]
     last = lines[-1] if lines else ""
     first = next((line for line in lines if line.startswith(("Error:", "Errors"))), last)
+    fallback = f"dnf makecache failed (rc={rc})"
+    return _refused("dnf", DNF_REFUSALS, output, fallback=fallback, url=url, var=var, quote=first)
+
+
+def _refused(tool, table, output, *, fallback, url, var, quote):
+    """The one-line refusal of apt's or dnf's reading of a repository: the first reason of ``table`` the
+    output matches (else ``fallback``), the tool's own words (``quote``), and that nothing changed."""
+    why = next((words for rx, words in table if rx.search(output or "")), fallback)
+    words = " ".join(quote.split())[:300]
     return (
-        f"dnf refused the repository {url}: {why.format(var=var)} (dnf: {' '.join(first.split())[:300]}); "
+        f"{tool} refused the repository {url}: {why.format(var=var)} ({tool}: {words}); "
         "nothing was installed or changed: the packages installed before are as they were"
     )
 
