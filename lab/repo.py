@@ -694,6 +694,21 @@ Pin-Priority: 1000
 """
 
 
+def stand_in_files(name, version):
+    """The files of the lab's stand-in of NVIDIA's driver package ``name`` at ``version`` (as the package
+    manager writes it), .deb or RPM alike: a file under STAND_IN_DIR that says what it is, and NVIDIA's
+    systemd unit (a stand-in that runs nothing) where NVIDIA's package ships one."""
+    text = (
+        f"{name} {version}: a gpufleet lab stand-in of NVIDIA's package of this name "
+        "(no driver, no kernel module: none can be built or loaded here).\n"
+    )
+    files = {f"{STAND_IN_DIR}/{name}": text}
+    if name in UNITS:
+        unit, description = UNITS[name]
+        files[f"{UNIT_DIR}/{unit}"] = STAND_IN_UNIT.format(description=description)
+    return files
+
+
 def driver_debs(arch=X86_64):
     """NVIDIA's driver packages for Ubuntu (the names plan/driver/packages.py installs in a container:
     nvidia-driver-cuda, nvidia-persistenced; nvidia-driver-pinning-<branch> from R590) as stand-ins: each
@@ -712,14 +727,7 @@ def driver_debs(arch=X86_64):
         if int(branch) >= 590:
             names.append(f"nvidia-driver-pinning-{branch}")
         for name in names:
-            text = (
-                f"{name} {common['version']}: a gpufleet lab stand-in of NVIDIA's package of this name "
-                "(no driver, no kernel module: none can be built or loaded here).\n"
-            )
-            files = {f"{STAND_IN_DIR}/{name}": text}
-            if name in UNITS:
-                unit, description = UNITS[name]
-                files[f"{UNIT_DIR}/{unit}"] = STAND_IN_UNIT.format(description=description)
+            files = stand_in_files(name, common["version"])
             if name.startswith("nvidia-driver-pinning-"):
                 files[f"/etc/apt/preferences.d/{name}"] = PIN_TEXT.format(name=name, branch=branch)
             out.append(

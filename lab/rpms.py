@@ -49,7 +49,6 @@ KEY_FILES = {"rhel9": "D42D0685.pub", "rhel10": "CDF6BA43.pub"}
 LIBDIR = "/usr/lib64"
 INCDIR = "/usr/include"
 PACKAGER = "cudatools <cudatools@nvidia.com>"
-STAND_IN_DIR = lab_repo.STAND_IN_DIR
 # The driver stand-ins: two branches so that a branch change and a flavor switch can run
 DRIVER_VERSIONS = lab_repo.DRIVER_VERSIONS
 DRIVER_EPOCH = "3"
@@ -217,18 +216,8 @@ def cuda_rpms(release=lab_repo.CUDA_RELEASE):
 # ---------------------------------------------------------------- the driver (stand-ins)
 
 
-UNIT_DIR, STAND_IN_UNIT, UNITS = lab_repo.UNIT_DIR, lab_repo.STAND_IN_UNIT, lab_repo.UNITS
-
-
 def _stand_in(name, version, dist, **kw):
-    text = (
-        f"{name} {DRIVER_EPOCH}:{version}-1.{dist}: a gpufleet lab stand-in of NVIDIA's package of this name "
-        "(no driver, no kernel module: none can be built or loaded here).\n"
-    )
-    files = {f"{STAND_IN_DIR}/{name}": text}
-    if name in UNITS:
-        unit, description = UNITS[name]
-        files[f"{UNIT_DIR}/{unit}"] = STAND_IN_UNIT.format(description=description)
+    files = lab_repo.stand_in_files(name, f"{DRIVER_EPOCH}:{version}-1.{dist}")
     return Rpm(
         name=name,
         version=version,
