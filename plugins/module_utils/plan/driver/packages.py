@@ -239,15 +239,16 @@ def _plan_nvidia_apt(plan, b, flavor, version):
     # apt install --autoremove --purge <switch> (the guide's flavor switch; see APT_FLAVOR_SWITCH)
     plan["flavor_switch"] = {"apt_packages": [_apt_versioned(p, version) for p in switch], "argv": []}
     if not plan["build_kernel_module"]:
-        # Userspace only (containers): NVIDIA's Debian-style compute packages, no metapackage that pulls DKMS.
-        plan["packages"] = ["nvidia-driver-cuda", "nvidia-persistenced"]
+        # Userspace only (containers): NVIDIA's Debian-style compute packages, no metapackage that pulls
+        # DKMS, at the branch (or version) asked: apt would take the repository's newest branch otherwise
+        # (no branch-named package exists for them, no pin package before R590; their dependencies on
+        # NVIDIA's libraries are exact versions, so the branch holds for all of them)
+        at = version or f"{b}."
+        userspace = ("nvidia-driver-cuda", "nvidia-persistenced")
+        plan["packages"] = [_apt_versioned(name, at) for name in userspace]
         plan["flavor_switch"] = {"apt_packages": [], "argv": []}
         if b < kb_packages.PINNING_FROM:
             plan["pin_packages"] = []
-            plan["warnings"].append(
-                "userspace-only install from the NVIDIA repository is not branch-locked before R590 "
-                "(no pin package): the newest driver userspace in the repository is installed"
-            )
 
 
 def _plan_nvidia_dnf(plan, os_name, b, flavor, version):

@@ -264,6 +264,28 @@ def test_rhel10_userspace_packages_carry_the_branch_and_verify_checks_their_name
     assert dp.off_branch(plan, facts("rhel10", packages=left)) == ["nvidia-persistenced 3:580.105.08-1.el10"]
 
 
+@pytest.mark.parametrize(
+    ("os_key", "branch", "version", "spec"),
+    [
+        ("ubuntu2404", "580", None, "=580.*"),
+        ("ubuntu2404", "590", None, "=590.*"),
+        ("debian12", "580", "580.105.08", "=580.105.08*"),
+    ],
+)
+def test_apt_userspace_packages_carry_the_branch(os_key, branch, version, spec):
+    """Issue 39 (molecule arm64: an Ubuntu Arm server asked for the default branch 580 got 590's userspace and
+    verify refused it): in a container apt gets nvidia-driver-cuda and nvidia-persistenced at the branch (or
+    version) asked, since no branch-named package or, before R590, pin package keeps apt off the repository's
+    newest branch; verify and the holds name them bare."""
+    asked = {"branch": branch, "build_kernel_module": False, **({"version": version} if version else {})}
+    plan = dp.decide(req(asked), facts(os_key))
+    assert plan["install_packages"] == [f"nvidia-driver-cuda{spec}", f"nvidia-persistenced{spec}"]
+    assert {"nvidia-driver-cuda", "nvidia-persistenced"} <= set(plan["verify"]["packages"])
+    assert {"nvidia-driver-cuda", "nvidia-persistenced"} <= set(plan["hold_packages"])
+    assert not [p for p in plan["verify"]["packages"] + plan["hold_packages"] if "=" in p]
+    assert not [w for w in plan["warnings"] if "newest driver userspace" in w]
+
+
 def test_userspace_only_keeps_the_installed_kernel_module_flavor():
     """Issue 38: in a container NVIDIA's nvidia-driver pulls the open flavor's kmod (it requires nvidia-kmod);
     asked for proprietary there, `dnf module switch-to nvidia-driver:580-dkms` left kmod-nvidia-open-dkms in
