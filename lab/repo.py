@@ -78,7 +78,6 @@ SBSA = Arch("sbsa", "arm64", "linux-sbsa", "aarch64-linux-gnu", "sbsa-linux")
 # for Debian no native sbsa repository was found (kb/hosts.py SBSA_REPOSITORIES), so the lab's Debian arm64
 # host takes the redist path
 SBSA_DIRS = ("ubuntu2404",)
-LIBDIR, TARGET_LIB, INCDIR = X86_64.libdir, X86_64.target_lib, X86_64.incdir
 # cuDNN 9 headers: NVIDIA's libcudnn9-headers-cuda-13 (9.14.0.64-1 on the H200's Ubuntu 24.04) ships
 # <name>_v9.h and <name>.h -> <name>_v9.h in /usr/include/x86_64-linux-gnu; no maintainer scripts.
 CUDNN_HEADERS = (
