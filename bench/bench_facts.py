@@ -20,7 +20,6 @@ import argparse
 import importlib
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -36,7 +35,8 @@ probe_facts = importlib.import_module("ansible_collections.gpufleet.nvidia.plugi
 probe_cudnn = importlib.import_module("ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.cudnn")
 fakeroot = importlib.import_module("tests.data.facts.fakeroot")
 
-WHEELS = Path(os.environ.get("GPUFLEET_WHEELS", Path.home() / ".cache" / "gpufleet" / "wheels"))
+lab_mirror = importlib.import_module("lab.mirror")
+WHEELS = os.environ.get("GPUFLEET_WHEELS") or lab_mirror.cache_dir()
 
 
 def build_host(tree):
@@ -63,10 +63,10 @@ def build_host(tree):
 def with_real_libraries(tree):
     """Put the real libcudnn.so.9 (+ graph) of the cached cu13 wheel in the pip copies; False when absent."""
     # this machine's wheel: the cache also holds the aarch64 ones of the lab's linux-sbsa archives
-    wheels = sorted(WHEELS.glob(f"nvidia_cudnn_cu13-9.14.*_{platform.machine()}.whl"))
-    if not wheels:
+    wheel = lab_mirror.find_wheel("nvidia-cudnn-cu13", "9.14.0.64", WHEELS, lab_mirror.this_platform())
+    if wheel is None:
         return False
-    with zipfile.ZipFile(wheels[0]) as archive:
+    with zipfile.ZipFile(wheel) as archive:
         blobs = {n: archive.read("nvidia/cudnn/lib/" + n) for n in ("libcudnn.so.9", "libcudnn_graph.so.9")}
     for lib in Path(tree).glob("home/*/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib"):
         for name, data in blobs.items():

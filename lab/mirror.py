@@ -229,6 +229,12 @@ def wheel_file_name(dist):
     return dist.replace("-", "_")
 
 
+def this_platform():
+    """NVIDIA's redist platform of the machine running this (x86_64: linux-x86_64, aarch64: linux-sbsa)."""
+    machine = os.uname().machine
+    return next((p for p, m in WHEEL_MACHINE.items() if m == machine), PLATFORM)
+
+
 def find_wheel(dist, version, directory=None, platform=PLATFORM):
     directory = Path(directory or cache_dir())
     prefix = f"{wheel_file_name(dist)}-{version}-"

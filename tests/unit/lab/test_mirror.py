@@ -4,6 +4,7 @@ import subprocess
 import tarfile
 import threading
 import time
+import types
 import zipfile
 from pathlib import Path
 
@@ -228,3 +229,11 @@ def test_a_manifest_keeps_the_other_platforms_builds(tmp_path):
     (redist / x86["relative_path"]).unlink()
     assert mirror.kept_platforms(path, redist, "cudnn", mirror.SBSA) == {}
     assert mirror.kept_platforms(redist / "missing.json", redist, "cudnn", mirror.SBSA) == {}
+
+
+@pytest.mark.parametrize(("machine", "wanted"), [("x86_64", "linux-x86_64"), ("aarch64", "linux-sbsa")])
+def test_this_platform_is_the_redist_platform_of_this_machine(monkeypatch, machine, wanted):
+    """The real-libcudnn unit test and bench_facts take this machine's cached wheel by it (the cache also
+    holds the aarch64 wheels of the linux-sbsa archives)."""
+    monkeypatch.setattr(mirror.os, "uname", lambda: types.SimpleNamespace(machine=machine))
+    assert mirror.this_platform() == wanted

@@ -1,9 +1,7 @@
 """probe_cudnn: every source type from synthetic roots, bad input, bounds, and a real library load."""
 
 import os
-import platform
 import zipfile
-from pathlib import Path
 
 import pytest
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe import common as probe_common
@@ -13,6 +11,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.common impor
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.ldcache import load_ld_cache
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.probe.packages import Packages
 
+from lab import mirror as lab_mirror
 from tests.data.facts import fakeroot
 
 
@@ -295,16 +294,16 @@ def test_library_that_fails_to_load(tmp_path):
 
 
 # ---------------------------------------------------------------- a real library (no GPU needed)
-WHEEL_DIR = Path(os.environ.get("GPUFLEET_WHEELS", Path.home() / ".cache" / "gpufleet" / "wheels"))
+WHEEL_DIR = os.environ.get("GPUFLEET_WHEELS") or lab_mirror.cache_dir()
 
 
 def cudnn_wheel():
-    """The cached nvidia-cudnn-cu13 9.14 wheel; skips (with the reason) only when the wheel cache lacks it."""
-    # this machine's wheel: the cache also holds the aarch64 ones of the lab's linux-sbsa archives
-    wheels = sorted(WHEEL_DIR.glob(f"nvidia_cudnn_cu13-9.14.*_{platform.machine()}.whl"))
-    if not wheels:
-        pytest.skip(f"no nvidia_cudnn_cu13-9.14 wheel in {WHEEL_DIR} (filled by the lab set-up)")
-    return wheels[0]
+    """This machine's cached nvidia-cudnn-cu13 9.14 wheel (the cache also holds the aarch64 ones of the lab's
+    linux-sbsa archives); skips (with the reason) only when the wheel cache lacks it."""
+    wheel = lab_mirror.find_wheel("nvidia-cudnn-cu13", "9.14.0.64", WHEEL_DIR, lab_mirror.this_platform())
+    if wheel is None:
+        pytest.skip(f"no nvidia_cudnn_cu13-9.14.0.64 wheel in {WHEEL_DIR} (filled by the lab set-up)")
+    return wheel
 
 
 def test_real_libcudnn_loads_in_a_child(tmp_path):
