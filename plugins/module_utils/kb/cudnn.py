@@ -57,13 +57,12 @@ ARCH_CUDA_MINORS = (
 MIN_CC = (
     (13, "9.12.0", None, "7.5", HIGH),  # high: 9.17.0 matrix CUDA 13 CC 7.5+, https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
     (12, "9.17.0", None, "7.5", HIGH),  # high: 9.17.0 matrix CUDA 12 CC 7.5-12.0, https://docs.nvidia.com/deeplearning/sdk/cudnn-support-matrix/index.html
-    # cut-over after 9.10.2 unconfirmed on an NVIDIA page: NVIDIA's 9.11-9.16 matrices and release notes were
-    # not readable here (re-checked 2026-12-06, issue 39; NVIDIA's 9.10.2 matrix lists CC 7.0 for CUDA 12, its
-    # 9.17.0 matrix 7.5+). Third-party, all saying 9.11.0: conda-forge (tensorflow-feedstock#457: "cuDNN 9.11+
-    # dropped device code for pre-Turing devices", admin-requests#1742 removed those cuda12 builds), an NVIDIA
-    # engineer reviewing pytorch/pytorch#165773 ("removed in cuDNN starting with 9.11"). Warned, not refused,
-    # until NVIDIA's own page is read.
-    (12, "9.11.0", "9.16.99", "7.5", MEDIUM),  # medium: https://docs.nvidia.com/deeplearning/cudnn/latest/support-matrix/index.html
+    # cut-over at 9.11.0, read in NVIDIA's own binaries (2026-12-06, issue 39): `cuobjdump --list-elf` of the
+    # nvidia-cudnn-cu12 wheels: 9.10.2.21's libcudnn_ops/cnn/adv/engines_runtime_compiled carry sm_50, 60, 61,
+    # 70 and up; 9.11.0.98's (and 9.14.0.64's) sm_75 and up only, and PTX for sm_120 alone, so nothing JITs
+    # for Volta. NVIDIA's 9.10.2 matrix lists CC 7.0 for CUDA 12, its 9.17.0 matrix 7.5+; conda-forge
+    # (tensorflow-feedstock#457) and pytorch/pytorch#165773 say 9.11 too (9.11-9.16 matrices not read here).
+    (12, "9.11.0", "9.16.99", "7.5", HIGH),  # high: nvidia-cudnn-cu12 9.11.0.98 sm_75+ only, https://pypi.org/project/nvidia-cudnn-cu12/9.11.0.98/
     # 9.0.0..9.10.2 matrices CC 5.0+
     (None, "9.0.0", "9.10.2", "5.0", HIGH),  # high: https://docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0/reference/support-matrix.html
     (None, "8.9.0", "8.9.7", "5.0", HIGH),  # high: 8.9.x matrix CC 5.0+, https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-896/support-matrix

@@ -37,6 +37,9 @@ NON_NVIDIA_SOURCES = {
         "public copy of NVIDIA's own supported-gpus.json (the file is NVIDIA's, byte for byte)"
     ),
     "https://pypi.org/project/nvidia-cudnn-cu13/": "NVIDIA's own cuDNN wheels, published by NVIDIA on PyPI",
+    "https://pypi.org/project/nvidia-cudnn-cu12/": (
+        "NVIDIA's own cuDNN wheels for CUDA 12, published by NVIDIA: the device code they carry (cuobjdump)"
+    ),
     "https://www.freedesktop.org/software/systemd/man/latest/os-release.html": (
         "os-release(5): distribution IDs (distributions.py, not an NVIDIA fact)"
     ),

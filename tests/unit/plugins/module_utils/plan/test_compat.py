@@ -356,7 +356,7 @@ def test_cudnn_minimum_driver(major, driver, ok):
     [
         (V100, "9.14.0", 13, "error"),
         (V100, "9.17.0", 12, "error"),
-        (V100, "9.14.0", 12, "warning"),
+        (V100, "9.14.0", 12, "error"),  # nvidia-cudnn-cu12 9.14.0.64: sm_75+ only
         (V100, "9.10.2", 12, None),
         (K80, "9.0.0", 12, "error"),
         (K80, "8.5.0", 11, None),

@@ -117,15 +117,16 @@ def test_matrix_rows_are_consistent():
 
 
 # ---------------------------------------------------------------------------------------------------
-# cuDNN 9.11-9.16 on Volta: still warned, medium (NVIDIA's text for the 9.11 cut-over was not found);
-# refused from 9.17.0 (M917 lists CUDA 12 builds from CC 7.5), allowed up to 9.10.2 (M9102 lists 7.0)
+# cuDNN on Volta: allowed up to 9.10.2 (M9102 lists 7.0); refused from 9.11.0 (NVIDIA's nvidia-cudnn-cu12
+# 9.11.0.98 wheel has device code for sm_75 and up only, cuobjdump --list-elf; M917 lists CUDA 12 from 7.5)
 # ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("cudnn", "outcome"),
     [
         ("9.10.2", None),  # M9102: CC 7.0 listed
-        ("9.11.0", "warning"),  # medium: cut-over after 9.10.2 not read on NVIDIA's pages
-        ("9.16.0", "warning"),
+        ("9.10.2.21", None),  # the last patch build with sm_70 device code
+        ("9.11.0", "error"),  # nvidia-cudnn-cu12 9.11.0.98: sm_75+ only
+        ("9.16.0", "error"),
         ("9.17.0", "error"),  # M917: CUDA 12 build CC 7.5-12.0
     ],
 )
@@ -135,7 +136,5 @@ def test_volta_cudnn_cut_over(cudnn, outcome):
     warnings = [w for w in result["warnings"] if "needs compute capability >= 7.5" in w]
     assert bool(errors) is (outcome == "error")
     assert bool(warnings) is (outcome == "warning")
-    for text in errors + warnings:
+    for text in errors:
         assert "set cudnn_version <= 9.10.2" in text
-    if warnings:
-        assert warnings[0].endswith("(medium-confidence fact: verify)")
